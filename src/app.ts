@@ -1,0 +1,89 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context, MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { matchedRoutes } from "hono/route";
+import { applicationRoutes } from "./applications/routes";
+import { permissionRoutes } from "./auth/routes";
+import { databaseOf } from "./db/client";
+import type { AppEnv } from "./http/context";
+import { handleError } from "./http/errors";
+import { authenticate, traceAndConfigure } from "./http/middleware";
+import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, problemResponse } from "./http/problem";
+import { createRouter } from "./http/router";
+import { tenantRoutes } from "./tenants/routes";
+import { ensureBootstrap } from "./tenants/service";
+
+/** Largest JSON body the management and token API accepts. */
+export const API_BODY_LIMIT_BYTES = 1024 * 1024;
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+/** Authenticates every request that reaches a known route; unknown routes fall through to 404/405. */
+const authenticateKnownRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (!matchedRoutes(c).some((route) => route.method !== "ALL")) return next();
+  const bootstrapKey = c.var.config.BOOTSTRAP_API_KEY;
+  if (bootstrapKey) await ensureBootstrap(databaseOf(c.env), bootstrapKey);
+  return authenticate(c, next);
+};
+
+export function buildApp() {
+  const app = new OpenAPIHono<AppEnv>({ strict: false });
+
+  app.use("*", traceAndConfigure);
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: API_BODY_LIMIT_BYTES,
+      onError: () => {
+        throw new PayloadTooLargeError(API_BODY_LIMIT_BYTES);
+      },
+    }),
+  );
+
+  app.get("/health", (c) => c.json({ status: "ok" }));
+  app.route("/", tenantRoutes);
+
+  const api = createRouter();
+  api.use("*", authenticateKnownRoutes);
+  api.route("/", applicationRoutes);
+  api.route("/", permissionRoutes);
+  app.route("/", api);
+
+  app.doc31("/openapi.json", (c) => ({
+    openapi: "3.1.0",
+    info: {
+      title: "Token vault",
+      version: "1.0.0",
+      description: "Tokens, token search, pre-configured proxies and reactors. See README.md.",
+    },
+  }));
+  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "SVC-API-KEY",
+    description: "The header name follows HEADER_PREFIX (default SVC).",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "OperatorKey", {
+    type: "apiKey",
+    in: "header",
+    name: "SVC-OPERATOR-KEY",
+  });
+
+  app.notFound((c) => notFoundOrWrongMethod(app, c));
+  app.onError(handleError);
+  return app;
+}
+
+function notFoundOrWrongMethod(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
+  const path = c.req.path;
+  const allowed = METHODS.filter((method) =>
+    app.router.match(method, path)[0].some(([[, route]]) => route.method === method),
+  );
+  const error = allowed.length > 0 ? new MethodNotAllowedError(allowed) : new NotFoundError(`Route ${c.req.method} ${path}`);
+  return handleErrorResponse(c, error);
+}
+
+function handleErrorResponse(c: Context<AppEnv>, error: MethodNotAllowedError | NotFoundError): Response {
+  const response = problemResponse(error.toProblem(), error.headers);
+  if (c.var.config) response.headers.set(c.var.config.headers.traceId, c.var.traceId);
+  return response;
+}

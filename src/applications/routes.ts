@@ -1,0 +1,154 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { databaseOf } from "../db/client";
+import { idempotent } from "../http/idempotency";
+import { requireContentType, requirePermission } from "../http/middleware";
+import { createRouter } from "../http/router";
+import {
+  IdParams,
+  jsonBody,
+  jsonContent,
+  NameFilter,
+  PageQuery,
+  paginated,
+  problemResponses,
+  repeatable,
+  Uuid,
+} from "../http/schemas";
+import {
+  ApplicationKeySchema,
+  ApplicationSchema,
+  CreateApplicationBody,
+  CreatedApplicationSchema,
+  UpdateApplicationBody,
+} from "./schema";
+import * as applications from "./service";
+
+const tags = ["Applications"];
+const security = [{ ApiKey: [] }];
+const json = requireContentType("application/json");
+
+const create = createRoute({
+  method: "post",
+  path: "/applications",
+  tags,
+  security,
+  summary: "Create an application and its first API key (shown once)",
+  middleware: [requirePermission("application:create"), json, idempotent] as const,
+  request: jsonBody(CreateApplicationBody),
+  responses: {
+    201: jsonContent(CreatedApplicationSchema, "The application, with its plaintext key"),
+    ...problemResponses(400, 401, 403, 409, 413, 415),
+  },
+});
+
+const list = createRoute({
+  method: "get",
+  path: "/applications",
+  tags,
+  security,
+  summary: "List applications",
+  middleware: [requirePermission("application:read")] as const,
+  request: { query: PageQuery.extend({ id: repeatable(Uuid), name: NameFilter }) },
+  responses: { 200: jsonContent(paginated(ApplicationSchema), "A page of applications"), ...problemResponses(400, 401, 403) },
+});
+
+const get = createRoute({
+  method: "get",
+  path: "/applications/{id}",
+  tags,
+  security,
+  summary: "Get an application",
+  middleware: [requirePermission("application:read")] as const,
+  request: { params: IdParams },
+  responses: { 200: jsonContent(ApplicationSchema, "The application"), ...problemResponses(400, 401, 403, 404) },
+});
+
+const update = createRoute({
+  method: "put",
+  path: "/applications/{id}",
+  tags,
+  security,
+  summary: "Replace an application's name, permissions and rules",
+  middleware: [requirePermission("application:update"), json] as const,
+  request: { params: IdParams, ...jsonBody(UpdateApplicationBody) },
+  responses: { 200: jsonContent(ApplicationSchema, "The application"), ...problemResponses(400, 401, 403, 404, 415) },
+});
+
+const remove = createRoute({
+  method: "delete",
+  path: "/applications/{id}",
+  tags,
+  security,
+  summary: "Delete an application and revoke its keys",
+  middleware: [requirePermission("application:delete")] as const,
+  request: { params: IdParams },
+  responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404, 409) },
+});
+
+const createKey = createRoute({
+  method: "post",
+  path: "/applications/{id}/keys",
+  tags,
+  security,
+  summary: "Create another API key for the application (shown once)",
+  middleware: [requirePermission("application:create"), idempotent] as const,
+  request: { params: IdParams },
+  responses: { 201: jsonContent(ApplicationKeySchema, "The new key"), ...problemResponses(400, 401, 403, 404, 409) },
+});
+
+const listKeys = createRoute({
+  method: "get",
+  path: "/applications/{id}/keys",
+  tags,
+  security,
+  summary: "List the application's keys (never their plaintext)",
+  middleware: [requirePermission("application:read")] as const,
+  request: { params: IdParams },
+  responses: {
+    200: jsonContent(z.object({ data: z.array(ApplicationKeySchema) }), "The keys"),
+    ...problemResponses(400, 401, 403, 404),
+  },
+});
+
+const revokeKey = createRoute({
+  method: "delete",
+  path: "/applications/{id}/keys/{key_id}",
+  tags,
+  security,
+  summary: "Revoke a key; it stops working with the next request",
+  middleware: [requirePermission("application:delete")] as const,
+  request: { params: IdParams.extend({ key_id: Uuid.openapi({ param: { name: "key_id", in: "path" } }) }) },
+  responses: { 204: { description: "Revoked" }, ...problemResponses(400, 401, 403, 404) },
+});
+
+export const applicationRoutes = createRouter()
+  .openapi(create, async (c) =>
+    c.json(await applications.createApplication(databaseOf(c.env), c.var.principal, c.req.valid("json")), 201),
+  )
+  .openapi(list, async (c) =>
+    c.json(await applications.listApplications(databaseOf(c.env), c.var.principal, c.req.valid("query")), 200),
+  )
+  .openapi(get, async (c) =>
+    c.json(await applications.getApplication(databaseOf(c.env), c.var.principal, c.req.valid("param").id), 200),
+  )
+  .openapi(update, async (c) =>
+    c.json(
+      await applications.updateApplication(databaseOf(c.env), c.var.principal, c.req.valid("param").id, c.req.valid("json")),
+      200,
+    ),
+  )
+  .openapi(remove, async (c) => {
+    await applications.deleteApplication(databaseOf(c.env), c.var.principal, c.req.valid("param").id);
+    return c.body(null, 204);
+  })
+  .openapi(createKey, async (c) =>
+    c.json(await applications.createApplicationKey(databaseOf(c.env), c.var.principal, c.req.valid("param").id), 201),
+  )
+  .openapi(listKeys, async (c) =>
+    c.json({ data: await applications.listApplicationKeys(databaseOf(c.env), c.var.principal, c.req.valid("param").id) }, 200),
+  )
+  .openapi(revokeKey, async (c) => {
+    const { id, key_id } = c.req.valid("param");
+    await applications.revokeApplicationKey(databaseOf(c.env), c.var.principal, id, key_id);
+    return c.body(null, 204);
+  });

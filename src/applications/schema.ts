@@ -1,0 +1,60 @@
+import { z } from "@hono/zod-openapi";
+import { TRANSFORMS } from "../auth/access";
+import { APPLICATION_TYPES, PERMISSIONS } from "../auth/permissions";
+import { ContainerPath } from "../tokens/containers";
+
+const Permission = z.enum(PERMISSIONS, { error: `must be one of ${PERMISSIONS.join(", ")}` });
+
+export const AccessRuleSchema = z
+  .object({
+    description: z.string().max(500).nullish(),
+    priority: z.number({ error: "must be an integer" }).int("must be an integer").min(0).max(1_000_000),
+    container: ContainerPath,
+    transform: z.enum(TRANSFORMS, { error: `must be one of ${TRANSFORMS.join(", ")}` }),
+    permissions: z.array(Permission).min(1, "must hold at least one permission").max(PERMISSIONS.length),
+  })
+  .openapi("AccessRule");
+
+const Name = z.string({ error: "is required" }).trim().min(1, "must not be empty").max(200, "must be at most 200 characters");
+
+export const CreateApplicationBody = z
+  .object({
+    name: Name,
+    type: z.enum(APPLICATION_TYPES, { error: `must be one of ${APPLICATION_TYPES.join(", ")}` }),
+    permissions: z.array(Permission).max(PERMISSIONS.length).default([]),
+    rules: z.array(AccessRuleSchema).max(100).default([]),
+  })
+  .openapi("CreateApplication");
+
+export const UpdateApplicationBody = CreateApplicationBody.extend({
+  type: CreateApplicationBody.shape.type.optional(),
+}).openapi("UpdateApplication");
+
+export type CreateApplication = z.infer<typeof CreateApplicationBody>;
+export type UpdateApplication = z.infer<typeof UpdateApplicationBody>;
+
+export const ApplicationKeySchema = z
+  .object({ id: z.string(), key: z.string().optional(), created_at: z.string() })
+  .openapi("ApplicationKey");
+
+export const ApplicationSchema = z
+  .object({
+    id: z.string(),
+    tenant_id: z.string(),
+    name: z.string(),
+    type: z.enum(APPLICATION_TYPES),
+    permissions: z.array(z.string()),
+    rules: z.array(AccessRuleSchema),
+    created_by: z.string().nullable(),
+    created_at: z.string(),
+    modified_by: z.string().nullable(),
+    modified_at: z.string().nullable(),
+  })
+  .openapi("Application");
+
+export const CreatedApplicationSchema = ApplicationSchema.extend({ keys: z.array(ApplicationKeySchema) }).openapi(
+  "CreatedApplication",
+);
+
+export type ApplicationResponse = z.infer<typeof ApplicationSchema>;
+export type ApplicationKeyResponse = z.infer<typeof ApplicationKeySchema>;

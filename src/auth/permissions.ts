@@ -1,0 +1,62 @@
+export const APPLICATION_TYPES = ["private", "public", "management"] as const;
+export type ApplicationType = (typeof APPLICATION_TYPES)[number];
+
+export const TOKEN_PERMISSIONS = [
+  "token:create",
+  "token:read",
+  "token:update",
+  "token:delete",
+  "token:search",
+  "token:use",
+] as const;
+
+export const MANAGEMENT_PERMISSIONS = [
+  "application:create",
+  "application:read",
+  "application:update",
+  "application:delete",
+  "proxy:create",
+  "proxy:read",
+  "proxy:update",
+  "proxy:delete",
+  "reactor:create",
+  "reactor:read",
+  "reactor:update",
+  "reactor:delete",
+] as const;
+
+export const PERMISSIONS = [...TOKEN_PERMISSIONS, ...MANAGEMENT_PERMISSIONS] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
+
+/** Which application types may hold each permission. */
+export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
+  public: ["token:create", "token:update"],
+  private: TOKEN_PERMISSIONS,
+  management: MANAGEMENT_PERMISSIONS,
+};
+
+export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
+  "token:create": "Create tokens and tokenize payloads",
+  "token:read": "Read tokens by id",
+  "token:update": "Update tokens",
+  "token:delete": "Delete tokens",
+  "token:search": "Search tokens",
+  "token:use": "Detokenize tokens in proxies and reactors",
+  "application:create": "Create applications and their keys",
+  "application:read": "Read applications",
+  "application:update": "Update applications",
+  "application:delete": "Delete applications and revoke their keys",
+  "proxy:create": "Create proxies",
+  "proxy:read": "Read proxies",
+  "proxy:update": "Update proxies",
+  "proxy:delete": "Delete proxies",
+  "reactor:create": "Create reactor formulas and reactors",
+  "reactor:read": "Read reactor formulas and reactors",
+  "reactor:update": "Update reactor formulas and reactors",
+  "reactor:delete": "Delete reactor formulas and reactors",
+};
+
+export function mayHold(type: ApplicationType, permission: string): boolean {
+  return (PERMISSIONS_BY_TYPE[type] as readonly string[]).includes(permission);
+}

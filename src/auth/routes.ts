@@ -1,0 +1,25 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { createRouter } from "../http/router";
+import { jsonContent, problemResponses } from "../http/schemas";
+import { APPLICATION_TYPES, PERMISSION_DESCRIPTIONS, PERMISSIONS, mayHold } from "./permissions";
+
+const PermissionSchema = z
+  .object({ type: z.string(), description: z.string(), application_types: z.array(z.enum(APPLICATION_TYPES)) })
+  .openapi("Permission");
+
+const list = createRoute({
+  method: "get",
+  path: "/permissions",
+  tags: ["Applications"],
+  security: [{ ApiKey: [] }],
+  summary: "List every permission and the application types that may hold it",
+  responses: { 200: jsonContent(z.array(PermissionSchema), "The permissions"), ...problemResponses(401) },
+});
+
+const PERMISSION_LIST = PERMISSIONS.map((permission) => ({
+  type: permission,
+  description: PERMISSION_DESCRIPTIONS[permission],
+  application_types: APPLICATION_TYPES.filter((type) => mayHold(type, permission)),
+}));
+
+export const permissionRoutes = createRouter().openapi(list, (c) => c.json(PERMISSION_LIST, 200));

@@ -1,0 +1,20 @@
+import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
+import type { Bindings } from "../env";
+import * as schema from "./schema";
+
+export type Database = DrizzleD1Database<typeof schema> & { $client: D1Database };
+
+const clients = new WeakMap<D1Database, Database>();
+
+/**
+ * The one seam through which services reach storage. Today every tenant lives in the `DB` binding;
+ * spreading tenants over several D1 databases means choosing the binding here, nowhere else.
+ */
+export function databaseOf(env: Bindings): Database {
+  let client = clients.get(env.DB);
+  if (!client) {
+    client = drizzle(env.DB, { schema });
+    clients.set(env.DB, client);
+  }
+  return client;
+}

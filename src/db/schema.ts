@@ -1,0 +1,209 @@
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/*
+ * Every table that holds tenant data starts its primary key or first index with tenant_id, and every
+ * query filters on it first. Times are integer milliseconds since the epoch so ranges use an index.
+ */
+
+const audit = {
+  createdBy: text("created_by"),
+  createdAt: integer("created_at").notNull(),
+  modifiedBy: text("modified_by"),
+  modifiedAt: integer("modified_at"),
+};
+
+export const tenants = sqliteTable("tenants", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  createdAt: integer("created_at").notNull(),
+});
+
+export const applications = sqliteTable(
+  "applications",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    name: text("name").notNull(),
+    type: text("type", { enum: ["private", "public", "management"] }).notNull(),
+    /** JSON array of permission names. */
+    permissions: text("permissions").notNull().default("[]"),
+    /** JSON array of access rules. */
+    rules: text("rules").notNull().default("[]"),
+    ...audit,
+  },
+  (table) => [index("applications_tenant_created").on(table.tenantId, table.createdAt, table.id)],
+);
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    applicationId: text("application_id").notNull(),
+    /** SHA-256 of the key; the plaintext is never stored. */
+    hash: text("hash").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [
+    uniqueIndex("api_keys_hash").on(table.hash),
+    index("api_keys_application").on(table.tenantId, table.applicationId),
+  ],
+);
+
+export const idempotencyRecords = sqliteTable(
+  "idempotency_records",
+  {
+    tenantId: text("tenant_id").notNull(),
+    applicationId: text("application_id").notNull(),
+    key: text("key").notNull(),
+    /** SHA-256 of method, path and body: a replay with another body is a conflict. */
+    requestHash: text("request_hash").notNull(),
+    status: integer("status"),
+    /** The first response, encrypted under the tenant key (it may hold a new API key or token data). */
+    response: text("response"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.applicationId, table.key] }),
+    index("idempotency_records_created").on(table.createdAt),
+  ],
+);
+
+export const tokens = sqliteTable(
+  "tokens",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    type: text("type").notNull(),
+    /** AES-256-GCM ciphertext of the JSON-encoded data, with its key version. */
+    ciphertext: text("ciphertext").notNull(),
+    fingerprint: text("fingerprint").notNull(),
+    fingerprintExpression: text("fingerprint_expression").notNull(),
+    mask: text("mask"),
+    /** JSON array of the search index expressions (not their values). */
+    searchIndexes: text("search_indexes").notNull().default("[]"),
+    /** JSON object; metadata is non-sensitive by contract. */
+    metadata: text("metadata").notNull().default("{}"),
+    /** JSON array of container paths, mirrored in token_containers for search. */
+    containers: text("containers").notNull().default("[]"),
+    expiresAt: integer("expires_at"),
+    ...audit,
+    modifiedAt: integer("modified_at").notNull(),
+  },
+  (table) => [
+    index("tokens_tenant_created").on(table.tenantId, table.createdAt, table.id),
+    index("tokens_tenant_modified").on(table.tenantId, table.modifiedAt),
+    index("tokens_tenant_fingerprint").on(table.tenantId, table.fingerprint, table.type),
+    index("tokens_tenant_type").on(table.tenantId, table.type, table.createdAt),
+    index("tokens_tenant_created_by").on(table.tenantId, table.createdBy),
+    index("tokens_tenant_modified_by").on(table.tenantId, table.modifiedBy),
+    index("tokens_expires").on(table.expiresAt).where(sql`expires_at IS NOT NULL`),
+  ],
+);
+
+export const tokenContainers = sqliteTable(
+  "token_containers",
+  {
+    tenantId: text("tenant_id").notNull(),
+    container: text("container").notNull(),
+    tokenId: text("token_id").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.container, table.tokenId] }),
+    index("token_containers_token").on(table.tokenId),
+  ],
+);
+
+export const tokenMetadata = sqliteTable(
+  "token_metadata",
+  {
+    tenantId: text("tenant_id").notNull(),
+    /** Lower-cased key and value: metadata search is case-insensitive. */
+    key: text("key").notNull(),
+    value: text("value").notNull(),
+    tokenId: text("token_id").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.key, table.value, table.tokenId] }),
+    index("token_metadata_token").on(table.tokenId),
+  ],
+);
+
+export const tokenSearchIndex = sqliteTable(
+  "token_search_index",
+  {
+    tenantId: text("tenant_id").notNull(),
+    /** Keyed HMAC of an evaluated search index, lower-cased. */
+    blindIndex: text("blind_index").notNull(),
+    tokenId: text("token_id").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.blindIndex, table.tokenId] }),
+    index("token_search_index_token").on(table.tokenId),
+  ],
+);
+
+export const proxies = sqliteTable(
+  "proxies",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    name: text("name").notNull(),
+    /** SHA-256 of the proxy key: invocation finds the proxy by it. */
+    keyHash: text("key_hash").notNull(),
+    /** The key itself, encrypted under the tenant key, so reads can return it. */
+    keyCiphertext: text("key_ciphertext").notNull(),
+    destinationUrl: text("destination_url").notNull(),
+    requestTransformCode: text("request_transform_code"),
+    responseTransformCode: text("response_transform_code"),
+    applicationId: text("application_id"),
+    /** Encrypted JSON object: configuration often holds the partner's secrets. */
+    configuration: text("configuration"),
+    requireAuth: integer("require_auth", { mode: "boolean" }).notNull().default(true),
+    ...audit,
+  },
+  (table) => [
+    uniqueIndex("proxies_key_hash").on(table.keyHash),
+    index("proxies_tenant_created").on(table.tenantId, table.createdAt, table.id),
+  ],
+);
+
+export const reactorFormulas = sqliteTable(
+  "reactor_formulas",
+  {
+    id: text("id").primaryKey(),
+    /** Null for official formulas, which every tenant can read and use. */
+    tenantId: text("tenant_id"),
+    name: text("name").notNull(),
+    description: text("description"),
+    type: text("type", { enum: ["official", "private"] }).notNull(),
+    status: text("status", { enum: ["verified", "coming_soon"] }).notNull().default("verified"),
+    icon: text("icon"),
+    code: text("code").notNull(),
+    /** JSON array of configuration elements. */
+    configuration: text("configuration").notNull().default("[]"),
+    /** JSON array of request parameter elements. */
+    requestParameters: text("request_parameters").notNull().default("[]"),
+    ...audit,
+  },
+  (table) => [index("reactor_formulas_tenant_created").on(table.tenantId, table.createdAt, table.id)],
+);
+
+export const reactors = sqliteTable(
+  "reactors",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    name: text("name").notNull(),
+    formulaId: text("formula_id").notNull(),
+    /** Encrypted JSON object: reactor configuration often holds the partner's secrets. */
+    configuration: text("configuration"),
+    applicationId: text("application_id"),
+    ...audit,
+  },
+  (table) => [
+    index("reactors_tenant_created").on(table.tenantId, table.createdAt, table.id),
+    index("reactors_tenant_formula").on(table.tenantId, table.formulaId),
+  ],
+);

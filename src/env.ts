@@ -1,0 +1,79 @@
+import { z } from "zod";
+import { ConfigurationError } from "./http/problem";
+
+/** Bindings declared in wrangler.toml. Configuration values are parsed separately by `configOf`. */
+export interface Bindings {
+  DB: D1Database;
+  LOADER?: WorkerLoader;
+  DISPATCHER?: DispatchNamespace;
+}
+
+const flag = z
+  .enum(["true", "false"])
+  .default("false")
+  .transform((value) => value === "true");
+
+const positiveInteger = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+export const ConfigSchema = z.object({
+  HEADER_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9]{0,19}$/, "must be 1-20 letters or digits, starting with a letter")
+    .default("SVC"),
+  VAULT_MASTER_KEY: z
+    .string({ error: "is required (32 random bytes, base64)" })
+    .refine((value) => decodedLength(value) === 32, "must be 32 random bytes encoded as base64"),
+  BOOTSTRAP_API_KEY: z.string().min(32, "must be at least 32 characters").optional(),
+  OPERATOR_API_KEY: z.string().min(32, "must be at least 32 characters").optional(),
+  ALLOW_INSECURE_DESTINATIONS: flag,
+  SANDBOX_HOST: z.enum(["loader", "dispatch"]).default("loader"),
+  SANDBOX_WALL_TIME_MS: positiveInteger(30_000),
+  SANDBOX_CPU_MS: positiveInteger(200),
+  PROXY_TIMEOUT_MS: positiveInteger(25_000),
+  CLOUDFLARE_ACCOUNT_ID: z.string().optional(),
+  CLOUDFLARE_API_TOKEN: z.string().optional(),
+  CLOUDFLARE_API_BASE: z.url().default("https://api.cloudflare.com/client/v4"),
+  DISPATCH_NAMESPACE: z.string().optional(),
+});
+
+export type Config = z.infer<typeof ConfigSchema> & {
+  /** Header names derived from HEADER_PREFIX, lower-cased as the Fetch API reports them. */
+  headers: { apiKey: string; proxyKey: string; traceId: string; idempotencyKey: string; operatorKey: string };
+  /** Query parameter that may carry the proxy key. */
+  proxyKeyParam: string;
+};
+
+function decodedLength(base64: string): number {
+  try {
+    return atob(base64).length;
+  } catch {
+    return -1;
+  }
+}
+
+const parsed = new WeakMap<object, Config>();
+
+/** Parses the configuration once per env object; a missing or malformed value is a clear error. */
+export function configOf(env: object): Config {
+  const cached = parsed.get(env);
+  if (cached) return cached;
+  const result = ConfigSchema.safeParse(env);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${issue.path.join(".")} ${issue.message}`);
+    throw new ConfigurationError(`Invalid configuration: ${problems.join("; ")}`);
+  }
+  const prefix = result.data.HEADER_PREFIX.toLowerCase();
+  const config: Config = {
+    ...result.data,
+    headers: {
+      apiKey: `${prefix}-api-key`,
+      proxyKey: `${prefix}-proxy-key`,
+      traceId: `${prefix}-trace-id`,
+      idempotencyKey: `${prefix}-idempotency-key`,
+      operatorKey: `${prefix}-operator-key`,
+    },
+    proxyKeyParam: `${prefix}-proxy-key`,
+  };
+  parsed.set(env, config);
+  return config;
+}

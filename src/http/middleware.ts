@@ -1,0 +1,52 @@
+import type { MiddlewareHandler } from "hono";
+import { holdsPermission } from "../auth/access";
+import type { Permission } from "../auth/permissions";
+import { principalForKey } from "../auth/service";
+import { databaseOf } from "../db/client";
+import { configOf } from "../env";
+import type { AppEnv } from "./context";
+import { ForbiddenError, UnauthenticatedError, UnsupportedMediaTypeError } from "./problem";
+
+const TRACE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Parses configuration (a clear 500 when it is broken) and tags the request with a trace id. */
+export const traceAndConfigure: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const config = configOf(c.env);
+  c.set("config", config);
+  const given = c.req.header(config.headers.traceId);
+  const traceId = given && TRACE_ID.test(given) ? given : crypto.randomUUID();
+  c.set("traceId", traceId);
+  await next();
+  c.res.headers.set(config.headers.traceId, traceId);
+};
+
+/** Resolves `{P}-API-KEY` to the principal: 401 when missing, unknown or revoked. */
+export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const apiKey = c.req.header(c.var.config.headers.apiKey);
+  if (!apiKey) throw new UnauthenticatedError(`The ${c.var.config.HEADER_PREFIX}-API-KEY header is required`);
+  const principal = apiKey.length <= 256 ? await principalForKey(databaseOf(c.env), apiKey) : null;
+  if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
+  c.set("principal", principal);
+  await next();
+};
+
+/** 403 naming the permission when the caller's application does not hold it anywhere. */
+export function requirePermission(permission: Permission): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!holdsPermission(c.var.principal, permission)) throw ForbiddenError.missing(permission);
+    await next();
+  };
+}
+
+/**
+ * A request that carries a body must send it in one of the accepted media types (415 otherwise).
+ * A bodiless request passes, and the body schema then reports the missing fields.
+ */
+export function requireContentType(...accepted: string[]): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const hasBody = Number(c.req.header("content-length") ?? 0) > 0 || c.req.header("transfer-encoding") !== undefined;
+    const mediaType = c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase();
+    if ((hasBody || mediaType) && !accepted.includes(mediaType ?? "")) throw new UnsupportedMediaTypeError(accepted);
+    await next();
+  };
+}

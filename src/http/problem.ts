@@ -1,0 +1,119 @@
+/** Field path → messages, as returned in the `errors` member of a validation problem. */
+export type FieldErrors = Record<string, string[]>;
+
+/**
+ * Every failure the service reports is a ProblemError: a status, a title and a detail that
+ * become an RFC 7807 body in the single onError handler.
+ */
+export class ProblemError extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    detail: string,
+    readonly errors?: FieldErrors,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(detail);
+  }
+
+  toProblem(): Problem {
+    return {
+      type: "about:blank",
+      title: this.title,
+      status: this.status,
+      detail: this.message,
+      ...(this.errors ? { errors: this.errors } : {}),
+    };
+  }
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: FieldErrors;
+}
+
+export class ValidationError extends ProblemError {
+  constructor(detail: string, errors?: FieldErrors) {
+    super(400, "Bad Request", detail, errors);
+  }
+
+  /** A validation error about one field: `errors: {path: [message]}`. */
+  static field(path: string, message: string): ValidationError {
+    return new ValidationError(`${path}: ${message}`, { [path]: [message] });
+  }
+}
+
+export class UnauthenticatedError extends ProblemError {
+  constructor(detail = "A valid API key is required") {
+    super(401, "Unauthorized", detail);
+  }
+}
+
+export class ForbiddenError extends ProblemError {
+  constructor(detail: string) {
+    super(403, "Forbidden", detail);
+  }
+
+  static missing(permission: string): ForbiddenError {
+    return new ForbiddenError(`This operation requires the permission ${permission}`);
+  }
+}
+
+export class NotFoundError extends ProblemError {
+  constructor(what: string) {
+    super(404, "Not Found", `${what} was not found`);
+  }
+}
+
+export class ConflictError extends ProblemError {
+  constructor(detail: string) {
+    super(409, "Conflict", detail);
+  }
+}
+
+export class PayloadTooLargeError extends ProblemError {
+  constructor(limitBytes: number) {
+    super(413, "Payload Too Large", `The request body exceeds the limit of ${limitBytes} bytes`);
+  }
+}
+
+export class UnsupportedMediaTypeError extends ProblemError {
+  constructor(expected: string[]) {
+    super(415, "Unsupported Media Type", `The request body must be sent as ${expected.join(" or ")}`);
+  }
+}
+
+export class MethodNotAllowedError extends ProblemError {
+  constructor(allowed: string[]) {
+    super(405, "Method Not Allowed", `Allowed methods: ${allowed.join(", ")}`, undefined, {
+      Allow: allowed.join(", "),
+    });
+  }
+}
+
+/** The deployment is misconfigured: reported as 500 with the reason, which names no secret value. */
+export class ConfigurationError extends ProblemError {
+  constructor(detail: string) {
+    super(500, "Service Misconfigured", detail);
+  }
+}
+
+export function problemResponse(problem: Problem, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(problem), {
+    status: problem.status,
+    headers: { "content-type": "application/problem+json", ...headers },
+  });
+}
+
+/** The problem body for an unexpected failure: no internals, only the trace id to look it up. */
+export function internalProblem(traceId: string): Problem {
+  return {
+    type: "about:blank",
+    title: "Internal Server Error",
+    status: 500,
+    detail: `An unexpected error occurred; quote trace id ${traceId} when reporting it`,
+  };
+}

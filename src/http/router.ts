@@ -1,0 +1,17 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "./context";
+import { validationErrorOf } from "./validation";
+
+const TARGET_NAMES: Record<string, string> = { json: "body", query: "query", param: "path", header: "header" };
+
+/** Every feature router: trailing slashes accepted, validation failures become our 400 problem. */
+export function createRouter() {
+  return new OpenAPIHono<AppEnv>({
+    strict: false,
+    defaultHook: (result) => {
+      if (!result.success) throw validationErrorOf(result.error, TARGET_NAMES[result.target] ?? result.target);
+    },
+  });
+}
+
+export type Router = ReturnType<typeof createRouter>;

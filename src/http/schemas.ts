@@ -1,0 +1,97 @@
+import { z } from "@hono/zod-openapi";
+
+export const Uuid = z.uuid({ error: "must be a UUID" }).transform((id) => id.toLowerCase());
+
+export const IdParams = z.object({ id: Uuid.openapi({ param: { name: "id", in: "path" } }) });
+
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    errors: z.record(z.string(), z.array(z.string())).optional(),
+  })
+  .openapi("Problem");
+
+export const PageQuery = z.object({
+  page: z.coerce.number({ error: "must be an integer" }).int("must be an integer").min(1, "must be at least 1").default(1),
+  size: z.coerce
+    .number({ error: "must be an integer" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(100, "must be at most 100")
+    .default(20),
+});
+
+/** A query parameter that may be repeated (`?id=a&id=b`): always an array after parsing. */
+export const repeatable = <T extends z.ZodType>(item: T) =>
+  z.preprocess((value) => (value === undefined ? [] : Array.isArray(value) ? value : [value]), z.array(item).max(100));
+
+/** `*` is the only wildcard of name filters; everything else matches literally, case-insensitively. */
+export const NameFilter = z.string().min(1).max(200).optional();
+
+export const PaginationSchema = z
+  .object({
+    total_items: z.number().int(),
+    page_number: z.number().int(),
+    page_size: z.number().int(),
+    total_pages: z.number().int(),
+  })
+  .openapi("Pagination");
+
+export const paginated = <T extends z.ZodType>(item: T) => z.object({ pagination: PaginationSchema, data: z.array(item) });
+
+export interface Page<T> {
+  pagination: { total_items: number; page_number: number; page_size: number; total_pages: number };
+  data: T[];
+}
+
+export function pageOf<T>(data: T[], totalItems: number, page: number, size: number): Page<T> {
+  return {
+    pagination: {
+      total_items: totalItems,
+      page_number: page,
+      page_size: size,
+      total_pages: Math.ceil(totalItems / size),
+    },
+    data,
+  };
+}
+
+/** Standard error responses every authenticated route documents. */
+export const problemResponses = (...statuses: number[]) =>
+  Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      { description: PROBLEM_DESCRIPTIONS[status] ?? "Error", content: { "application/problem+json": { schema: ProblemSchema } } },
+    ]),
+  );
+
+const PROBLEM_DESCRIPTIONS: Record<number, string> = {
+  400: "Invalid request",
+  401: "Missing or invalid API key",
+  403: "Missing permission",
+  404: "Not found (also for other tenants' objects)",
+  409: "Conflict",
+  413: "Body too large",
+  415: "Unsupported content type",
+};
+
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  body: { required: true, content: { "application/json": { schema } } },
+});
+
+/** PATCH bodies are JSON merge patches (RFC 7396). */
+export const mergePatchBody = <T extends z.ZodType>(schema: T) => ({
+  body: { required: true, content: { "application/merge-patch+json": { schema } } },
+});
+
+export const jsonContent = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
+export function isoTime(ms: number | null | undefined): string | null {
+  return ms === null || ms === undefined ? null : new Date(ms).toISOString();
+}

@@ -1,0 +1,46 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import { CreatedApplicationSchema } from "../applications/schema";
+import { secretsEqual } from "../crypto/secrets";
+import { databaseOf } from "../db/client";
+import type { AppEnv } from "../http/context";
+import { requireContentType } from "../http/middleware";
+import { NotFoundError, UnauthenticatedError } from "../http/problem";
+import { createRouter } from "../http/router";
+import { jsonBody, jsonContent, problemResponses } from "../http/schemas";
+import { createTenant } from "./service";
+
+/** Operators only: `{P}-OPERATOR-KEY` must equal OPERATOR_API_KEY; without that secret the route does not exist. */
+const requireOperator: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const expected = c.var.config.OPERATOR_API_KEY;
+  if (!expected) throw new NotFoundError("Route POST /tenants");
+  const given = c.req.header(c.var.config.headers.operatorKey);
+  if (!given || !(await secretsEqual(given, expected))) {
+    throw new UnauthenticatedError(`A valid ${c.var.config.HEADER_PREFIX}-OPERATOR-KEY header is required`);
+  }
+  await next();
+};
+
+const create = createRoute({
+  method: "post",
+  path: "/tenants",
+  tags: ["Operators"],
+  security: [{ OperatorKey: [] }],
+  summary: "Create a tenant with its first management application and key (operators only)",
+  middleware: [requireOperator, requireContentType("application/json")] as const,
+  request: jsonBody(z.object({ name: z.string({ error: "is required" }).trim().min(1).max(200) }).openapi("CreateTenant")),
+  responses: {
+    201: jsonContent(
+      z.object({
+        tenant: z.object({ id: z.string(), name: z.string(), created_at: z.string() }),
+        application: CreatedApplicationSchema,
+      }),
+      "The tenant, its management application and the application's key (shown once)",
+    ),
+    ...problemResponses(400, 401, 404, 415),
+  },
+});
+
+export const tenantRoutes = createRouter().openapi(create, async (c) =>
+  c.json(await createTenant(databaseOf(c.env), c.req.valid("json").name), 201),
+);

@@ -1,0 +1,24 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  plugins: [
+    cloudflareTest(async () => ({
+      wrangler: { configPath: "./wrangler.toml" },
+      miniflare: {
+        bindings: {
+          // Test-only secrets: fixed so failures reproduce; never used outside tests.
+          VAULT_MASTER_KEY: "dGVzdC1tYXN0ZXIta2V5LXRlc3QtbWFzdGVyLWtleSE=",
+          BOOTSTRAP_API_KEY: "key_test-bootstrap-key-0123456789abcdefghij",
+          OPERATOR_API_KEY: "operator-test-key-0123456789abcdefghijklmnop",
+          ALLOW_INSECURE_DESTINATIONS: "true",
+          TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+        },
+      },
+    })),
+  ],
+  test: {
+    include: ["test/**/*.test.ts"],
+    setupFiles: ["./test/support/apply-migrations.ts"],
+  },
+});
