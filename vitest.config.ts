@@ -20,5 +20,6 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     setupFiles: ["./test/support/apply-migrations.ts"],
+    globalSetup: ["./test/support/loopback-server.ts"],
   },
 });
