@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { TRANSFORMS } from "../auth/access";
 import { APPLICATION_TYPES, PERMISSIONS } from "../auth/permissions";
-import { ContainerPath } from "../tokens/containers";
+import { RuleContainerPath } from "../tokens/containers";
 
 const Permission = z.enum(PERMISSIONS, { error: `must be one of ${PERMISSIONS.join(", ")}` });
 
@@ -9,7 +9,7 @@ export const AccessRuleSchema = z
   .object({
     description: z.string().max(500).nullish(),
     priority: z.number({ error: "must be an integer" }).int("must be an integer").min(0).max(1_000_000),
-    container: ContainerPath,
+    container: RuleContainerPath,
     transform: z.enum(TRANSFORMS, { error: `must be one of ${TRANSFORMS.join(", ")}` }),
     permissions: z.array(Permission).min(1, "must hold at least one permission").max(PERMISSIONS.length),
   })

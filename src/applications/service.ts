@@ -72,7 +72,7 @@ async function newKey(tenantId: string, applicationId: string, now: number) {
 }
 
 /** Creates the application and its first key in one batch: both or neither. */
-export async function createApplication(db: Database, principal: Principal, input: CreateApplication) {
+export function createApplication(db: Database, principal: Principal, input: CreateApplication) {
   return insertApplication(db, principal.tenantId, principal.applicationId, input);
 }
 

@@ -9,3 +9,8 @@ export const ContainerPath = z
   .max(CONTAINER_MAX_LENGTH, `must be at most ${CONTAINER_MAX_LENGTH} characters`)
   .regex(CONTAINER_PATTERN, "must be a path like /segment/segment/ of letters, digits, _ and -")
   .transform((path) => path.toLowerCase());
+
+/** A rule's container: any container path, or `/` for every container. */
+export const RuleContainerPath = z.union([z.literal("/"), ContainerPath], {
+  error: "must be / or a path like /segment/segment/ of letters, digits, _ and -",
+});
