@@ -10,6 +10,7 @@ import { handleError } from "./http/errors";
 import { authenticate, traceAndConfigure } from "./http/middleware";
 import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, problemResponse } from "./http/problem";
 import { createRouter } from "./http/router";
+import { proxyRoutes } from "./proxies/routes";
 import { tenantRoutes } from "./tenants/routes";
 import { ensureBootstrap } from "./tenants/service";
 
@@ -46,6 +47,7 @@ export function buildApp() {
   api.use("*", authenticateKnownRoutes);
   api.route("/", applicationRoutes);
   api.route("/", permissionRoutes);
+  api.route("/", proxyRoutes);
   app.route("/", api);
 
   app.doc31("/openapi.json", (c) => ({

@@ -1,0 +1,210 @@
+import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
+import type { Principal } from "../auth/access";
+import { principalForApplication } from "../auth/service";
+import { generateSecret, sha256Hex } from "../crypto/secrets";
+import { TenantKeys } from "../crypto/tenant-keys";
+import { databaseOf } from "../db/client";
+import { nameMatches } from "../db/filters";
+import { proxies } from "../db/schema";
+import { egressRefusal } from "../egress/policy";
+import { configOf, type Bindings } from "../env";
+import { NotFoundError, ValidationError } from "../http/problem";
+import { isoTime, pageOf, type Page } from "../http/schemas";
+import { validationErrorOf } from "../http/validation";
+import {
+  ProxyBody,
+  type ProxyConfiguration,
+  type ProxyInput,
+  type ProxyPatch,
+  type ProxyResponse,
+} from "./schema";
+
+export const PROXY_KEY_PREFIX = "proxy";
+
+type ProxyRow = typeof proxies.$inferSelect;
+
+/** Additional data of the encrypted columns: a ciphertext moved to another proxy fails to decrypt. */
+const keyContext = (id: string) => `proxies/${id}/key`;
+const configurationContext = (id: string) => `proxies/${id}/configuration`;
+
+async function tenantKeysOf(env: Bindings, tenantId: string): Promise<TenantKeys> {
+  return TenantKeys.derive(configOf(env).VAULT_MASTER_KEY, tenantId);
+}
+
+export async function decryptConfiguration(keys: TenantKeys, row: Pick<ProxyRow, "id" | "configuration">) {
+  if (row.configuration === null) return null;
+  return JSON.parse(await keys.decrypt(row.configuration, configurationContext(row.id))) as ProxyConfiguration;
+}
+
+async function toProxyResponse(keys: TenantKeys, row: ProxyRow): Promise<ProxyResponse> {
+  return {
+    id: row.id,
+    tenant_id: row.tenantId,
+    name: row.name,
+    key: await keys.decrypt(row.keyCiphertext, keyContext(row.id)),
+    destination_url: row.destinationUrl,
+    request_transform: row.requestTransformCode === null ? null : { code: row.requestTransformCode },
+    response_transform: row.responseTransformCode === null ? null : { code: row.responseTransformCode },
+    application_id: row.applicationId,
+    configuration: await decryptConfiguration(keys, row),
+    require_auth: row.requireAuth,
+    created_by: row.createdBy,
+    created_at: isoTime(row.createdAt)!,
+    modified_by: row.modifiedBy,
+    modified_at: isoTime(row.modifiedAt),
+  };
+}
+
+/** Everything the schema cannot decide alone: the egress policy and the application's tenant and type. */
+async function checkReferences(env: Bindings, tenantId: string, input: ProxyInput): Promise<void> {
+  const refusal = egressRefusal(input.destination_url, { allowInsecure: configOf(env).ALLOW_INSECURE_DESTINATIONS });
+  if (refusal !== null) throw ValidationError.field("destination_url", `is not an allowed destination: ${refusal}`);
+  if (input.application) {
+    const application = await principalForApplication(databaseOf(env), tenantId, input.application.id);
+    if (!application || application.applicationType === "management") {
+      throw ValidationError.field("application.id", "must be a public or private application of this tenant");
+    }
+  }
+}
+
+/** The stored columns of an input, with the configuration encrypted. */
+async function columnsOf(keys: TenantKeys, id: string, input: ProxyInput) {
+  return {
+    name: input.name,
+    destinationUrl: input.destination_url,
+    requestTransformCode: input.request_transform?.code ?? null,
+    responseTransformCode: input.response_transform?.code ?? null,
+    applicationId: input.application?.id ?? null,
+    configuration: input.configuration
+      ? await keys.encrypt(JSON.stringify(input.configuration), configurationContext(id))
+      : null,
+    requireAuth: input.require_auth,
+  };
+}
+
+/** Creates the proxy with a new key, stored as its hash (for lookup) and encrypted (for reads). */
+export async function createProxy(env: Bindings, principal: Principal, input: ProxyInput): Promise<ProxyResponse> {
+  await checkReferences(env, principal.tenantId, input);
+  const keys = await tenantKeysOf(env, principal.tenantId);
+  const id = crypto.randomUUID();
+  const key = generateSecret(PROXY_KEY_PREFIX);
+  const row: ProxyRow = {
+    id,
+    tenantId: principal.tenantId,
+    keyHash: await sha256Hex(key),
+    keyCiphertext: await keys.encrypt(key, keyContext(id)),
+    ...(await columnsOf(keys, id, input)),
+    createdBy: principal.applicationId,
+    createdAt: Date.now(),
+    modifiedBy: null,
+    modifiedAt: null,
+  };
+  await databaseOf(env).insert(proxies).values(row);
+  return toProxyResponse(keys, row);
+}
+
+async function findProxy(env: Bindings, tenantId: string, id: string): Promise<ProxyRow> {
+  const [row] = await databaseOf(env)
+    .select()
+    .from(proxies)
+    .where(and(eq(proxies.tenantId, tenantId), eq(proxies.id, id)))
+    .limit(1);
+  if (!row) throw new NotFoundError(`Proxy ${id}`);
+  return row;
+}
+
+export async function getProxy(env: Bindings, principal: Principal, id: string): Promise<ProxyResponse> {
+  return toProxyResponse(await tenantKeysOf(env, principal.tenantId), await findProxy(env, principal.tenantId, id));
+}
+
+export async function listProxies(
+  env: Bindings,
+  principal: Principal,
+  filter: { id: string[]; name?: string; page: number; size: number },
+): Promise<Page<ProxyResponse>> {
+  const conditions: SQL[] = [eq(proxies.tenantId, principal.tenantId)];
+  if (filter.id.length > 0) conditions.push(inArray(proxies.id, filter.id));
+  if (filter.name) conditions.push(nameMatches(proxies.name, filter.name));
+  const where = and(...conditions);
+  const db = databaseOf(env);
+  const [rows, [total]] = await Promise.all([
+    db
+      .select()
+      .from(proxies)
+      .where(where)
+      .orderBy(desc(proxies.createdAt), desc(proxies.id))
+      .limit(filter.size)
+      .offset((filter.page - 1) * filter.size),
+    db.select({ total: count() }).from(proxies).where(where),
+  ]);
+  const keys = await tenantKeysOf(env, principal.tenantId);
+  const data = await Promise.all(rows.map((row) => toProxyResponse(keys, row)));
+  return pageOf(data, total?.total ?? 0, filter.page, filter.size);
+}
+
+/** Replaces every field but the key, which stays valid. */
+export async function replaceProxy(
+  env: Bindings,
+  principal: Principal,
+  id: string,
+  input: ProxyInput,
+): Promise<ProxyResponse> {
+  await findProxy(env, principal.tenantId, id);
+  await checkReferences(env, principal.tenantId, input);
+  const keys = await tenantKeysOf(env, principal.tenantId);
+  const [row] = await databaseOf(env)
+    .update(proxies)
+    .set({ ...(await columnsOf(keys, id, input)), modifiedBy: principal.applicationId, modifiedAt: Date.now() })
+    .where(and(eq(proxies.tenantId, principal.tenantId), eq(proxies.id, id)))
+    .returning();
+  if (!row) throw new NotFoundError(`Proxy ${id}`);
+  return toProxyResponse(keys, row);
+}
+
+/** Applies the merge patch to the stored proxy, then validates the result as a whole body. */
+export async function patchProxy(
+  env: Bindings,
+  principal: Principal,
+  id: string,
+  patch: ProxyPatch,
+): Promise<ProxyResponse> {
+  const current = await getProxy(env, principal, id);
+  const merged = {
+    name: patch.name ?? current.name,
+    destination_url: patch.destination_url ?? current.destination_url,
+    request_transform: patch.request_transform === undefined ? current.request_transform : patch.request_transform,
+    response_transform: patch.response_transform === undefined ? current.response_transform : patch.response_transform,
+    application:
+      patch.application === undefined
+        ? current.application_id && { id: current.application_id }
+        : patch.application,
+    configuration: mergeConfiguration(current.configuration, patch.configuration),
+    require_auth: patch.require_auth ?? current.require_auth,
+  };
+  const result = ProxyBody.safeParse(merged);
+  if (!result.success) throw validationErrorOf(result.error);
+  return replaceProxy(env, principal, id, result.data);
+}
+
+function mergeConfiguration(
+  current: ProxyConfiguration | null,
+  patch: Record<string, string | null> | null | undefined,
+): ProxyConfiguration | null {
+  if (patch === undefined) return current;
+  if (patch === null) return null;
+  const merged: ProxyConfiguration = { ...current };
+  for (const [name, value] of Object.entries(patch)) {
+    if (value === null) delete merged[name];
+    else merged[name] = value;
+  }
+  return merged;
+}
+
+/** The key stops working with the delete: invocation finds proxies only in the table. */
+export async function deleteProxy(env: Bindings, principal: Principal, id: string): Promise<void> {
+  const deleted = await databaseOf(env)
+    .delete(proxies)
+    .where(and(eq(proxies.tenantId, principal.tenantId), eq(proxies.id, id)))
+    .returning({ id: proxies.id });
+  if (deleted.length === 0) throw new NotFoundError(`Proxy ${id}`);
+}

@@ -1,0 +1,71 @@
+import { SELF } from "cloudflare:test";
+import { expect, inject } from "vitest";
+import { BASE, call, type Tenant } from "./harness";
+
+/** The loopback echo destination started by the test setup, with an optional path. */
+export function loopback(path = ""): string {
+  return `${inject("loopbackUrl")}${path}`;
+}
+
+/** A proxy of the tenant through POST /proxies; defaults to the loopback echo as destination. */
+export async function createProxy(tenant: Tenant, body: Record<string, unknown> = {}) {
+  const reply = await call("POST", "/proxies", {
+    key: tenant.managementKey,
+    body: { name: "echo", destination_url: loopback(), ...body },
+  });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  return reply.body as { id: string; key: string } & Record<string, any>;
+}
+
+export interface InvokeOptions {
+  /** Sent as `SVC-PROXY-KEY`. */
+  proxyKey?: string;
+  /** Sent as `SVC-API-KEY`. */
+  apiKey?: string;
+  headers?: Record<string, string>;
+  /** JSON-encoded unless `raw` is given. */
+  body?: unknown;
+  raw?: string;
+  contentType?: string;
+}
+
+export interface Invocation {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The parsed JSON body, or undefined when it is not JSON. */
+  json: any;
+}
+
+/** One call to `/proxy<path>` inside workerd. The loopback echo answers with what it received. */
+export async function invoke(method: string, path: string, options: InvokeOptions = {}): Promise<Invocation> {
+  const headers = new Headers(options.headers);
+  if (options.proxyKey) headers.set("SVC-PROXY-KEY", options.proxyKey);
+  if (options.apiKey) headers.set("SVC-API-KEY", options.apiKey);
+  const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+  if (body !== undefined && !headers.has("content-type")) headers.set("content-type", options.contentType ?? "application/json");
+  const response = await SELF.fetch(`${BASE}/proxy${path}`, { method, headers, body, redirect: "manual" });
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+/** Asserts a `{"proxy_error": problem}` reply with the status, and returns the problem. */
+export function expectProxyError(reply: Invocation, status: number) {
+  expect(reply.status, reply.text).toBe(status);
+  expect(reply.headers.get("content-type")).toContain("application/json");
+  expect(Object.keys(reply.json ?? {})).toEqual(["proxy_error"]);
+  expect(reply.json.proxy_error).toMatchObject({ status, title: expect.any(String), detail: expect.any(String) });
+  return reply.json.proxy_error as { status: number; title: string; detail: string; errors?: Record<string, string[]> };
+}
+
+/** How many requests the loopback destination saw whose path or query contained the marker. */
+export async function destinationSaw(marker: string): Promise<number> {
+  const reply = await fetch(loopback(`/__seen?marker=${encodeURIComponent(marker)}`));
+  return ((await reply.json()) as { count: number }).count;
+}
