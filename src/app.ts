@@ -23,7 +23,8 @@ const authenticateKnownRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!matchedRoutes(c).some((route) => route.method !== "ALL")) return next();
   const bootstrapKey = c.var.config.BOOTSTRAP_API_KEY;
   if (bootstrapKey) await ensureBootstrap(databaseOf(c.env), bootstrapKey);
-  return authenticate(c, next);
+  // Awaited, not returned: workerd reports a rejection adopted one microtask late as unhandled.
+  await authenticate(c, next);
 };
 
 export function buildApp() {

@@ -1,0 +1,102 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { call, createApplication, dumpDatabase, expectProblem, seedTenant } from "../support/harness";
+
+describe("authentication", () => {
+  it("answers 401 without an API key", async () => {
+    const problem = expectProblem(await call("GET", "/applications"), 401);
+    expect(problem.detail).toContain("SVC-API-KEY");
+  });
+
+  it("answers 401 for an unknown key", async () => {
+    expectProblem(await call("GET", "/applications", { key: "key_unknown" }), 401);
+    expectProblem(await call("GET", "/applications", { key: "x".repeat(5000) }), 401);
+  });
+
+  it("answers 403 naming the permission that is missing", async () => {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    const problem = expectProblem(await call("GET", "/applications", { key: app.key }), 403);
+    expect(problem.detail).toContain("application:read");
+    const create = expectProblem(await call("POST", "/applications", { key: app.key, body: { name: "x", type: "public" } }), 403);
+    expect(create.detail).toContain("application:create");
+  });
+
+  it("checks the permission before validating the body", async () => {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
+    expectProblem(await call("POST", "/applications", { key: app.key, body: { nonsense: true } }), 403);
+  });
+
+  it("lists every permission with the application types that may hold it", async () => {
+    const tenant = await seedTenant();
+    const reply = await call("GET", "/permissions", { key: tenant.managementKey });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toContainEqual({
+      type: "token:create",
+      description: expect.any(String),
+      application_types: ["private", "public"],
+    });
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "proxy:create", application_types: ["management"] }));
+    expect(reply.body).toHaveLength(18);
+  });
+});
+
+describe("API keys", () => {
+  it("creates another key that works, and lists keys without their plaintext", async () => {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    const created = await call("POST", `/applications/${app.id}/keys`, { key: tenant.managementKey });
+    expect(created.status).toBe(201);
+    expect(created.body.key).toMatch(/^key_/);
+    expect(created.body.key).not.toBe(app.key);
+    expect((await call("GET", "/permissions", { key: created.body.key })).status).toBe(200);
+
+    const listed = await call("GET", `/applications/${app.id}/keys`, { key: tenant.managementKey });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toHaveLength(2);
+    for (const key of listed.body.data) expect(Object.keys(key).sort()).toEqual(["created_at", "id"]);
+    expect(JSON.stringify(listed.body)).not.toContain(created.body.key);
+  });
+
+  it("revokes a key with immediate effect, leaving the application's other keys working", async () => {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    const second = await call("POST", `/applications/${app.id}/keys`, { key: tenant.managementKey });
+    expect((await call("GET", "/permissions", { key: app.key })).status).toBe(200);
+
+    const keys = await call("GET", `/applications/${app.id}/keys`, { key: tenant.managementKey });
+    const firstKeyId = keys.body.data.find((key: { id: string }) => key.id !== second.body.id).id;
+    expect((await call("DELETE", `/applications/${app.id}/keys/${firstKeyId}`, { key: tenant.managementKey })).status).toBe(204);
+
+    expectProblem(await call("GET", "/permissions", { key: app.key }), 401);
+    expect((await call("GET", "/permissions", { key: second.body.key })).status).toBe(200);
+    expectProblem(await call("DELETE", `/applications/${app.id}/keys/${firstKeyId}`, { key: tenant.managementKey }), 404);
+  });
+
+  it("never revokes another tenant's key", async () => {
+    const owner = await seedTenant();
+    const other = await seedTenant();
+    const app = await createApplication(owner, { type: "private", permissions: ["token:read"] });
+    const keys = await call("GET", `/applications/${app.id}/keys`, { key: owner.managementKey });
+    expectProblem(await call("DELETE", `/applications/${app.id}/keys/${keys.body.data[0].id}`, { key: other.managementKey }), 404);
+    expect((await call("GET", "/permissions", { key: app.key })).status).toBe(200);
+  });
+
+  it("stores keys only as hashes: no table holds a plaintext key", async () => {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    const extra = await call("POST", `/applications/${app.id}/keys`, { key: tenant.managementKey });
+    const idempotent = await call("POST", "/applications", {
+      key: tenant.managementKey,
+      body: { name: "replayable", type: "public" },
+      headers: { "SVC-IDEMPOTENCY-KEY": "plaintext-check" },
+    });
+    const dump = await dumpDatabase();
+    const secrets = [tenant.managementKey, app.key, extra.body.key, idempotent.body.keys[0].key, env.BOOTSTRAP_API_KEY];
+    for (const secret of secrets) {
+      expect(dump).not.toContain(secret);
+      expect(dump).not.toContain(secret.slice(4, 24));
+    }
+  });
+});

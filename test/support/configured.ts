@@ -1,0 +1,33 @@
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import worker from "../../src/index";
+import { BASE, type Reply } from "./harness";
+
+/**
+ * Calls the same worker inside workerd with some configuration changed (HEADER_PREFIX, a missing
+ * secret…): configuration is per deployment, so these tests hand the worker another env object.
+ */
+export async function callConfigured(
+  overrides: Record<string, unknown>,
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: unknown } = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.body !== undefined) headers["content-type"] = "application/json";
+  const request = new Request(`${BASE}${path}`, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, ...overrides }, ctx);
+  await waitOnExecutionContext(ctx);
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, headers: response.headers, body };
+}
