@@ -1,0 +1,88 @@
+import { createRoute } from "@hono/zod-openapi";
+import { idempotent } from "../http/idempotency";
+import { requireContentType, requirePermission } from "../http/middleware";
+import { createRouter } from "../http/router";
+import { IdParams, jsonBody, jsonContent, mergePatchBody, problemResponses } from "../http/schemas";
+import { CreatedTokenSchema, CreateTokenBody, TokenizePayload, TokenSchema, UpdateTokenBody } from "./schema";
+import * as tokens from "./service";
+
+const tags = ["Tokens"];
+const security = [{ ApiKey: [] }];
+const json = requireContentType("application/json");
+
+const create = createRoute({
+  method: "post",
+  path: "/tokens",
+  tags,
+  security,
+  summary: "Create a token",
+  middleware: [requirePermission("token:create"), json, idempotent] as const,
+  request: jsonBody(CreateTokenBody),
+  responses: {
+    201: jsonContent(CreatedTokenSchema, "The new token, its data per the caller's access transform"),
+    200: jsonContent(CreatedTokenSchema, "An existing token with the same type and fingerprint (deduplicate_token)"),
+    ...problemResponses(400, 401, 403, 409, 413, 415),
+  },
+});
+
+const get = createRoute({
+  method: "get",
+  path: "/tokens/{id}",
+  tags,
+  security,
+  summary: "Get a token",
+  middleware: [requirePermission("token:read")] as const,
+  request: { params: IdParams },
+  responses: { 200: jsonContent(TokenSchema, "The token"), ...problemResponses(400, 401, 403, 404) },
+});
+
+const update = createRoute({
+  method: "patch",
+  path: "/tokens/{id}",
+  tags,
+  security,
+  summary: "Update a token with a JSON merge patch",
+  middleware: [requirePermission("token:update"), requireContentType("application/merge-patch+json")] as const,
+  request: { params: IdParams, ...mergePatchBody(UpdateTokenBody) },
+  responses: { 200: jsonContent(TokenSchema, "The updated token"), ...problemResponses(400, 401, 403, 404, 409, 415) },
+});
+
+const remove = createRoute({
+  method: "delete",
+  path: "/tokens/{id}",
+  tags,
+  security,
+  summary: "Delete a token, its ciphertext and its indexes",
+  middleware: [requirePermission("token:delete")] as const,
+  request: { params: IdParams },
+  responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
+});
+
+const tokenize = createRoute({
+  method: "post",
+  path: "/tokenize",
+  tags,
+  security,
+  summary: "Tokenize every value of a JSON payload, all or nothing (at most 100 tokens)",
+  middleware: [requirePermission("token:create"), json, idempotent] as const,
+  request: jsonBody(TokenizePayload),
+  responses: {
+    201: jsonContent(TokenizePayload, "The payload with each tokenized value replaced by its token"),
+    ...problemResponses(400, 401, 403, 409, 413, 415),
+  },
+});
+
+export const tokenRoutes = createRouter()
+  .openapi(create, async (c) => {
+    const token = await tokens.createToken(c.env, c.var.principal, c.req.valid("json"));
+    return c.json(token, token.deduplicated ? 200 : 201);
+  })
+  .openapi(get, async (c) => c.json(await tokens.getToken(c.env, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(update, async (c) =>
+    c.json(await tokens.updateToken(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+  )
+  .openapi(remove, async (c) => {
+    await tokens.deleteToken(c.env, c.var.principal, c.req.valid("param").id);
+    return c.body(null, 204);
+  })
+  .openapi(tokenize, async (c) => c.json(await tokens.tokenize(c.env, c.var.principal, c.req.valid("json")), 201));

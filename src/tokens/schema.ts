@@ -1,0 +1,141 @@
+import { z } from "@hono/zod-openapi";
+import { ContainerPath } from "./containers";
+import { EXPRESSION_MAX_LENGTH, expressionProblem } from "./expressions";
+import { TOKEN_TYPE_RULES, TOKEN_TYPES } from "./types";
+
+export const MAX_CONTAINERS = 20;
+export const MAX_SEARCH_INDEXES = 20;
+export const MAX_METADATA_ENTRIES = 100;
+const METADATA_KEY_MAX_LENGTH = 200;
+const METADATA_VALUE_MAX_LENGTH = 1000;
+const SEARCHABLE_TYPES = TOKEN_TYPES.filter((type) => TOKEN_TYPE_RULES[type].defaultSearchIndexes !== null);
+
+/** Unknown members are refused: a misspelt `search_indexes` must not silently create an unindexed token. */
+const strict = {
+  error: (issue: { code?: string; keys?: string[] }) =>
+    issue.code === "unrecognized_keys" ? `unknown field${issue.keys!.length > 1 ? "s" : ""}: ${issue.keys!.join(", ")}` : undefined,
+};
+
+export const TokenTypeSchema = z.enum(TOKEN_TYPES, { error: `must be one of ${TOKEN_TYPES.join(", ")}` });
+
+const JsonValue = z.any().openapi({ description: "Any JSON value" });
+
+const Expression = z
+  .string({ error: "must be a string" })
+  .min(1, "must not be empty")
+  .max(EXPRESSION_MAX_LENGTH, `must be at most ${EXPRESSION_MAX_LENGTH} characters`)
+  .superRefine((source, ctx) => {
+    const problem = expressionProblem(source);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  })
+  .openapi({ description: "A Liquid expression over `data`" });
+
+const Metadata = z
+  .record(
+    z.string().min(1, "keys must not be empty").max(METADATA_KEY_MAX_LENGTH, `keys must be at most ${METADATA_KEY_MAX_LENGTH} characters`),
+    z
+      .string({ error: "must be a string" })
+      .max(METADATA_VALUE_MAX_LENGTH, `must be at most ${METADATA_VALUE_MAX_LENGTH} characters`),
+  )
+  .refine((metadata) => Object.keys(metadata).length <= MAX_METADATA_ENTRIES, `must hold at most ${MAX_METADATA_ENTRIES} entries`);
+
+const Containers = z
+  .array(ContainerPath, { error: "must be an array of container paths" })
+  .min(1, "must hold at least one container")
+  .max(MAX_CONTAINERS, `must hold at most ${MAX_CONTAINERS} containers`);
+
+const SearchIndexes = z
+  .array(Expression, { error: "must be an array of expressions" })
+  .max(MAX_SEARCH_INDEXES, `must hold at most ${MAX_SEARCH_INDEXES} expressions`);
+
+const FutureTime = z
+  .string({ error: "must be an ISO 8601 date-time" })
+  .pipe(z.iso.datetime({ offset: true, error: "must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T00:00:00Z" }))
+  .refine((time) => Date.parse(time) > Date.now(), "must be in the future");
+
+/** The members a token is defined by; null or absent means the type's default. */
+const definition = {
+  metadata: Metadata.nullish(),
+  containers: Containers.nullish(),
+  search_indexes: SearchIndexes.nullish(),
+  fingerprint_expression: Expression.nullish(),
+  mask: Expression.nullish(),
+  expires_at: FutureTime.nullish(),
+};
+
+export const CreateTokenBody = z
+  .strictObject(
+    {
+      type: TokenTypeSchema,
+      data: JsonValue.refine((data) => data !== undefined, "is required"),
+      ...definition,
+      deduplicate_token: z.boolean({ error: "must be true or false" }).default(false),
+    },
+    strict,
+  )
+  .superRefine((token, ctx) => {
+    const rules = TOKEN_TYPE_RULES[token.type];
+    const refusal = token.data === undefined ? null : rules.refuse(token.data);
+    if (refusal) ctx.addIssue({ code: "custom", path: ["data"], message: `${refusal} for type ${token.type}` });
+    if (token.search_indexes && token.search_indexes.length > 0 && rules.defaultSearchIndexes === null) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["search_indexes"],
+        message: `are only allowed on types ${SEARCHABLE_TYPES.join(", ")}`,
+      });
+    }
+  })
+  .openapi("CreateToken");
+
+export type CreateToken = z.infer<typeof CreateTokenBody>;
+
+/** A JSON merge patch (RFC 7396): `data` and `metadata` merge, the other members replace. */
+export const UpdateTokenBody = z
+  .strictObject(
+    {
+      data: JsonValue.refine((data) => data !== null, "cannot be removed").optional(),
+      metadata: z.record(z.string(), z.string({ error: "must be a string, or null to remove the entry" }).nullable()).nullish(),
+      containers: definition.containers,
+      search_indexes: definition.search_indexes,
+      fingerprint_expression: definition.fingerprint_expression,
+      mask: definition.mask,
+      expires_at: definition.expires_at,
+    },
+    strict,
+  )
+  .openapi("UpdateToken");
+
+export type UpdateToken = z.infer<typeof UpdateTokenBody>;
+
+export const TokenizePayload = JsonValue.refine((payload) => payload !== undefined, "is required").openapi("TokenizePayload", {
+  description:
+    "Any JSON. Each object with `type` and `data` is a token create request; every other primitive leaf becomes a `token`-type token.",
+});
+
+export const TokenSchema = z
+  .object({
+    id: z.string(),
+    type: TokenTypeSchema,
+    tenant_id: z.string(),
+    data: JsonValue.optional().openapi({ description: "Per the caller's access transform; absent when redacted" }),
+    fingerprint: z.string(),
+    containers: z.array(z.string()),
+    metadata: z.record(z.string(), z.string()),
+    search_indexes: z.array(z.string()),
+    fingerprint_expression: z.string(),
+    mask: z.string().nullable(),
+    expires_at: z.string().nullable(),
+    created_by: z.string().nullable(),
+    created_at: z.string(),
+    modified_by: z.string().nullable(),
+    modified_at: z.string().nullable(),
+  })
+  .openapi("Token");
+
+export type TokenResponse = z.infer<typeof TokenSchema>;
+
+export const CreatedTokenSchema = TokenSchema.extend({
+  deduplicated: z.boolean().openapi({ description: "True when an existing token was returned instead of a new one" }),
+}).openapi("CreatedToken");
+
+export type CreatedTokenResponse = z.infer<typeof CreatedTokenSchema>;

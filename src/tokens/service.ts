@@ -1,0 +1,441 @@
+import { and, asc, eq, gt, isNull, or, sql, type AnyColumn, type SQL } from "drizzle-orm";
+import { accessTo, type Principal, type Transform } from "../auth/access";
+import type { TokenPermission } from "../auth/permissions";
+import { TenantKeys } from "../crypto/tenant-keys";
+import { databaseOf, type Database } from "../db/client";
+import { tokens } from "../db/schema";
+import { configOf, type Bindings } from "../env";
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
+import { isoTime } from "../http/schemas";
+import { fieldPath, validationErrorOf } from "../http/validation";
+import { evaluateExpression, ExpressionError, type ExpressionScope } from "./expressions";
+import { CreateTokenBody, type CreatedTokenResponse, type CreateToken, type TokenResponse, type UpdateToken } from "./schema";
+import * as storage from "./storage";
+import type { SealedToken, TokenRow } from "./storage";
+import { findTokenRequests, jsonPath, substituteTokens, type JsonPath } from "./tokenize";
+import { TOKEN_TYPE_RULES, type TokenType } from "./types";
+
+export type { TokenRow } from "./storage";
+export type { CreatedTokenResponse, CreateToken, TokenResponse, UpdateToken } from "./schema";
+
+/** A token as the request defines it, with the type's defaults filled in. */
+interface TokenDefinition {
+  type: TokenType;
+  data: unknown;
+  metadata: Record<string, string>;
+  containers: string[];
+  searchIndexes: string[];
+  fingerprintExpression: string;
+  mask: string | null;
+  expiresAt: number | null;
+}
+
+interface CreateRequest {
+  input: CreateToken;
+  /** Where the request sits in a tokenize payload; absent for POST /tokens. */
+  path?: JsonPath;
+}
+
+/** The condition every read of tokens carries: an expired token behaves as deleted. */
+export function tokenIsLive(now: number): SQL {
+  return or(isNull(tokens.expiresAt), gt(tokens.expiresAt, now))!;
+}
+
+/** Validates a create request from outside HTTP (the sandbox's `bt` client): a 400 when invalid. */
+export function parseCreateToken(input: unknown): CreateToken {
+  const parsed = CreateTokenBody.safeParse(input);
+  if (!parsed.success) throw validationErrorOf(parsed.error);
+  return parsed.data;
+}
+
+export async function createToken(env: Bindings, principal: Principal, input: CreateToken): Promise<CreatedTokenResponse> {
+  const [created] = await createTokens(env, principal, [{ input }]);
+  return created!;
+}
+
+/**
+ * Tokenizes any JSON, all or nothing: every request is validated and evaluated before anything is
+ * written, and the new tokens go in one batch.
+ */
+export async function tokenize(env: Bindings, principal: Principal, payload: unknown): Promise<unknown> {
+  const found = findTokenRequests(payload);
+  const errors: FieldErrors = {};
+  const requests: CreateRequest[] = [];
+  for (const { path, request } of found) {
+    const parsed = CreateTokenBody.safeParse(request);
+    if (parsed.success) requests.push({ input: parsed.data, path });
+    else for (const issue of parsed.error.issues) (errors[jsonPath([...path, ...issue.path])] ??= []).push(issue.message);
+  }
+  if (Object.keys(errors).length > 0) throw invalid("Nothing was tokenized", errors);
+  const created = await createTokens(env, principal, requests);
+  return substituteTokens(
+    payload,
+    found.map(({ path }, i) => ({ path, token: created[i] })),
+  );
+}
+
+export async function getToken(env: Bindings, principal: Principal, id: string): Promise<TokenResponse> {
+  const row = await findLiveToken(databaseOf(env), principal.tenantId, id, Date.now());
+  const transform = accessTo(principal, "token:read", containersOf(row));
+  if (!transform) throw new ForbiddenError(`token:read is not granted on any container of token ${id}`);
+  const keys = await keysFor(env, principal.tenantId);
+  return present(row, transform, () => decryptData(keys, row));
+}
+
+/**
+ * Applies a JSON merge patch: `data` and `metadata` merge, the other members replace, null resets a
+ * member to the type's default. The result is validated as a new token would be, and indexes and
+ * fingerprint are recomputed. Moving between containers needs token:update on both sides.
+ */
+export async function updateToken(env: Bindings, principal: Principal, id: string, patch: UpdateToken): Promise<TokenResponse> {
+  const db = databaseOf(env);
+  const now = Date.now();
+  const row = await findLiveToken(db, principal.tenantId, id, now);
+  requireOnEveryContainer(principal, "token:update", containersOf(row));
+  const keys = await keysFor(env, principal.tenantId);
+  const data = await decryptData(keys, row);
+  const merged = CreateTokenBody.safeParse({
+    type: row.type,
+    data: patch.data === undefined ? data : applyMergePatch(data, patch.data),
+    metadata:
+      patch.metadata === undefined ? metadataOf(row) : patch.metadata === null ? null : applyMergePatch(metadataOf(row), patch.metadata),
+    containers: patch.containers === undefined ? containersOf(row) : patch.containers,
+    search_indexes: patch.search_indexes === undefined ? (JSON.parse(row.searchIndexes) as string[]) : patch.search_indexes,
+    fingerprint_expression: patch.fingerprint_expression === undefined ? row.fingerprintExpression : patch.fingerprint_expression,
+    mask: patch.mask === undefined ? row.mask : patch.mask,
+    expires_at: patch.expires_at === undefined ? isoTime(row.expiresAt) : patch.expires_at,
+  });
+  if (!merged.success) throw validationErrorOf(merged.error);
+  const definition = definitionOf(merged.data);
+  requireOnEveryContainer(principal, "token:update", definition.containers);
+  const errors: FieldErrors = {};
+  const evaluated = evaluate(definition, (field, message) => (errors[fieldPath(field)] ??= []).push(message));
+  if (Object.keys(errors).length > 0) throw invalid("The token was not updated", errors);
+  const sealed = await sealToken(keys, definition, evaluated, {
+    id: row.id,
+    tenantId: row.tenantId,
+    createdBy: row.createdBy,
+    createdAt: row.createdAt,
+    modifiedBy: principal.applicationId,
+    modifiedAt: now,
+  });
+  const [update] = await db.$client.batch(storage.replaceToken(db.$client, sealed, row.ciphertext));
+  if (update?.meta.changes !== 1) {
+    await findLiveToken(db, principal.tenantId, id, Date.now());
+    throw new ConflictError(`Token ${id} was changed by another request meanwhile; read it and retry`);
+  }
+  const transform = accessTo(principal, "token:update", definition.containers) ?? "redact";
+  return present(sealed.row, transform, () => definition.data);
+}
+
+/** Removes the token, its ciphertext and its index rows at once. */
+export async function deleteToken(env: Bindings, principal: Principal, id: string): Promise<void> {
+  const db = databaseOf(env);
+  const now = Date.now();
+  const row = await findLiveToken(db, principal.tenantId, id, now);
+  requireOnEveryContainer(principal, "token:delete", containersOf(row));
+  const results = await db.$client.batch(storage.deleteToken(db.$client, principal.tenantId, id, now));
+  if (results.at(-1)?.meta.changes !== 1) throw new NotFoundError(`Token ${id}`);
+}
+
+/** Decrypts the rows (of the principal's tenant) and applies each one's access transform for the permission. */
+export async function presentTokens(
+  env: Bindings,
+  principal: Principal,
+  permission: TokenPermission,
+  rows: TokenRow[],
+): Promise<TokenResponse[]> {
+  const keys = await keysFor(env, principal.tenantId);
+  return Promise.all(
+    rows.map((row) =>
+      present(row, accessTo(principal, permission, containersOf(row)) ?? "redact", () => decryptData(keys, row)),
+    ),
+  );
+}
+
+/**
+ * Detokenization: the data of each token by id, under the principal's token:use transform. An
+ * unknown, deleted or expired id is a 400; a token the principal may not use (no rule, or a rule
+ * that redacts it, or masks a token without a mask) is a 403. One query for all ids.
+ */
+export async function useTokens(env: Bindings, principal: Principal, ids: string[]): Promise<Map<string, unknown>> {
+  const wanted = [...new Set(ids.map((id) => id.toLowerCase()))];
+  const rows =
+    wanted.length === 0
+      ? []
+      : await databaseOf(env)
+          .select()
+          .from(tokens)
+          .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.id, wanted), tokenIsLive(Date.now())));
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const keys = await keysFor(env, principal.tenantId);
+  const revealed = new Map<string, unknown>();
+  for (const id of ids) {
+    const row = byId.get(id.toLowerCase());
+    if (!row) throw new ValidationError(`Token ${id} does not exist or has expired`);
+    const transform = accessTo(principal, "token:use", containersOf(row));
+    if (transform === null || transform === "redact" || (transform === "mask" && row.mask === null)) {
+      throw new ForbiddenError(`token:use is not granted on token ${id}`);
+    }
+    const token = await present(row, transform, () => decryptData(keys, row));
+    revealed.set(id, token.data);
+  }
+  return revealed;
+}
+
+/** Called by the scheduled handler. */
+export function purgeExpiredTokens(env: Bindings, now = Date.now()): Promise<number> {
+  return storage.purgeExpiredTokens(databaseOf(env).$client, now);
+}
+
+async function createTokens(env: Bindings, principal: Principal, requests: CreateRequest[]): Promise<CreatedTokenResponse[]> {
+  if (requests.length === 0) return [];
+  const definitions = requests.map((request) => definitionOf(request.input));
+  definitions.forEach((definition, i) =>
+    requireOnEveryContainer(principal, "token:create", definition.containers, requests[i]!.path),
+  );
+  const errors: FieldErrors = {};
+  const evaluated = definitions.map((definition, i) =>
+    evaluate(definition, (field, message) => (errors[fieldNameOf(requests[i]!, field)] ??= []).push(message)),
+  );
+  if (Object.keys(errors).length > 0) throw invalid(requests[0]!.path ? "Nothing was tokenized" : "The token was not created", errors);
+
+  const db = databaseOf(env);
+  const keys = await keysFor(env, principal.tenantId);
+  const now = Date.now();
+  const sealed = await Promise.all(
+    definitions.map((definition, i) =>
+      sealToken(keys, definition, evaluated[i]!, {
+        id: crypto.randomUUID(),
+        tenantId: principal.tenantId,
+        createdBy: principal.applicationId,
+        createdAt: now,
+        modifiedBy: principal.applicationId,
+        modifiedAt: now,
+      }),
+    ),
+  );
+  const outcomes = await deduplicate(db, principal, requests, sealed, definitions, now);
+  const inserted = outcomes.filter((outcome) => !outcome.deduplicated).map((outcome) => outcome.sealed);
+  if (inserted.length > 0) await db.$client.batch(storage.insertTokens(db.$client, inserted));
+
+  return Promise.all(
+    outcomes.map(async (outcome) => {
+      const row = outcome.sealed.row;
+      const transform = accessTo(principal, "token:create", containersOf(row)) ?? "redact";
+      const token = await present(row, transform, outcome.data ?? (() => decryptData(keys, row)));
+      return { ...token, deduplicated: outcome.deduplicated };
+    }),
+  );
+}
+
+interface Outcome {
+  sealed: SealedToken;
+  deduplicated: boolean;
+  /** The plaintext when this request supplied it; absent for an existing token, which is decrypted. */
+  data?: () => unknown;
+}
+
+/**
+ * With `deduplicate_token`, a request whose type and fingerprint match a live token the principal
+ * may create in (the oldest such), or a token created earlier in the same request, gets that token.
+ */
+async function deduplicate(
+  db: Database,
+  principal: Principal,
+  requests: CreateRequest[],
+  sealed: SealedToken[],
+  definitions: TokenDefinition[],
+  now: number,
+): Promise<Outcome[]> {
+  const wanted = sealed.filter((_, i) => requests[i]!.input.deduplicate_token).map((token) => token.row.fingerprint);
+  const existing =
+    wanted.length === 0
+      ? []
+      : await db
+          .select()
+          .from(tokens)
+          .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.fingerprint, [...new Set(wanted)]), tokenIsLive(now)))
+          .orderBy(asc(tokens.createdAt), asc(tokens.id));
+  const seen = new Map<string, Outcome>();
+  const identity = (row: TokenRow) => `${row.type}\u0000${row.fingerprint}`;
+  for (const row of existing) {
+    if (!seen.has(identity(row)) && accessTo(principal, "token:create", containersOf(row)) !== null) {
+      seen.set(identity(row), { sealed: { row, metadata: [], blindIndexes: [] }, deduplicated: true });
+    }
+  }
+  return sealed.map((token, i) => {
+    const match = seen.get(identity(token.row));
+    if (match && requests[i]!.input.deduplicate_token) return { ...match, deduplicated: true };
+    const outcome: Outcome = { sealed: token, deduplicated: false, data: () => definitions[i]!.data };
+    if (!match) seen.set(identity(token.row), outcome);
+    return outcome;
+  });
+}
+
+function definitionOf(input: CreateToken): TokenDefinition {
+  const rules = TOKEN_TYPE_RULES[input.type];
+  return {
+    type: input.type,
+    data: input.data,
+    metadata: input.metadata ?? {},
+    containers: [...new Set(input.containers ?? [rules.container])],
+    searchIndexes: input.search_indexes ?? rules.defaultSearchIndexes ?? [],
+    fingerprintExpression: input.fingerprint_expression ?? rules.fingerprintExpression,
+    mask: input.mask ?? rules.mask,
+    expiresAt: input.expires_at ? Date.parse(input.expires_at) : null,
+  };
+}
+
+interface Evaluated {
+  fingerprintSource: string;
+  searchValues: string[];
+}
+
+type Report = (field: (string | number)[], message: string) => void;
+
+/** Renders the token's expressions; each failure is reported against the member that holds it. */
+function evaluate(definition: TokenDefinition, report: Report): Evaluated {
+  const render = (field: (string | number)[], source: string, scope: ExpressionScope): string => {
+    try {
+      return evaluateExpression(source, scope);
+    } catch (error) {
+      if (!(error instanceof ExpressionError)) throw error;
+      report(field, error.message);
+      return "";
+    }
+  };
+  const dataScope = { data: definition.data };
+  const fingerprintSource = render(["fingerprint_expression"], definition.fingerprintExpression, {
+    data: definition.data,
+    metadata: definition.metadata,
+  });
+  if (fingerprintSource.trim() === "") report(["fingerprint_expression"], "must not evaluate to an empty value");
+  const searchValues = definition.searchIndexes.map((source, i) => {
+    const value = render(["search_indexes", i], source, dataScope);
+    if (value.trim() === "") report(["search_indexes", i], `must evaluate to one value that is neither null nor empty: ${source}`);
+    return value;
+  });
+  if (definition.mask !== null) render(["mask"], definition.mask, dataScope);
+  return { fingerprintSource, searchValues };
+}
+
+async function sealToken(
+  keys: TenantKeys,
+  definition: TokenDefinition,
+  evaluated: Evaluated,
+  audit: Pick<TokenRow, "id" | "tenantId" | "createdBy" | "createdAt" | "modifiedBy" | "modifiedAt">,
+): Promise<SealedToken> {
+  const [ciphertext, fingerprint, blindIndexes] = await Promise.all([
+    keys.encrypt(JSON.stringify(definition.data), audit.id),
+    keys.fingerprint(evaluated.fingerprintSource),
+    Promise.all(evaluated.searchValues.map((value) => keys.blindIndex(value))),
+  ]);
+  const metadataPairs = Object.entries(definition.metadata).map(([key, value]) => [key.toLowerCase(), value.toLowerCase()] as [string, string]);
+  return {
+    row: {
+      ...audit,
+      type: definition.type,
+      ciphertext,
+      fingerprint,
+      fingerprintExpression: definition.fingerprintExpression,
+      mask: definition.mask,
+      searchIndexes: JSON.stringify(definition.searchIndexes),
+      metadata: JSON.stringify(definition.metadata),
+      containers: JSON.stringify(definition.containers),
+      expiresAt: definition.expiresAt,
+    },
+    metadata: [...new Map(metadataPairs.map((pair) => [JSON.stringify(pair), pair])).values()],
+    blindIndexes: [...new Set(blindIndexes)],
+  };
+}
+
+/** The token as the caller may see it: data revealed, masked (absent without a mask) or redacted. */
+async function present(row: TokenRow, transform: Transform, data: () => unknown): Promise<TokenResponse> {
+  const token: TokenResponse = {
+    id: row.id,
+    type: row.type as TokenType,
+    tenant_id: row.tenantId,
+    fingerprint: row.fingerprint,
+    containers: containersOf(row),
+    metadata: metadataOf(row),
+    search_indexes: JSON.parse(row.searchIndexes) as string[],
+    fingerprint_expression: row.fingerprintExpression,
+    mask: row.mask,
+    expires_at: isoTime(row.expiresAt),
+    created_by: row.createdBy,
+    created_at: isoTime(row.createdAt)!,
+    modified_by: row.modifiedBy,
+    modified_at: isoTime(row.modifiedAt),
+  };
+  if (transform === "reveal") return { ...token, data: await data() };
+  if (transform === "mask" && row.mask !== null) return { ...token, data: evaluateExpression(row.mask, { data: await data() }) };
+  return token;
+}
+
+async function findLiveToken(db: Database, tenantId: string, id: string, now: number): Promise<TokenRow> {
+  const [row] = await db
+    .select()
+    .from(tokens)
+    .where(and(eq(tokens.tenantId, tenantId), eq(tokens.id, id), tokenIsLive(now)))
+    .limit(1);
+  if (!row) throw new NotFoundError(`Token ${id}`);
+  return row;
+}
+
+/** Writes need the permission on every container involved, not just one of them. */
+function requireOnEveryContainer(principal: Principal, permission: TokenPermission, containers: string[], path?: JsonPath) {
+  const denied = containers.filter((container) => accessTo(principal, permission, [container]) === null);
+  if (denied.length > 0) {
+    const where = path ? ` (at ${jsonPath(path)})` : "";
+    throw new ForbiddenError(`${permission} is not granted on container ${denied.join(", ")}${where}`);
+  }
+}
+
+function keysFor(env: Bindings, tenantId: string): Promise<TenantKeys> {
+  return TenantKeys.derive(configOf(env).VAULT_MASTER_KEY, tenantId);
+}
+
+async function decryptData(keys: TenantKeys, row: TokenRow): Promise<unknown> {
+  return JSON.parse(await keys.decrypt(row.ciphertext, row.id));
+}
+
+function containersOf(row: TokenRow): string[] {
+  return JSON.parse(row.containers) as string[];
+}
+
+function metadataOf(row: TokenRow): Record<string, string> {
+  return JSON.parse(row.metadata) as Record<string, string>;
+}
+
+function fieldNameOf(request: CreateRequest, field: (string | number)[]): string {
+  return request.path ? jsonPath([...request.path, ...field]) : fieldPath(field);
+}
+
+/** `column IN (…)` with the values as one JSON parameter, whatever their number. */
+function inJsonArray(column: AnyColumn, values: string[]): SQL {
+  return sql`${column} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`;
+}
+
+/** RFC 7396: objects merge member by member, null removes a member, anything else replaces. */
+function applyMergePatch(target: unknown, patch: unknown): unknown {
+  if (!isPlainObject(patch)) return patch;
+  // A Map and Object.fromEntries keep a member named __proto__ as data, not as a prototype.
+  const merged = new Map(Object.entries(isPlainObject(target) ? target : {}));
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) merged.delete(key);
+    else merged.set(key, applyMergePatch(merged.get(key), value));
+  }
+  return Object.fromEntries(merged);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function invalid(summary: string, errors: FieldErrors): ValidationError {
+  const details = Object.entries(errors)
+    .map(([path, messages]) => `${path}: ${messages.join("; ")}`)
+    .join(", ");
+  return new ValidationError(`${summary}: ${details}`, errors);
+}
