@@ -43,22 +43,14 @@ export function buildApp() {
 
   app.get("/health", (c) => c.json({ status: "ok" }));
   app.route("/", tenantRoutes);
-
-  const api = createRouter();
-  api.use("*", authenticateKnownRoutes);
-  api.route("/", applicationRoutes);
-  api.route("/", permissionRoutes);
-  api.route("/", proxyRoutes);
-  app.route("/", api);
-
-  app.doc31("/openapi.json", (c) => ({
+  app.doc31("/openapi.json", {
     openapi: "3.1.0",
     info: {
       title: "Token vault",
       version: "1.0.0",
       description: "Tokens, token search, pre-configured proxies and reactors. See README.md.",
     },
-  }));
+  });
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",
     in: "header",
@@ -70,6 +62,14 @@ export function buildApp() {
     in: "header",
     name: "SVC-OPERATOR-KEY",
   });
+
+
+  const api = createRouter();
+  api.use("*", authenticateKnownRoutes);
+  api.route("/", applicationRoutes);
+  api.route("/", permissionRoutes);
+  api.route("/", proxyRoutes);
+  app.route("/", api);
 
   app.notFound((c) => notFoundOrWrongMethod(app, c));
   app.onError(handleError);

@@ -1,0 +1,181 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app";
+import { callConfigured } from "../support/configured";
+import { call, expectProblem, seedTenant } from "../support/harness";
+
+describe("errors", () => {
+  it("answers an unknown route with a 404 problem", async () => {
+    const problem = expectProblem(await call("GET", "/nowhere"), 404);
+    expect(problem.detail).toContain("/nowhere");
+  });
+
+  it("answers a known route with the wrong method with a 405 and Allow", async () => {
+    const tenant = await seedTenant();
+    const reply = await call("PATCH", "/applications", { key: tenant.managementKey, body: {} });
+    expectProblem(reply, 405);
+    expect(reply.headers.get("allow")).toBe("GET, POST");
+  });
+
+  it("answers a body over 1 MB with a 413", async () => {
+    const tenant = await seedTenant();
+    const reply = await call("POST", "/applications", {
+      key: tenant.managementKey,
+      body: { name: "x".repeat(1024 * 1024), type: "public" },
+    });
+    expectProblem(reply, 413);
+  });
+
+  it("reports missing configuration clearly, naming the variable but no secret", async () => {
+    const reply = await callConfigured({ VAULT_MASTER_KEY: undefined }, "GET", "/applications", {
+      headers: { "SVC-API-KEY": env.BOOTSTRAP_API_KEY },
+    });
+    const problem = expectProblem(reply, 500);
+    expect(problem.detail).toContain("VAULT_MASTER_KEY");
+    expect(JSON.stringify(reply.body)).not.toContain(env.OPERATOR_API_KEY);
+  });
+
+  it("reports a malformed master key clearly", async () => {
+    const problem = expectProblem(await callConfigured({ VAULT_MASTER_KEY: "c2hvcnQ=" }, "GET", "/health"), 500);
+    expect(problem.detail).toMatch(/VAULT_MASTER_KEY must be 32 random bytes/);
+  });
+
+  it("answers an unexpected failure with a bare 500 that quotes the trace id and no internals", async () => {
+    const reply = await callConfigured({ DB: undefined }, "GET", "/applications", {
+      headers: { "SVC-API-KEY": "key_anything", "SVC-TRACE-ID": "trace-500" },
+    });
+    const problem = expectProblem(reply, 500);
+    expect(problem.title).toBe("Internal Server Error");
+    expect(problem.detail).toContain("trace-500");
+    expect(JSON.stringify(reply.body)).not.toMatch(/TypeError|undefined|at \w+ \(/);
+  });
+});
+
+describe("trace ids", () => {
+  it("echoes the caller's trace id", async () => {
+    const reply = await call("GET", "/health", { headers: { "SVC-TRACE-ID": "abc-123" } });
+    expect(reply.headers.get("SVC-TRACE-ID")).toBe("abc-123");
+  });
+
+  it("assigns a new trace id when none or an unusable one is sent", async () => {
+    const none = await call("GET", "/health");
+    expect(none.headers.get("SVC-TRACE-ID")).toMatch(/^[0-9a-f-]{36}$/);
+    const unusable = await call("GET", "/nowhere", { headers: { "SVC-TRACE-ID": "bad id with spaces" } });
+    expect(unusable.headers.get("SVC-TRACE-ID")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe("HEADER_PREFIX", () => {
+  const XYZ = { HEADER_PREFIX: "XYZ" };
+
+  it("renames the API key header; the old name is ignored", async () => {
+    const withNew = await callConfigured(XYZ, "GET", "/applications", { headers: { "XYZ-API-KEY": env.BOOTSTRAP_API_KEY } });
+    expect(withNew.status).toBe(200);
+    const withOld = await callConfigured(XYZ, "GET", "/applications", { headers: { "SVC-API-KEY": env.BOOTSTRAP_API_KEY } });
+    expect(withOld.status).toBe(401);
+    expect(withOld.body.detail).toContain("XYZ-API-KEY");
+  });
+
+  it("renames the trace id header", async () => {
+    const reply = await callConfigured(XYZ, "GET", "/health", { headers: { "XYZ-TRACE-ID": "t-1", "SVC-TRACE-ID": "t-2" } });
+    expect(reply.headers.get("XYZ-TRACE-ID")).toBe("t-1");
+    expect(reply.headers.get("SVC-TRACE-ID")).toBeNull();
+  });
+
+  it("renames the idempotency key header", async () => {
+    const body = { name: `prefixed-${crypto.randomUUID()}`, type: "public" };
+    const headers = { "XYZ-API-KEY": env.BOOTSTRAP_API_KEY, "XYZ-IDEMPOTENCY-KEY": crypto.randomUUID() };
+    const first = await callConfigured(XYZ, "POST", "/applications", { headers, body });
+    const second = await callConfigured(XYZ, "POST", "/applications", { headers, body });
+    expect(second.body.id).toBe(first.body.id);
+    expect(second.headers.get("XYZ-Idempotent-Replayed")).toBe("true");
+
+    const oldName = { "XYZ-API-KEY": env.BOOTSTRAP_API_KEY, "SVC-IDEMPOTENCY-KEY": "ignored" };
+    const a = await callConfigured(XYZ, "POST", "/applications", { headers: oldName, body });
+    const b = await callConfigured(XYZ, "POST", "/applications", { headers: oldName, body });
+    expect(b.body.id).not.toBe(a.body.id);
+  });
+
+  it("renames the operator key header", async () => {
+    const body = { name: "prefixed tenant" };
+    const withNew = await callConfigured(XYZ, "POST", "/tenants", { headers: { "XYZ-OPERATOR-KEY": env.OPERATOR_API_KEY }, body });
+    expect(withNew.status).toBe(201);
+    const withOld = await callConfigured(XYZ, "POST", "/tenants", { headers: { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY }, body });
+    expect(withOld.status).toBe(401);
+  });
+
+  it("refuses a prefix that cannot be a header name", async () => {
+    const problem = expectProblem(await callConfigured({ HEADER_PREFIX: "X Y" }, "GET", "/health"), 500);
+    expect(problem.detail).toContain("HEADER_PREFIX");
+  });
+});
+
+describe("tenants (operators)", () => {
+  it("creates a tenant with a management application and its key", async () => {
+    const reply = await call("POST", "/tenants", { body: { name: "Acme" }, headers: { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY } });
+    expect(reply.status).toBe(201);
+    expect(reply.body.tenant).toMatchObject({ id: expect.any(String), name: "Acme" });
+    expect(reply.body.application).toMatchObject({ type: "management", tenant_id: reply.body.tenant.id });
+    const apps = await call("GET", "/applications", { key: reply.body.application.keys[0].key });
+    expect(apps.body.data).toHaveLength(1);
+  });
+
+  it("refuses a missing or wrong operator key", async () => {
+    expectProblem(await call("POST", "/tenants", { body: { name: "x" } }), 401);
+    expectProblem(await call("POST", "/tenants", { body: { name: "x" }, headers: { "SVC-OPERATOR-KEY": "guess" } }), 401);
+    expectProblem(await call("POST", "/tenants", { body: { name: "x" }, headers: { "SVC-API-KEY": env.BOOTSTRAP_API_KEY } }), 401);
+  });
+
+  it("does not exist without OPERATOR_API_KEY", async () => {
+    const reply = await callConfigured({ OPERATOR_API_KEY: undefined }, "POST", "/tenants", {
+      headers: { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY },
+      body: { name: "x" },
+    });
+    expectProblem(reply, 404);
+  });
+
+  it("validates the tenant name", async () => {
+    const headers = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
+    const problem = expectProblem(await call("POST", "/tenants", { body: { name: "" }, headers }), 400);
+    expect(problem.errors).toHaveProperty("name");
+    expectProblem(await call("POST", "/tenants", { body: {}, headers }), 400);
+  });
+});
+
+describe("bootstrap", () => {
+  it("creates one tenant and management application for BOOTSTRAP_API_KEY, once", async () => {
+    const bootstrapKey = `key_${crypto.randomUUID()}${crypto.randomUUID()}`;
+    const first = await callConfigured({ BOOTSTRAP_API_KEY: bootstrapKey }, "GET", "/applications", {
+      headers: { "SVC-API-KEY": bootstrapKey },
+    });
+    expect(first.status).toBe(200);
+    expect(first.body.data).toHaveLength(1);
+    expect(first.body.data[0]).toMatchObject({ name: "bootstrap", type: "management" });
+    expect(first.body.data[0].permissions).toContain("application:create");
+    const tenantId = first.body.data[0].tenant_id;
+    const { results } = await env.DB.prepare("SELECT count(*) AS n FROM tenants WHERE id = ?").bind(tenantId).all<{ n: number }>();
+    expect(results[0]!.n).toBe(1);
+    const again = await callConfigured({ BOOTSTRAP_API_KEY: bootstrapKey }, "GET", "/applications", {
+      headers: { "SVC-API-KEY": bootstrapKey },
+    });
+    expect(again.body.data[0].id).toBe(first.body.data[0].id);
+  });
+});
+
+describe("OpenAPI", () => {
+  it("serves an OpenAPI 3.1 document that covers every route", async () => {
+    const reply = await call("GET", "/openapi.json");
+    expect(reply.status).toBe(200);
+    expect(reply.body.openapi).toBe("3.1.0");
+    const documented = new Set(
+      Object.entries(reply.body.paths as Record<string, Record<string, unknown>>).flatMap(([path, operations]) =>
+        Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
+      ),
+    );
+    const routes = buildApp()
+      .routes.filter((route) => route.method !== "ALL" && !["/openapi.json", "/health"].includes(route.path))
+      .map((route) => `${route.method} ${route.path.replace(/:(\w+)(\{[^}]*\})?/g, "{$1}")}`);
+    expect(routes.length).toBeGreaterThan(5);
+    for (const route of new Set(routes)) expect(documented, route).toContain(route);
+  });
+});
