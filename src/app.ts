@@ -11,7 +11,9 @@ import { authenticate, traceAndConfigure } from "./http/middleware";
 import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, problemResponse } from "./http/problem";
 import { createRouter } from "./http/router";
 import { proxyRoutes } from "./proxies/routes";
+import { reactorRoutes } from "./reactors/routes";
 import { tenantRoutes } from "./tenants/routes";
+import { tokenRoutes } from "./tokens/routes";
 import { ensureBootstrap } from "./tenants/service";
 
 /** Largest JSON body the management and token API accepts. */
@@ -63,12 +65,13 @@ export function buildApp() {
     name: "SVC-OPERATOR-KEY",
   });
 
-
   const api = createRouter();
   api.use("*", authenticateKnownRoutes);
   api.route("/", applicationRoutes);
   api.route("/", permissionRoutes);
   api.route("/", proxyRoutes);
+  api.route("/", tokenRoutes);
+  api.route("/", reactorRoutes);
   app.route("/", api);
 
   app.notFound((c) => notFoundOrWrongMethod(app, c));

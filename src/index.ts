@@ -2,6 +2,7 @@ import { buildApp } from "./app";
 import { databaseOf } from "./db/client";
 import type { Bindings } from "./env";
 import { purgeIdempotencyRecords } from "./http/idempotency";
+import { purgeExpiredTokens } from "./tokens/service";
 
 const app = buildApp();
 
@@ -9,5 +10,6 @@ export default {
   fetch: app.fetch,
   async scheduled(_controller, env, ctx) {
     ctx.waitUntil(purgeIdempotencyRecords(databaseOf(env)));
+    ctx.waitUntil(purgeExpiredTokens(env));
   },
 } satisfies ExportedHandler<Bindings>;

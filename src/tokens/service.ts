@@ -352,10 +352,17 @@ async function sealToken(
 
 /** The token as the caller may see it: data revealed, masked (absent without a mask) or redacted. */
 async function present(row: TokenRow, transform: Transform, data: () => unknown): Promise<TokenResponse> {
-  const token: TokenResponse = {
+  const shown =
+    transform === "reveal"
+      ? { data: await data() }
+      : transform === "mask" && row.mask !== null
+        ? { data: evaluateExpression(row.mask, { data: await data() }) }
+        : {};
+  return {
     id: row.id,
     type: row.type as TokenType,
     tenant_id: row.tenantId,
+    ...shown,
     fingerprint: row.fingerprint,
     containers: containersOf(row),
     metadata: metadataOf(row),
@@ -368,9 +375,6 @@ async function present(row: TokenRow, transform: Transform, data: () => unknown)
     modified_by: row.modifiedBy,
     modified_at: isoTime(row.modifiedAt),
   };
-  if (transform === "reveal") return { ...token, data: await data() };
-  if (transform === "mask" && row.mask !== null) return { ...token, data: evaluateExpression(row.mask, { data: await data() }) };
-  return token;
 }
 
 async function findLiveToken(db: Database, tenantId: string, id: string, now: number): Promise<TokenRow> {
