@@ -11,6 +11,7 @@ import { authenticate, traceAndConfigure } from "./http/middleware";
 import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, problemResponse } from "./http/problem";
 import { createRouter } from "./http/router";
 import { proxyRoutes } from "./proxies/routes";
+import { reactorRoutes } from "./reactors/routes";
 import { tenantRoutes } from "./tenants/routes";
 import { tokenRoutes } from "./tokens/routes";
 import { ensureBootstrap } from "./tenants/service";
@@ -70,6 +71,7 @@ export function buildApp() {
   api.route("/", permissionRoutes);
   api.route("/", proxyRoutes);
   api.route("/", tokenRoutes);
+  api.route("/", reactorRoutes);
   app.route("/", api);
 
   app.notFound((c) => notFoundOrWrongMethod(app, c));

@@ -1,0 +1,186 @@
+import { and, asc, count, desc, eq, isNull, notExists, or, sql, type SQL } from "drizzle-orm";
+import type { Principal } from "../auth/access";
+import { databaseOf } from "../db/client";
+import { nameMatches } from "../db/filters";
+import { reactorFormulas, reactors } from "../db/schema";
+import type { Bindings } from "../env";
+import { ConflictError, ForbiddenError, NotFoundError } from "../http/problem";
+import { isoTime, pageOf, type Page } from "../http/schemas";
+import { decryptConfiguration, tenantKeysOf } from "./configuration";
+import { conformConfiguration } from "./contract";
+import { ensureOfficialFormulas } from "./official/seed";
+import type { FormulaInput, FormulaResponse } from "./schema";
+
+export type FormulaRow = typeof reactorFormulas.$inferSelect;
+
+export function toFormulaResponse(row: FormulaRow): FormulaResponse {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    type: row.type,
+    status: row.status,
+    icon: row.icon,
+    code: row.code,
+    configuration: JSON.parse(row.configuration),
+    request_parameters: JSON.parse(row.requestParameters),
+    created_by: row.createdBy,
+    created_at: isoTime(row.createdAt)!,
+    modified_by: row.modifiedBy,
+    modified_at: isoTime(row.modifiedAt),
+  };
+}
+
+/** A tenant sees the official formulas (tenant_id NULL) and its own. */
+const visibleTo = (tenantId: string) => or(eq(reactorFormulas.tenantId, tenantId), isNull(reactorFormulas.tenantId))!;
+
+/** Changes whenever the formula is saved: reactors are written only against the version they were checked with. */
+export const formulaVersion = (row: Pick<FormulaRow, "createdAt" | "modifiedAt">) => row.modifiedAt ?? row.createdAt;
+
+/** The formula if the tenant may see it (official or its own); 404 otherwise, never 403. */
+export async function findFormula(env: Bindings, tenantId: string, id: string): Promise<FormulaRow> {
+  await ensureOfficialFormulas(env);
+  const [row] = await databaseOf(env)
+    .select()
+    .from(reactorFormulas)
+    .where(and(visibleTo(tenantId), eq(reactorFormulas.id, id)))
+    .limit(1);
+  if (!row) throw new NotFoundError(`Reactor formula ${id}`);
+  return row;
+}
+
+/** Official formulas belong to the service: tenants read and use them, and change only their own. */
+function refuseOfficial(what: string): never {
+  throw new ForbiddenError(`Official reactor formulas are maintained by the service and cannot be ${what}; use a private formula`);
+}
+
+function columnsOf(input: FormulaInput) {
+  return {
+    name: input.name,
+    description: input.description ?? null,
+    icon: input.icon ?? null,
+    code: input.code,
+    configuration: JSON.stringify(input.configuration),
+    requestParameters: JSON.stringify(input.request_parameters),
+  };
+}
+
+export async function createFormula(env: Bindings, principal: Principal, input: FormulaInput): Promise<FormulaResponse> {
+  if (input.type === "official") refuseOfficial("created by tenants");
+  const row: FormulaRow = {
+    id: crypto.randomUUID(),
+    tenantId: principal.tenantId,
+    type: "private",
+    status: "verified",
+    ...columnsOf(input),
+    createdBy: principal.applicationId,
+    createdAt: Date.now(),
+    modifiedBy: null,
+    modifiedAt: null,
+  };
+  await databaseOf(env).insert(reactorFormulas).values(row);
+  return toFormulaResponse(row);
+}
+
+export async function getFormula(env: Bindings, principal: Principal, id: string): Promise<FormulaResponse> {
+  return toFormulaResponse(await findFormula(env, principal.tenantId, id));
+}
+
+/** Official formulas first, then the tenant's own, newest first. */
+export async function listFormulas(
+  env: Bindings,
+  principal: Principal,
+  filter: { name?: string; page: number; size: number },
+): Promise<Page<FormulaResponse>> {
+  await ensureOfficialFormulas(env);
+  const conditions: SQL[] = [visibleTo(principal.tenantId)];
+  if (filter.name) conditions.push(nameMatches(reactorFormulas.name, filter.name));
+  const where = and(...conditions);
+  const db = databaseOf(env);
+  const [rows, [total]] = await Promise.all([
+    db
+      .select()
+      .from(reactorFormulas)
+      .where(where)
+      .orderBy(sql`${reactorFormulas.tenantId} IS NULL DESC`, desc(reactorFormulas.createdAt), asc(reactorFormulas.name), desc(reactorFormulas.id))
+      .limit(filter.size)
+      .offset((filter.page - 1) * filter.size),
+    db.select({ total: count() }).from(reactorFormulas).where(where),
+  ]);
+  return pageOf(rows.map(toFormulaResponse), total?.total ?? 0, filter.page, filter.size);
+}
+
+/** The formula's reactors as the update saw them: the update applies only if they are still the same. */
+function reactorsUnchanged(tenantId: string, formulaId: string, seen: { count: number; latest: number }): SQL {
+  const ofFormula = sql`${reactors.tenantId} = ${tenantId} AND ${reactors.formulaId} = ${formulaId}`;
+  return sql`(SELECT count(*) FROM ${reactors} WHERE ${ofFormula}) = ${seen.count}
+    AND (SELECT coalesce(max(coalesce(${reactors.modifiedAt}, ${reactors.createdAt})), 0) FROM ${reactors} WHERE ${ofFormula}) = ${seen.latest}`;
+}
+
+/**
+ * A contract change that the configuration of an existing reactor would not satisfy is a 409 naming
+ * those reactors: they must be updated (or deleted) first, so no reactor breaks silently.
+ */
+async function refuseBreakingReactors(env: Bindings, tenantId: string, formulaId: string, contract: FormulaInput["configuration"]) {
+  const rows = await databaseOf(env)
+    .select()
+    .from(reactors)
+    .where(and(eq(reactors.tenantId, tenantId), eq(reactors.formulaId, formulaId)));
+  const keys = await tenantKeysOf(env, tenantId);
+  const broken: string[] = [];
+  for (const row of rows) {
+    const { errors } = conformConfiguration(contract, await decryptConfiguration(keys, row));
+    const problems = Object.entries(errors).map(([path, messages]) => `${path} ${messages.join("; ")}`);
+    if (problems.length > 0) broken.push(`${row.name} (${row.id}): ${problems.join(", ")}`);
+  }
+  if (broken.length > 0) {
+    throw new ConflictError(
+      `The new configuration contract would break ${broken.length} reactor(s); update or delete them first: ${broken.join(" | ")}`,
+    );
+  }
+  return { count: rows.length, latest: Math.max(0, ...rows.map((row) => row.modifiedAt ?? row.createdAt)) };
+}
+
+export async function updateFormula(
+  env: Bindings,
+  principal: Principal,
+  id: string,
+  input: FormulaInput,
+): Promise<FormulaResponse> {
+  const existing = await findFormula(env, principal.tenantId, id);
+  if (existing.tenantId === null) refuseOfficial("changed");
+  if (input.type === "official") refuseOfficial("created by tenants");
+  const seen = await refuseBreakingReactors(env, principal.tenantId, id, input.configuration);
+  const [row] = await databaseOf(env)
+    .update(reactorFormulas)
+    .set({ ...columnsOf(input), modifiedBy: principal.applicationId, modifiedAt: Date.now() })
+    .where(and(eq(reactorFormulas.tenantId, principal.tenantId), eq(reactorFormulas.id, id), reactorsUnchanged(principal.tenantId, id, seen)))
+    .returning();
+  if (!row) throw new ConflictError(`Reactor formula ${id} or its reactors changed during the update; retry it`);
+  return toFormulaResponse(row);
+}
+
+/** Deleting a formula that reactors still use is a 409 naming them (checked in the same statement). */
+export async function deleteFormula(env: Bindings, principal: Principal, id: string): Promise<void> {
+  const existing = await findFormula(env, principal.tenantId, id);
+  if (existing.tenantId === null) refuseOfficial("deleted");
+  const db = databaseOf(env);
+  const ofFormula = and(eq(reactors.tenantId, principal.tenantId), eq(reactors.formulaId, id));
+  const deleted = await db
+    .delete(reactorFormulas)
+    .where(
+      and(
+        eq(reactorFormulas.tenantId, principal.tenantId),
+        eq(reactorFormulas.id, id),
+        notExists(db.select({ id: reactors.id }).from(reactors).where(ofFormula)),
+      ),
+    )
+    .returning({ id: reactorFormulas.id });
+  if (deleted.length === 0) {
+    const users = await db.select({ id: reactors.id, name: reactors.name }).from(reactors).where(ofFormula).limit(10);
+    if (users.length === 0) throw new NotFoundError(`Reactor formula ${id}`);
+    throw new ConflictError(
+      `Reactor formula ${id} is used by reactors ${users.map((reactor) => `${reactor.name} (${reactor.id})`).join(", ")}; delete them first`,
+    );
+  }
+}

@@ -1,0 +1,43 @@
+/** Largest icon accepted, in decoded bytes: enough for a crisp 128×128 PNG, small enough to list. */
+export const ICON_MAX_BYTES = 64 * 1024;
+
+const DATA_URL = /^data:([^;,]*)((?:;[^;,]*)*),(.*)$/is;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** The first bytes each accepted media type must start with. */
+const SIGNATURES: Record<string, number[]> = {
+  "image/png": [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a],
+  "image/jpeg": [0xff, 0xd8, 0xff],
+  "image/jpg": [0xff, 0xd8, 0xff],
+};
+
+export const ICON_MEDIA_TYPES = Object.keys(SIGNATURES);
+
+/**
+ * Why the icon cannot be accepted, or null when it is a base64 data URL of a PNG or JPEG whose
+ * bytes really are that image: a label is not enough, since icons are rendered by dashboards.
+ */
+export function iconProblem(icon: string): string | null {
+  const match = DATA_URL.exec(icon);
+  if (!match) return "must be a data URL (data:image/png;base64,...)";
+  const mediaType = match[1]!.toLowerCase();
+  const signature = SIGNATURES[mediaType];
+  if (!signature) return `must be an image of type ${ICON_MEDIA_TYPES.join(", ")}, not ${mediaType || "unspecified"}`;
+  if (!match[2]!.toLowerCase().split(";").includes("base64")) return "must be base64 encoded (;base64,)";
+  const encoded = match[3]!;
+  if (encoded.length > Math.ceil(ICON_MAX_BYTES / 3) * 4) return `must be at most ${ICON_MAX_BYTES} bytes once decoded`;
+  const bytes = decodeBase64(encoded);
+  if (!bytes) return "holds invalid base64";
+  if (bytes.length > ICON_MAX_BYTES) return `must be at most ${ICON_MAX_BYTES} bytes once decoded`;
+  if (!signature.every((byte, i) => bytes[i] === byte)) return `holds bytes that are not a ${mediaType} image`;
+  return null;
+}
+
+function decodeBase64(text: string): Uint8Array | null {
+  if (text.length % 4 !== 0 || !BASE64.test(text)) return null;
+  try {
+    return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,168 @@
+import { createRoute } from "@hono/zod-openapi";
+import { idempotent } from "../http/idempotency";
+import { requireContentType, requirePermission } from "../http/middleware";
+import { createRouter } from "../http/router";
+import {
+  IdParams,
+  jsonBody,
+  jsonContent,
+  mergePatchBody,
+  NameFilter,
+  PageQuery,
+  paginated,
+  problemResponses,
+} from "../http/schemas";
+import * as formulas from "./formulas";
+import { FormulaBody, FormulaSchema, ReactorBody, ReactorPatchBody, ReactorSchema } from "./schema";
+import * as reactors from "./service";
+
+const security = [{ ApiKey: [] }];
+const json = requireContentType("application/json");
+const formulaTags = ["Reactor formulas"];
+const reactorTags = ["Reactors"];
+
+const createFormula = createRoute({
+  method: "post",
+  path: "/reactor-formulas",
+  tags: formulaTags,
+  security,
+  summary: "Create a private reactor formula; its code is checked by the sandbox",
+  middleware: [requirePermission("reactor:create"), json, idempotent] as const,
+  request: jsonBody(FormulaBody),
+  responses: { 201: jsonContent(FormulaSchema, "The formula"), ...problemResponses(400, 401, 403, 409, 413, 415) },
+});
+
+const listFormulas = createRoute({
+  method: "get",
+  path: "/reactor-formulas",
+  tags: formulaTags,
+  security,
+  summary: "List the official reactor formulas and the tenant's own",
+  middleware: [requirePermission("reactor:read")] as const,
+  request: { query: PageQuery.extend({ name: NameFilter }) },
+  responses: { 200: jsonContent(paginated(FormulaSchema), "A page of formulas"), ...problemResponses(400, 401, 403) },
+});
+
+const getFormula = createRoute({
+  method: "get",
+  path: "/reactor-formulas/{id}",
+  tags: formulaTags,
+  security,
+  summary: "Get a reactor formula (official or the tenant's own)",
+  middleware: [requirePermission("reactor:read")] as const,
+  request: { params: IdParams },
+  responses: { 200: jsonContent(FormulaSchema, "The formula"), ...problemResponses(400, 401, 403, 404) },
+});
+
+const updateFormula = createRoute({
+  method: "put",
+  path: "/reactor-formulas/{id}",
+  tags: formulaTags,
+  security,
+  summary: "Replace a private reactor formula; refused (409) if its reactors' configuration would no longer satisfy it",
+  middleware: [requirePermission("reactor:update"), json] as const,
+  request: { params: IdParams, ...jsonBody(FormulaBody) },
+  responses: { 200: jsonContent(FormulaSchema, "The formula"), ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
+});
+
+const deleteFormula = createRoute({
+  method: "delete",
+  path: "/reactor-formulas/{id}",
+  tags: formulaTags,
+  security,
+  summary: "Delete a private reactor formula that no reactor uses",
+  middleware: [requirePermission("reactor:delete")] as const,
+  request: { params: IdParams },
+  responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404, 409) },
+});
+
+const createReactor = createRoute({
+  method: "post",
+  path: "/reactors",
+  tags: reactorTags,
+  security,
+  summary: "Create a reactor from a formula; its configuration must satisfy the formula's contract",
+  middleware: [requirePermission("reactor:create"), json, idempotent] as const,
+  request: jsonBody(ReactorBody),
+  responses: { 201: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 409, 413, 415) },
+});
+
+const listReactors = createRoute({
+  method: "get",
+  path: "/reactors",
+  tags: reactorTags,
+  security,
+  summary: "List reactors",
+  middleware: [requirePermission("reactor:read")] as const,
+  request: { query: PageQuery.extend({ name: NameFilter }) },
+  responses: { 200: jsonContent(paginated(ReactorSchema), "A page of reactors"), ...problemResponses(400, 401, 403) },
+});
+
+const getReactor = createRoute({
+  method: "get",
+  path: "/reactors/{id}",
+  tags: reactorTags,
+  security,
+  summary: "Get a reactor",
+  middleware: [requirePermission("reactor:read")] as const,
+  request: { params: IdParams },
+  responses: { 200: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 404) },
+});
+
+const replaceReactor = createRoute({
+  method: "put",
+  path: "/reactors/{id}",
+  tags: reactorTags,
+  security,
+  summary: "Replace a reactor",
+  middleware: [requirePermission("reactor:update"), json] as const,
+  request: { params: IdParams, ...jsonBody(ReactorBody) },
+  responses: { 200: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
+});
+
+const patchReactor = createRoute({
+  method: "patch",
+  path: "/reactors/{id}",
+  tags: reactorTags,
+  security,
+  summary: "Change some of a reactor's fields (JSON merge patch; null removes a configuration value or the application)",
+  middleware: [requirePermission("reactor:update"), requireContentType("application/merge-patch+json")] as const,
+  request: { params: IdParams, ...mergePatchBody(ReactorPatchBody) },
+  responses: { 200: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
+});
+
+const deleteReactor = createRoute({
+  method: "delete",
+  path: "/reactors/{id}",
+  tags: reactorTags,
+  security,
+  summary: "Delete a reactor",
+  middleware: [requirePermission("reactor:delete")] as const,
+  request: { params: IdParams },
+  responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
+});
+
+export const reactorRoutes = createRouter()
+  .openapi(createFormula, async (c) => c.json(await formulas.createFormula(c.env, c.var.principal, c.req.valid("json")), 201))
+  .openapi(listFormulas, async (c) => c.json(await formulas.listFormulas(c.env, c.var.principal, c.req.valid("query")), 200))
+  .openapi(getFormula, async (c) => c.json(await formulas.getFormula(c.env, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(updateFormula, async (c) =>
+    c.json(await formulas.updateFormula(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+  )
+  .openapi(deleteFormula, async (c) => {
+    await formulas.deleteFormula(c.env, c.var.principal, c.req.valid("param").id);
+    return c.body(null, 204);
+  })
+  .openapi(createReactor, async (c) => c.json(await reactors.createReactor(c.env, c.var.principal, c.req.valid("json")), 201))
+  .openapi(listReactors, async (c) => c.json(await reactors.listReactors(c.env, c.var.principal, c.req.valid("query")), 200))
+  .openapi(getReactor, async (c) => c.json(await reactors.getReactor(c.env, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(replaceReactor, async (c) =>
+    c.json(await reactors.replaceReactor(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+  )
+  .openapi(patchReactor, async (c) =>
+    c.json(await reactors.patchReactor(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+  )
+  .openapi(deleteReactor, async (c) => {
+    await reactors.deleteReactor(c.env, c.var.principal, c.req.valid("param").id);
+    return c.body(null, 204);
+  });

@@ -1,0 +1,182 @@
+import { z } from "@hono/zod-openapi";
+import { Uuid } from "../http/schemas";
+import { iconProblem } from "./icon";
+
+export const FORMULA_TYPES = ["official", "private"] as const;
+export const FORMULA_STATUSES = ["verified", "coming_soon"] as const;
+export const VALUE_TYPES = ["string", "boolean", "number"] as const;
+export type ValueType = (typeof VALUE_TYPES)[number];
+
+/** Tenant code is bundled into a worker per formula; this keeps uploads and isolate start-up small. */
+export const FORMULA_CODE_MAX_LENGTH = 256 * 1024;
+const CONTRACT_MAX_ELEMENTS = 100;
+
+const Name = z.string({ error: "is required" }).trim().min(1, "must not be empty").max(200, "must be at most 200 characters");
+const Description = z.string({ error: "must be a string" }).max(2000, "must be at most 2000 characters").nullish();
+/** Contract elements: a missing description reads back as null. */
+const ElementDescription = Description.default(null);
+const ValueTypeSchema = z.enum(VALUE_TYPES, { error: `must be one of ${VALUE_TYPES.join(", ")}` });
+
+const ConfigurationElementSchema = z
+  .object({
+    name: z
+      .string({ error: "is required" })
+      .min(1, "must not be empty")
+      .max(200, "must be at most 200 characters")
+      .refine((name) => !name.includes("."), "must not contain dots: configuration is flat"),
+    description: ElementDescription,
+    type: ValueTypeSchema,
+  })
+  .openapi("ReactorConfigurationElement");
+
+const RequestParameterSchema = z
+  .object({
+    name: z
+      .string({ error: "is required" })
+      .max(200, "must be at most 200 characters")
+      .refine((name) => name.split(".").every((segment) => segment.length > 0), "must be dot-separated names with no empty segment"),
+    description: ElementDescription,
+    type: ValueTypeSchema,
+    optional: z.boolean({ error: "must be a boolean" }).default(false),
+  })
+  .openapi("ReactorRequestParameter");
+
+export type ConfigurationElement = z.infer<typeof ConfigurationElementSchema>;
+export type RequestParameter = z.infer<typeof RequestParameterSchema>;
+
+/**
+ * Names are unique, and a request parameter cannot be both a value and the parent of another
+ * (`card` and `card.number`): args could never satisfy both.
+ */
+function uniqueNames(elements: { name: string; type: ValueType }[], context: z.RefinementCtx) {
+  const seen = new Map<string, number>();
+  elements.forEach(({ name }, index) => {
+    if (seen.has(name)) {
+      context.addIssue({ code: "custom", path: [index, "name"], message: `duplicates the name of element ${seen.get(name)}` });
+    }
+    seen.set(name, index);
+  });
+  elements.forEach(({ name }, index) => {
+    const parent = elements.find((other) => name.startsWith(`${other.name}.`));
+    if (parent) {
+      context.addIssue({
+        code: "custom",
+        path: [index, "name"],
+        message: `is nested inside ${parent.name}, which is itself declared as a ${parent.type}`,
+      });
+    }
+  });
+}
+
+const Icon = z
+  .string({ error: "must be a string" })
+  .superRefine((icon, context) => {
+    const problem = iconProblem(icon);
+    if (problem) context.addIssue({ code: "custom", message: problem });
+  })
+  .openapi({ description: "Base64 data URL of an image/png, image/jpg or image/jpeg (at most 64 KiB decoded)" });
+
+export const FormulaBody = z
+  .object({
+    name: Name,
+    description: Description,
+    type: z.enum(FORMULA_TYPES, { error: `must be one of ${FORMULA_TYPES.join(", ")}` }),
+    icon: Icon.nullish(),
+    code: z
+      .string({ error: "is required" })
+      .min(1, "must not be empty")
+      .max(FORMULA_CODE_MAX_LENGTH, `must be at most ${FORMULA_CODE_MAX_LENGTH} characters`),
+    configuration: z
+      .array(ConfigurationElementSchema)
+      .max(CONTRACT_MAX_ELEMENTS, `must hold at most ${CONTRACT_MAX_ELEMENTS} elements`)
+      .superRefine(uniqueNames)
+      .default([]),
+    request_parameters: z
+      .array(RequestParameterSchema)
+      .max(CONTRACT_MAX_ELEMENTS, `must hold at most ${CONTRACT_MAX_ELEMENTS} elements`)
+      .superRefine(uniqueNames)
+      .default([]),
+  })
+  .openapi("ReactorFormulaInput");
+
+export type FormulaInput = z.infer<typeof FormulaBody>;
+
+const audit = {
+  created_by: z.string().nullable(),
+  created_at: z.string(),
+  modified_by: z.string().nullable(),
+  modified_at: z.string().nullable(),
+};
+
+export const FormulaSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    type: z.enum(FORMULA_TYPES),
+    status: z.enum(FORMULA_STATUSES),
+    icon: z.string().nullable(),
+    code: z.string(),
+    configuration: z.array(ConfigurationElementSchema),
+    request_parameters: z.array(RequestParameterSchema),
+    ...audit,
+  })
+  .openapi("ReactorFormula");
+
+export type FormulaResponse = z.infer<typeof FormulaSchema>;
+
+/** Configuration values are scalars; strings that convert losslessly are accepted for numbers and booleans. */
+const ConfigurationValue = z.union([z.string(), z.number(), z.boolean()], { error: "must be a string, number or boolean" });
+const Reference = (what: string) =>
+  z.object({ id: Uuid }, { error: `must be an object {"id": <${what} id>}` });
+
+export const ReactorBody = z
+  .object({
+    name: Name,
+    formula: Reference("formula"),
+    configuration: z.record(z.string(), ConfigurationValue, { error: "must be an object" }).default({}),
+    application: Reference("application").nullish(),
+  })
+  .openapi("ReactorInput");
+
+/** RFC 7396: a member set to null is removed (a configuration value, or the application). */
+export const ReactorPatchBody = z
+  .object({
+    name: Name.optional(),
+    formula: Reference("formula").optional(),
+    configuration: z.record(z.string(), ConfigurationValue.nullable(), { error: "must be an object" }).optional(),
+    application: Reference("application").nullish(),
+  })
+  .openapi("ReactorPatch");
+
+export type ReactorInput = z.infer<typeof ReactorBody>;
+export type ReactorPatch = z.infer<typeof ReactorPatchBody>;
+
+export const ReactorSchema = z
+  .object({
+    id: z.string(),
+    tenant_id: z.string(),
+    name: z.string(),
+    formula: FormulaSchema,
+    configuration: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    application_id: z.string().nullable(),
+    ...audit,
+  })
+  .openapi("Reactor");
+
+export type ReactorResponse = z.infer<typeof ReactorSchema>;
+
+export const ReactBody = z
+  .object({
+    args: z.record(z.string(), z.unknown(), { error: "must be an object" }).default({}),
+  })
+  .openapi("ReactRequest");
+
+export const ReactResultSchema = z
+  .object({
+    tokens: z.unknown().openapi({ description: "The `tokenize` output, tokenized like POST /tokenize; null without one" }),
+    raw: z.unknown().openapi({ description: "The `raw` output as returned by the code; null without one" }),
+  })
+  .openapi("ReactResult");
+
+export type ReactResult = z.infer<typeof ReactResultSchema>;

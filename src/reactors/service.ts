@@ -1,0 +1,213 @@
+import { and, count, desc, eq, inArray, isNull, or, sql, type SQL } from "drizzle-orm";
+import type { Principal } from "../auth/access";
+import { principalForApplication } from "../auth/service";
+import type { TenantKeys } from "../crypto/tenant-keys";
+import { databaseOf } from "../db/client";
+import { nameMatches } from "../db/filters";
+import { reactorFormulas, reactors } from "../db/schema";
+import type { Bindings } from "../env";
+import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
+import { isoTime, pageOf, type Page } from "../http/schemas";
+import { decryptConfiguration, encryptConfiguration, tenantKeysOf } from "./configuration";
+import { conformConfiguration, type Configuration } from "./contract";
+import { findFormula, formulaVersion, toFormulaResponse, type FormulaRow } from "./formulas";
+import type { ReactorInput, ReactorPatch, ReactorResponse } from "./schema";
+
+type ReactorRow = typeof reactors.$inferSelect;
+
+async function toReactorResponse(keys: TenantKeys, row: ReactorRow, formula: FormulaRow): Promise<ReactorResponse> {
+  return {
+    id: row.id,
+    tenant_id: row.tenantId,
+    name: row.name,
+    formula: toFormulaResponse(formula),
+    configuration: await decryptConfiguration(keys, row),
+    application_id: row.applicationId,
+    created_by: row.createdBy,
+    created_at: isoTime(row.createdAt)!,
+    modified_by: row.modifiedBy,
+    modified_at: isoTime(row.modifiedAt),
+  };
+}
+
+/** A formula a reactor can be made from: visible to the tenant and generally available. */
+async function usableFormula(env: Bindings, tenantId: string, formulaId: string): Promise<FormulaRow> {
+  const formula = await findFormula(env, tenantId, formulaId).catch((error: unknown) => {
+    if (error instanceof NotFoundError) {
+      throw ValidationError.field("formula.id", "is neither an official reactor formula nor one of this tenant's");
+    }
+    throw error;
+  });
+  if (formula.status === "coming_soon") {
+    throw ValidationError.field("formula.id", "is a coming_soon formula: it cannot be used by reactors until it is verified");
+  }
+  return formula;
+}
+
+async function checkApplication(env: Bindings, tenantId: string, application: ReactorInput["application"]): Promise<void> {
+  if (!application) return;
+  const principal = await principalForApplication(databaseOf(env), tenantId, application.id);
+  if (!principal || principal.applicationType === "management") {
+    throw ValidationError.field("application.id", "must be a public or private application of this tenant");
+  }
+}
+
+/** Everything the schema cannot decide alone: the formula, its configuration contract, the application. */
+async function checkInput(env: Bindings, tenantId: string, input: ReactorInput) {
+  const formula = await usableFormula(env, tenantId, input.formula.id);
+  const contract = JSON.parse(formula.configuration);
+  const { configuration, errors } = conformConfiguration(contract, input.configuration);
+  if (Object.keys(errors).length > 0) {
+    throw new ValidationError(
+      `The configuration does not satisfy the contract of formula ${formula.id}: ${Object.keys(errors).join(", ")}`,
+      errors,
+    );
+  }
+  await checkApplication(env, tenantId, input.application);
+  return { formula, configuration };
+}
+
+/** True while the formula is still the version the reactor was checked against. */
+function formulaUnchanged(formula: FormulaRow): SQL {
+  return sql`EXISTS (SELECT 1 FROM ${reactorFormulas} WHERE ${reactorFormulas.id} = ${formula.id}
+    AND coalesce(${reactorFormulas.modifiedAt}, ${reactorFormulas.createdAt}) = ${formulaVersion(formula)})`;
+}
+
+const formulaChanged = (formulaId: string) =>
+  new ConflictError(`Reactor formula ${formulaId} changed while the reactor was being saved; retry`);
+
+export async function createReactor(env: Bindings, principal: Principal, input: ReactorInput): Promise<ReactorResponse> {
+  const { formula, configuration } = await checkInput(env, principal.tenantId, input);
+  const keys = await tenantKeysOf(env, principal.tenantId);
+  const id = crypto.randomUUID();
+  const row: ReactorRow = {
+    id,
+    tenantId: principal.tenantId,
+    name: input.name,
+    formulaId: formula.id,
+    configuration: await encryptConfiguration(keys, id, configuration),
+    applicationId: input.application?.id ?? null,
+    createdBy: principal.applicationId,
+    createdAt: Date.now(),
+    modifiedBy: null,
+    modifiedAt: null,
+  };
+  // The insert is undone in the same transaction if the formula changed since it was checked.
+  const db = databaseOf(env);
+  const [, undone] = await db.batch([
+    db.insert(reactors).values(row),
+    db
+      .delete(reactors)
+      .where(and(eq(reactors.tenantId, row.tenantId), eq(reactors.id, id), sql`NOT ${formulaUnchanged(formula)}`))
+      .returning({ id: reactors.id }),
+  ]);
+  if (undone.length > 0) throw formulaChanged(formula.id);
+  return toReactorResponse(keys, row, formula);
+}
+
+async function findReactor(env: Bindings, tenantId: string, id: string): Promise<ReactorRow> {
+  const [row] = await databaseOf(env)
+    .select()
+    .from(reactors)
+    .where(and(eq(reactors.tenantId, tenantId), eq(reactors.id, id)))
+    .limit(1);
+  if (!row) throw new NotFoundError(`Reactor ${id}`);
+  return row;
+}
+
+export async function getReactor(env: Bindings, principal: Principal, id: string): Promise<ReactorResponse> {
+  const row = await findReactor(env, principal.tenantId, id);
+  const formula = await findFormula(env, principal.tenantId, row.formulaId);
+  return toReactorResponse(await tenantKeysOf(env, principal.tenantId), row, formula);
+}
+
+export async function listReactors(
+  env: Bindings,
+  principal: Principal,
+  filter: { name?: string; page: number; size: number },
+): Promise<Page<ReactorResponse>> {
+  const conditions: SQL[] = [eq(reactors.tenantId, principal.tenantId)];
+  if (filter.name) conditions.push(nameMatches(reactors.name, filter.name));
+  const where = and(...conditions);
+  const db = databaseOf(env);
+  const [rows, [total]] = await Promise.all([
+    db
+      .select()
+      .from(reactors)
+      .where(where)
+      .orderBy(desc(reactors.createdAt), desc(reactors.id))
+      .limit(filter.size)
+      .offset((filter.page - 1) * filter.size),
+    db.select({ total: count() }).from(reactors).where(where),
+  ]);
+  const formulaIds = [...new Set(rows.map((row) => row.formulaId))];
+  const formulas =
+    formulaIds.length === 0
+      ? []
+      : await db
+          .select()
+          .from(reactorFormulas)
+          .where(
+            and(
+              or(eq(reactorFormulas.tenantId, principal.tenantId), isNull(reactorFormulas.tenantId)),
+              inArray(reactorFormulas.id, formulaIds),
+            ),
+          );
+  const formulaById = new Map(formulas.map((formula) => [formula.id, formula]));
+  const keys = await tenantKeysOf(env, principal.tenantId);
+  const data = await Promise.all(rows.map((row) => toReactorResponse(keys, row, formulaById.get(row.formulaId)!)));
+  return pageOf(data, total?.total ?? 0, filter.page, filter.size);
+}
+
+/** Saves the whole reactor, checked as on creation, against the formula version it was checked with. */
+async function saveReactor(env: Bindings, principal: Principal, id: string, input: ReactorInput): Promise<ReactorResponse> {
+  const { formula, configuration } = await checkInput(env, principal.tenantId, input);
+  const keys = await tenantKeysOf(env, principal.tenantId);
+  const [row] = await databaseOf(env)
+    .update(reactors)
+    .set({
+      name: input.name,
+      formulaId: formula.id,
+      configuration: await encryptConfiguration(keys, id, configuration),
+      applicationId: input.application?.id ?? null,
+      modifiedBy: principal.applicationId,
+      modifiedAt: Date.now(),
+    })
+    .where(and(eq(reactors.tenantId, principal.tenantId), eq(reactors.id, id), formulaUnchanged(formula)))
+    .returning();
+  if (!row) {
+    await findReactor(env, principal.tenantId, id);
+    throw formulaChanged(formula.id);
+  }
+  return toReactorResponse(keys, row, formula);
+}
+
+export async function replaceReactor(env: Bindings, principal: Principal, id: string, input: ReactorInput) {
+  await findReactor(env, principal.tenantId, id);
+  return saveReactor(env, principal, id, input);
+}
+
+/** RFC 7396 over the stored reactor: configuration merges per name (null removes one), the rest replaces. */
+export async function patchReactor(env: Bindings, principal: Principal, id: string, patch: ReactorPatch) {
+  const existing = await findReactor(env, principal.tenantId, id);
+  const stored = await decryptConfiguration(await tenantKeysOf(env, principal.tenantId), existing);
+  const configuration: Configuration = { ...stored };
+  for (const [name, value] of Object.entries(patch.configuration ?? {})) {
+    if (value === null) delete configuration[name];
+    else configuration[name] = value;
+  }
+  return saveReactor(env, principal, id, {
+    name: patch.name ?? existing.name,
+    formula: patch.formula ?? { id: existing.formulaId },
+    configuration,
+    application: patch.application === undefined ? (existing.applicationId ? { id: existing.applicationId } : null) : patch.application,
+  });
+}
+
+export async function deleteReactor(env: Bindings, principal: Principal, id: string): Promise<void> {
+  const deleted = await databaseOf(env)
+    .delete(reactors)
+    .where(and(eq(reactors.tenantId, principal.tenantId), eq(reactors.id, id)))
+    .returning({ id: reactors.id });
+  if (deleted.length === 0) throw new NotFoundError(`Reactor ${id}`);
+}
