@@ -1,0 +1,47 @@
+import { env } from "cloudflare:test";
+import { expect } from "vitest";
+import { call, createApplication, seedTenant, type ApplicationSpec, type Tenant } from "./harness";
+
+export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"];
+
+/** Every token permission on every container, data revealed on read. */
+export const REVEAL_EVERYTHING: ApplicationSpec = {
+  type: "private",
+  rules: [{ priority: 1, container: "/", transform: "reveal", permissions: TOKEN_PERMISSIONS }],
+};
+
+export interface TokenTenant extends Tenant {
+  /** A private application with REVEAL_EVERYTHING. */
+  key: string;
+  applicationId: string;
+}
+
+/** A fresh tenant with a private application that may do everything with tokens and sees their data. */
+export async function seedTokenTenant(): Promise<TokenTenant> {
+  const tenant = await seedTenant();
+  const application = await createApplication(tenant, REVEAL_EVERYTHING);
+  return { ...tenant, key: application.key, applicationId: application.id };
+}
+
+/** POST /tokens that must succeed; returns the token. */
+export async function createToken(key: string, body: Record<string, unknown>): Promise<any> {
+  const reply = await call("POST", "/tokens", { key, body });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  return reply.body;
+}
+
+export function patchToken(key: string, id: string, body: unknown) {
+  return call("PATCH", `/tokens/${id}`, { key, body, contentType: "application/merge-patch+json" });
+}
+
+/**
+ * Moves a token's expiry into the past in place. The API refuses a past expires_at, and tests may
+ * not wait in real time, so this is the one write to a raw table the token tests make.
+ */
+export async function expireToken(id: string): Promise<void> {
+  const result = await env.DB.prepare("UPDATE tokens SET expires_at = ? WHERE id = ?").bind(Date.now() - 1000, id).run();
+  expect(result.meta.changes).toBe(1);
+}
+
+export const VISA = "4242424242424242";
+export const SSN = "123-45-6789";
