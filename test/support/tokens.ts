@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { expect } from "vitest";
+import { TenantKeys } from "../../src/crypto/tenant-keys";
 import { call, createApplication, seedTenant, type ApplicationSpec, type Tenant } from "./harness";
 
 export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"];
@@ -45,3 +46,17 @@ export async function expireToken(id: string): Promise<void> {
 
 export const VISA = "4242424242424242";
 export const SSN = "123-45-6789";
+
+/** The blind indexes stored for a token, sorted. */
+export async function storedBlindIndexes(tokenId: string): Promise<string[]> {
+  const { results } = await env.DB.prepare("SELECT blind_index FROM token_search_index WHERE token_id = ? ORDER BY blind_index")
+    .bind(tokenId)
+    .all<{ blind_index: string }>();
+  return results.map((row) => row.blind_index);
+}
+
+/** What the blind indexes of these values must be for the tenant, sorted. */
+export async function expectedBlindIndexes(tenantId: string, values: string[]): Promise<string[]> {
+  const keys = await TenantKeys.derive(env.VAULT_MASTER_KEY, tenantId);
+  return (await Promise.all(values.map((value) => keys.blindIndex(value)))).sort();
+}
