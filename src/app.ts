@@ -1,6 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { except } from "hono/combine";
 import { matchedRoutes } from "hono/route";
 import { applicationRoutes } from "./applications/routes";
 import { permissionRoutes } from "./auth/routes";
@@ -10,7 +11,8 @@ import { handleError } from "./http/errors";
 import { authenticate, traceAndConfigure } from "./http/middleware";
 import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, problemResponse } from "./http/problem";
 import { createRouter } from "./http/router";
-import { proxyRoutes } from "./proxies/routes";
+import { INVOCATION_PATH } from "./proxies/destination";
+import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
 import { reactorRoutes } from "./reactors/routes";
 import { tenantRoutes } from "./tenants/routes";
 import { tokenRoutes } from "./tokens/routes";
@@ -35,16 +37,21 @@ export function buildApp() {
   app.use("*", traceAndConfigure);
   app.use(
     "*",
-    bodyLimit({
-      maxSize: API_BODY_LIMIT_BYTES,
-      onError: () => {
-        throw new PayloadTooLargeError(API_BODY_LIMIT_BYTES);
-      },
-    }),
+    // Proxy invocation applies its own limit, so that it too answers as proxy_error.
+    except(
+      [INVOCATION_PATH, `${INVOCATION_PATH}/*`],
+      bodyLimit({
+        maxSize: API_BODY_LIMIT_BYTES,
+        onError: () => {
+          throw new PayloadTooLargeError(API_BODY_LIMIT_BYTES);
+        },
+      }),
+    ),
   );
 
   app.get("/health", (c) => c.json({ status: "ok" }));
   app.route("/", tenantRoutes);
+  app.route("/", proxyInvocationRoutes);
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
     info: {

@@ -1,6 +1,8 @@
-import { createRoute } from "@hono/zod-openapi";
+import { createRoute, z } from "@hono/zod-openapi";
+import { bodyLimit } from "hono/body-limit";
 import { idempotent } from "../http/idempotency";
 import { requireContentType, requirePermission } from "../http/middleware";
+import { PayloadTooLargeError } from "../http/problem";
 import { createRouter } from "../http/router";
 import {
   IdParams,
@@ -14,8 +16,14 @@ import {
   repeatable,
   Uuid,
 } from "../http/schemas";
+import { INVOCATION_PATH } from "./destination";
+import { proxyErrorResponse } from "./errors";
+import { INVOCATION_METHODS, invokeProxy } from "./invocation";
 import { ProxyBody, ProxyPatchBody, ProxySchema } from "./schema";
 import * as proxies from "./service";
+
+/** Proxied bodies are read whole (to detokenize them), so they are bounded like the API's. */
+export const PROXY_BODY_LIMIT_BYTES = 1024 * 1024;
 
 const tags = ["Proxies"];
 const security = [{ ApiKey: [] }];
@@ -101,3 +109,40 @@ export const proxyRoutes = createRouter()
     await proxies.deleteProxy(c.env, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);
   });
+
+const ProxyErrorSchema = z.object({ proxy_error: z.any() }).openapi("ProxyError");
+
+/**
+ * Invocation does its own authentication (the proxy key, then `{P}-API-KEY` when the proxy requires
+ * it), so it is mounted outside the authenticated API; every failure answers as `proxy_error`.
+ */
+export const proxyInvocationRoutes = createRouter();
+proxyInvocationRoutes.onError(proxyErrorResponse);
+proxyInvocationRoutes.on(
+  [...INVOCATION_METHODS],
+  [INVOCATION_PATH, `${INVOCATION_PATH}/*`],
+  bodyLimit({
+    maxSize: PROXY_BODY_LIMIT_BYTES,
+    onError: () => {
+      throw new PayloadTooLargeError(PROXY_BODY_LIMIT_BYTES);
+    },
+  }),
+  (c) => invokeProxy(c.env, c.req.raw),
+);
+for (const method of INVOCATION_METHODS) {
+  proxyInvocationRoutes.openAPIRegistry.registerPath({
+    method: method.toLowerCase() as Lowercase<typeof method>,
+    path: `${INVOCATION_PATH}/{path}`,
+    tags: ["Proxy invocation"],
+    summary: "Invoke a proxy: the request is detokenized, transformed and forwarded to its destination",
+    description:
+      "The proxy is chosen by the SVC-PROXY-KEY header or the svc-proxy-key query parameter. `{path}` (optional, any " +
+      "depth) and the query string are appended to the destination URL. The destination's response is returned as it is.",
+    request: { params: z.object({ path: z.string().openapi({ description: "Optional sub-path, any depth" }) }) },
+    responses: {
+      default: { description: "The destination's response, unchanged" },
+      "4XX": { description: "A failure inside the vault", content: { "application/json": { schema: ProxyErrorSchema } } },
+      "5XX": { description: "A failure inside the vault", content: { "application/json": { schema: ProxyErrorSchema } } },
+    },
+  });
+}

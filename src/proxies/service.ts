@@ -1,11 +1,11 @@
 import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
 import type { Principal } from "../auth/access";
-import { principalForApplication } from "../auth/service";
+import { principalForApplication, principalOf } from "../auth/service";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf } from "../db/client";
 import { nameMatches } from "../db/filters";
-import { proxies } from "../db/schema";
+import { applications, proxies } from "../db/schema";
 import { egressRefusal } from "../egress/policy";
 import { configOf, type Bindings } from "../env";
 import { NotFoundError, ValidationError } from "../http/problem";
@@ -20,6 +20,8 @@ import {
 } from "./schema";
 
 export const PROXY_KEY_PREFIX = "proxy";
+/** Longer strings are not keys: refused without hashing them. */
+const PROXY_KEY_MAX_LENGTH = 256;
 
 type ProxyRow = typeof proxies.$inferSelect;
 
@@ -207,4 +209,40 @@ export async function deleteProxy(env: Bindings, principal: Principal, id: strin
     .where(and(eq(proxies.tenantId, principal.tenantId), eq(proxies.id, id)))
     .returning({ id: proxies.id });
   if (deleted.length === 0) throw new NotFoundError(`Proxy ${id}`);
+}
+
+/** What invocation needs of a proxy: its row and the principal of its application, if it has one. */
+export interface InvocableProxy extends ProxyRow {
+  application: Principal | null;
+}
+
+/**
+ * The proxy a key invokes, or null for an unknown key: one indexed lookup with the application
+ * joined, and no cache, so a deleted proxy's key stops working with the next request. A proxy
+ * whose application was deleted since acts as one without an application.
+ */
+export async function proxyForKey(env: Bindings, key: string): Promise<InvocableProxy | null> {
+  if (key.length > PROXY_KEY_MAX_LENGTH) return null;
+  const [found] = await databaseOf(env)
+    .select({
+      proxy: proxies,
+      application: {
+        tenantId: applications.tenantId,
+        applicationId: applications.id,
+        type: applications.type,
+        permissions: applications.permissions,
+        rules: applications.rules,
+      },
+    })
+    .from(proxies)
+    .leftJoin(applications, and(eq(applications.tenantId, proxies.tenantId), eq(applications.id, proxies.applicationId)))
+    .where(eq(proxies.keyHash, await sha256Hex(key)))
+    .limit(1);
+  if (!found) return null;
+  return { ...found.proxy, application: found.application ? principalOf(found.application) : null };
+}
+
+/** The proxy's configuration for its transforms, decrypted; empty when it has none. */
+export async function configurationOf(env: Bindings, proxy: InvocableProxy): Promise<ProxyConfiguration> {
+  return (await decryptConfiguration(await tenantKeysOf(env, proxy.tenantId), proxy)) ?? {};
 }

@@ -1,0 +1,75 @@
+import { ValidationError } from "../http/problem";
+
+/** The body types the vault reads as structured data: detokenized per value, and given to transforms. */
+export const STRUCTURED_MEDIA_TYPES = ["application/json", "application/x-www-form-urlencoded"] as const;
+export type StructuredMediaType = (typeof STRUCTURED_MEDIA_TYPES)[number];
+
+export function structuredMediaTypeOf(contentType: string | null): StructuredMediaType | null {
+  const mediaType = contentType?.split(";", 1)[0]!.trim().toLowerCase();
+  return STRUCTURED_MEDIA_TYPES.find((type) => type === mediaType) ?? null;
+}
+
+const OPEN_BRACE = 0x7b;
+
+/** A cheap scan of the raw bytes: a body without `{{` holds no reference and is forwarded untouched. */
+export function mightHoldReferences(bytes: Uint8Array): boolean {
+  for (let at = bytes.indexOf(OPEN_BRACE); at !== -1; at = bytes.indexOf(OPEN_BRACE, at + 1)) {
+    if (bytes[at + 1] === OPEN_BRACE) return true;
+  }
+  return false;
+}
+
+/** Keeps a byte order mark, so text forwarded after detokenization keeps every byte it had. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** The body as text, or null when it is not UTF-8 (binary bodies are never rewritten). */
+export function utf8TextOf(bytes: Uint8Array): string | null {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/** Parses a JSON or form body; an empty body is null. `whose` names it in the error ("request", "response"). */
+export function parseStructured(type: StructuredMediaType, text: string, whose: string): unknown {
+  if (text.trim() === "") return null;
+  if (type === "application/x-www-form-urlencoded") return formObjectOf(new URLSearchParams(text));
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ValidationError(`The ${whose} body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** A form as an object: a repeated name becomes an array of its values. */
+function formObjectOf(params: URLSearchParams): Record<string, string | string[]> {
+  const values = new Map<string, string[]>();
+  for (const [name, value] of params) values.set(name, [...(values.get(name) ?? []), value]);
+  return Object.fromEntries([...values].map(([name, list]) => [name, list.length === 1 ? list[0]! : list]));
+}
+
+/**
+ * Serialises a body in the type it arrived in; null is no body. In a form, arrays repeat the name
+ * and nested objects use bracket names (`card[number]=…`), the convention payment APIs expect.
+ */
+export function serialiseStructured(type: StructuredMediaType, value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  if (type === "application/json") return JSON.stringify(value);
+  const params = new URLSearchParams();
+  if (typeof value !== "object") throw new TypeError("a form body must be an object");
+  for (const [name, item] of Object.entries(value)) appendFormValue(params, name, item);
+  return params.toString();
+}
+
+function appendFormValue(params: URLSearchParams, name: string, value: unknown): void {
+  if (Array.isArray(value)) {
+    value.forEach((item, index) =>
+      appendFormValue(params, item !== null && typeof item === "object" ? `${name}[${index}]` : name, item),
+    );
+  } else if (value !== null && typeof value === "object") {
+    for (const [key, item] of Object.entries(value)) appendFormValue(params, `${name}[${key}]`, item);
+  } else {
+    params.append(name, value === null || value === undefined ? "" : String(value));
+  }
+}

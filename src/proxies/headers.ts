@@ -1,0 +1,53 @@
+import type { Config } from "../env";
+
+/** Headers that describe one connection, not the request: never forwarded (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/** Set by the runtime from the destination URL and the body actually sent. */
+const RECOMPUTED = new Set(["host", "content-length"]);
+
+/** The request transform may add back names outside this set; the caller may not send them. */
+const FORWARDABLE_NAME = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * The caller's headers as the destination should see them: without the vault's own credentials,
+ * hop-by-hop headers, the Cloudflare edge's `cf-*` headers, and names holding anything but
+ * letters, digits, `-` and `_`.
+ */
+export function forwardableRequestHeaders(headers: Headers, config: Config): Record<string, string> {
+  const vaultOwn = new Set([config.headers.apiKey, config.headers.proxyKey, config.headers.operatorKey]);
+  const namedByConnection = new Set(
+    (headers.get("connection") ?? "")
+      .split(",")
+      .map((name) => name.trim().toLowerCase())
+      .filter(Boolean),
+  );
+  const forwarded: Record<string, string> = {};
+  for (const [name, value] of headers) {
+    if (vaultOwn.has(name) || namedByConnection.has(name) || !mayTravel(name)) continue;
+    if (name.startsWith("cf-") || !FORWARDABLE_NAME.test(name)) continue;
+    forwarded[name] = value;
+  }
+  return forwarded;
+}
+
+/** Whether the runtime lets a header of this name travel with a message the vault builds. */
+export function mayTravel(name: string): boolean {
+  const lowered = name.toLowerCase();
+  return !HOP_BY_HOP.has(lowered) && !RECOMPUTED.has(lowered);
+}
+
+/** Response headers as the plain object the response transform receives. */
+export function headersObject(headers: Headers): Record<string, string> {
+  return Object.fromEntries(headers);
+}
