@@ -1,0 +1,42 @@
+// React latency: a warm POST /reactors/{id}/react of a trivial formula (auth, reactor and formula
+// lookup, configuration decryption, a call into the formula's isolate) next to an authenticated
+// GET /reactor-formulas/{id} in the same run. Goal: react within 2x of that read.
+const TRIVIAL_CODE = "module.exports = async function (req) { return { raw: { ok: true, args: req.args } }; };";
+
+export default async function reactors(bench) {
+  const tenant = await bench.seedTenant();
+  const formula = await bench.request("POST", "/reactor-formulas", {
+    key: tenant.managementKey,
+    body: { name: "Trivial", type: "private", code: TRIVIAL_CODE, configuration: [{ name: "label", type: "string" }] },
+  });
+  if (formula.status !== 201) throw new Error(`formula creation failed: ${formula.status} ${JSON.stringify(formula.body)}`);
+  const caller = await bench.createApplication(tenant, { type: "private", permissions: ["token:use"] });
+  const reactor = await bench.request("POST", "/reactors", {
+    key: tenant.managementKey,
+    body: { name: "Trivial", formula: { id: formula.body.id }, configuration: { label: "bench" } },
+  });
+  if (reactor.status !== 201) throw new Error(`reactor creation failed: ${reactor.status} ${JSON.stringify(reactor.body)}`);
+
+  const reactPath = `/reactors/${reactor.body.id}/react`;
+  const reactBody = JSON.stringify({ args: { amount: 100 } });
+  const check = await bench.request("POST", reactPath, { key: caller.key, raw: reactBody });
+  if (check.status !== 200) throw new Error(`react failed: ${check.status} ${JSON.stringify(check.body)}`);
+
+  const iterations = Number(bench.args.iterations ?? 500);
+  const formulaPath = `/reactor-formulas/${formula.body.id}`;
+  const read = await bench.latency(
+    () => fetch(bench.url(formulaPath), { headers: { "SVC-API-KEY": tenant.managementKey } }).then((r) => r.arrayBuffer()),
+    { iterations },
+  );
+  const react = await bench.latency(
+    () =>
+      fetch(bench.url(reactPath), {
+        method: "POST",
+        headers: { "SVC-API-KEY": caller.key, "content-type": "application/json" },
+        body: reactBody,
+      }).then((r) => r.arrayBuffer()),
+    { iterations },
+  );
+  bench.report("warm POST /reactors/{id}/react p50", react.p50, "GET /reactor-formulas/{id} p50", read.p50, "ms");
+  bench.report("warm POST /reactors/{id}/react p95", react.p95, "GET /reactor-formulas/{id} p95", read.p95, "ms");
+}
