@@ -1,0 +1,86 @@
+/*
+ * A checked search query: every field is known and every value valid. Values are kept as written
+ * (case included); the compiler folds case where the field is case-insensitive.
+ */
+
+/** Fields matched exactly against a column of the token. */
+export const EXACT_FIELDS = ["id", "type", "fingerprint", "created_by", "modified_by"] as const;
+export type ExactField = (typeof EXACT_FIELDS)[number];
+
+export const DATE_FIELDS = ["created_at", "modified_at"] as const;
+export type DateField = (typeof DATE_FIELDS)[number];
+
+export type Query = Term | Range | And | Or | Not;
+
+export type Term = ExactTerm | DataTerm | ContainerTerm | MetadataTerm | DateTerm;
+
+export interface ExactTerm {
+  kind: "term";
+  field: ExactField;
+  value: string;
+}
+
+/** Matches a token whose evaluated search indexes hold the value. */
+export interface DataTerm {
+  kind: "term";
+  field: "data";
+  value: string;
+}
+
+export interface ContainerTerm {
+  kind: "term";
+  field: "container";
+  /** A container path; with `subtree` it also stands for every container below it. */
+  value: string;
+  subtree: boolean;
+}
+
+export interface MetadataTerm {
+  kind: "term";
+  field: "metadata";
+  key: string;
+  value: string;
+}
+
+/** A single date or date-time: the day, minute, second or instant it names. */
+export interface DateTerm {
+  kind: "term";
+  field: DateField;
+  value: string;
+}
+
+export interface Range {
+  kind: "range";
+  field: DateField;
+  /** Null for an open side (`*`). */
+  from: Bound | null;
+  to: Bound | null;
+}
+
+export interface Bound {
+  value: string;
+  inclusive: boolean;
+}
+
+export interface And {
+  kind: "and";
+  operands: Query[];
+}
+
+export interface Or {
+  kind: "or";
+  operands: Query[];
+}
+
+export interface Not {
+  kind: "not";
+  operand: Query;
+}
+
+export function isDateField(field: string): field is DateField {
+  return (DATE_FIELDS as readonly string[]).includes(field);
+}
+
+export function isExactField(field: string): field is ExactField {
+  return (EXACT_FIELDS as readonly string[]).includes(field);
+}
