@@ -14,6 +14,7 @@ import { createRouter } from "./http/router";
 import { INVOCATION_PATH } from "./proxies/destination";
 import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
 import { reactorRoutes } from "./reactors/routes";
+import { searchRoutes } from "./search/routes";
 import { tenantRoutes } from "./tenants/routes";
 import { tokenRoutes } from "./tokens/routes";
 import { ensureBootstrap } from "./tenants/service";
@@ -78,6 +79,7 @@ export function buildApp() {
   api.route("/", permissionRoutes);
   api.route("/", proxyRoutes);
   api.route("/", tokenRoutes);
+  api.route("/", searchRoutes);
   api.route("/", reactorRoutes);
   app.route("/", api);
 

@@ -84,3 +84,18 @@ export function isDateField(field: string): field is DateField {
 export function isExactField(field: string): field is ExactField {
   return (EXACT_FIELDS as readonly string[]).includes(field);
 }
+
+/** Every term of the query, left to right. */
+export function termsOf(query: Query): Term[] {
+  switch (query.kind) {
+    case "term":
+      return [query];
+    case "range":
+      return [];
+    case "not":
+      return termsOf(query.operand);
+    case "and":
+    case "or":
+      return query.operands.flatMap(termsOf);
+  }
+}

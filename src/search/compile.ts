@@ -1,0 +1,273 @@
+import { getTableColumns } from "drizzle-orm";
+import { tokens } from "../db/schema";
+import { TOKEN_TYPE_RULES, TOKEN_TYPES } from "../tokens/types";
+import type { ContainerTerm, Query, Range, Term } from "./ast";
+import { timeSpanOf } from "./dates";
+
+/*
+ * AST → one parameterised SQL statement (and its bounded count). Every value of the query travels
+ * in a single JSON array parameter read with `->>`: D1 allows 100 bound parameters per statement,
+ * fewer than a query of 100 terms and an application of 100 rules may need.
+ *
+ * SQLite has no statistics here and believes a tenant holds about ten tokens, so left alone it
+ * walks the tenant's created_at index and tests every token against the query. When the query
+ * has a selective term (a "driver": a side-table lookup, an id or a fingerprint) the tenant
+ * condition is written `+t.tenant_id`, which keeps it off that index, and the driver is written as
+ * the only indexable condition, so the search reads the driver's matches and sorts them. Every
+ * other term is written as a per-token filter. A query without a driver walks the created_at
+ * index newest first and stops once the page is full.
+ */
+
+export interface SearchScope {
+  tenantId: string;
+  now: number;
+  /** Container prefixes the caller may search (rules' containers); null for every container. */
+  containers: string[] | null;
+  /** The blind index of each data value of the query. */
+  blindIndexes: ReadonlyMap<string, string>;
+}
+
+export interface SearchWindow {
+  limit: number;
+  offset: number;
+  /** The count stops at this many matches. */
+  countLimit: number;
+}
+
+export interface Statement {
+  sql: string;
+  params: unknown[];
+}
+
+export interface CompiledSearch {
+  page: Statement;
+  count: Statement;
+  /** Whether a selective term drives the search (see above); exposed for the query-plan tests. */
+  driven: boolean;
+}
+
+/** `data:` matches only tokens of the types that can have search indexes. */
+export const DATA_SEARCH_TYPES = TOKEN_TYPES.filter((type) => TOKEN_TYPE_RULES[type].defaultSearchIndexes !== null);
+
+const SELECTED_COLUMNS = Object.entries(getTableColumns(tokens))
+  .map(([property, column]) => `t.${column.name} AS "${property}"`)
+  .join(", ");
+
+/** Most selective first: the driver of an AND is its operand of lowest rank. */
+const DRIVER_RANK = {
+  id: 0,
+  fingerprint: 1,
+  data: 2,
+  metadata: 3,
+  container: 4,
+  containerSubtree: 5,
+  created_by: 6,
+  modified_by: 6,
+} as const;
+
+const UNDRIVABLE = Number.POSITIVE_INFINITY;
+
+export function compileSearch(query: Query | null, scope: SearchScope, window: SearchWindow): CompiledSearch {
+  const values = new QueryValues();
+  const driven = query !== null && driverRank(query) !== UNDRIVABLE;
+  const conditions = [
+    driven ? "+t.tenant_id = ?1" : "t.tenant_id = ?1",
+    "(t.expires_at IS NULL OR t.expires_at > ?2)",
+  ];
+  if (scope.containers !== null) conditions.push(accessCondition(scope.containers, values));
+  if (query !== null) conditions.push(new Compiler(values, scope).compile(query, driven));
+  const where = conditions.join(" AND ");
+  const scoped = [scope.tenantId, scope.now, values.json()];
+  return {
+    page: {
+      sql: `SELECT ${SELECTED_COLUMNS} FROM tokens AS t WHERE ${where} ORDER BY t.created_at DESC, t.id DESC LIMIT ?4 OFFSET ?5`,
+      params: [...scoped, window.limit, window.offset],
+    },
+    count: {
+      sql: `SELECT count(*) AS total FROM (SELECT 1 FROM tokens AS t WHERE ${where} LIMIT ?4)`,
+      params: [...scoped, window.countLimit],
+    },
+    driven,
+  };
+}
+
+/** The values of one statement, each once, as SQL that reads it from the JSON parameter ?3. */
+class QueryValues {
+  private readonly positions = new Map<string, number>();
+  private readonly list: (string | number)[] = [];
+
+  ref(value: string | number): string {
+    const key = `${typeof value}:${value}`;
+    let position = this.positions.get(key);
+    if (position === undefined) {
+      position = this.list.push(value) - 1;
+      this.positions.set(key, position);
+    }
+    return `(?3 ->> ${position})`;
+  }
+
+  json(): string {
+    return JSON.stringify(this.list);
+  }
+}
+
+class Compiler {
+  constructor(
+    private readonly values: QueryValues,
+    private readonly scope: SearchScope,
+  ) {}
+
+  /** `drive`: this node must supply the indexable condition the search starts from. */
+  compile(query: Query, drive: boolean): string {
+    switch (query.kind) {
+      case "term":
+        return drive ? this.driver(query) : this.filter(query);
+      case "range":
+        return this.range(query);
+      case "not":
+        return `NOT (${this.compile(query.operand, false)})`;
+      case "or":
+        return balanced(query.operands.map((operand) => this.compile(operand, drive)), "OR");
+      case "and": {
+        const driver = drive ? bestDriver(query.operands) : undefined;
+        return balanced(query.operands.map((operand) => this.compile(operand, operand === driver)), "AND");
+      }
+    }
+  }
+
+  /** The term as an index lookup that yields the matching tokens. */
+  private driver(term: Term): string {
+    const v = (value: string | number) => this.values.ref(value);
+    switch (term.field) {
+      case "id":
+        return `t.id = ${v(term.value.toLowerCase())}`;
+      case "fingerprint":
+        return `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND fingerprint = ${v(term.value)})`;
+      case "created_by":
+      case "modified_by":
+        return `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND ${term.field} = ${v(term.value.toLowerCase())})`;
+      case "data":
+        return `t.id IN (SELECT token_id FROM token_search_index WHERE tenant_id = ?1 AND blind_index = ${v(this.blindIndex(term.value))}) AND ${this.dataTypes()}`;
+      case "metadata":
+        return `t.id IN (SELECT token_id FROM token_metadata WHERE tenant_id = ?1 AND key = ${v(term.key.toLowerCase())} AND value = ${v(term.value.toLowerCase())})`;
+      case "container":
+        return `t.id IN (SELECT token_id FROM token_containers WHERE tenant_id = ?1 AND ${this.containerMatch("container", term)})`;
+      default:
+        return this.filter(term);
+    }
+  }
+
+  /** The term as a test of one token (`t`). */
+  private filter(term: Term): string {
+    const v = (value: string | number) => this.values.ref(value);
+    switch (term.field) {
+      case "id":
+      case "created_by":
+      case "modified_by":
+        return `t.${term.field} = ${v(term.value.toLowerCase())}`;
+      case "type":
+      case "fingerprint":
+        return `t.${term.field} = ${v(term.value)}`;
+      case "data":
+        return `EXISTS (SELECT 1 FROM token_search_index AS s WHERE s.tenant_id = ?1 AND s.blind_index = ${v(this.blindIndex(term.value))} AND s.token_id = t.id) AND ${this.dataTypes()}`;
+      case "metadata":
+        return `EXISTS (SELECT 1 FROM token_metadata AS m WHERE m.tenant_id = ?1 AND m.key = ${v(term.key.toLowerCase())} AND m.value = ${v(term.value.toLowerCase())} AND m.token_id = t.id)`;
+      case "container":
+        // A subtree probe starts from the token's own containers (`+` keeps it off the container index).
+        return term.subtree
+          ? `EXISTS (SELECT 1 FROM token_containers AS c WHERE c.token_id = t.id AND +c.tenant_id = ?1 AND ${this.containerMatch("c.container", term)})`
+          : `EXISTS (SELECT 1 FROM token_containers AS c WHERE c.tenant_id = ?1 AND ${this.containerMatch("c.container", term)} AND c.token_id = t.id)`;
+      case "created_at":
+      case "modified_at": {
+        const span = timeSpanOf(term.value)!;
+        return `t.${term.field} >= ${v(span.start)} AND t.${term.field} < ${v(span.end)}`;
+      }
+    }
+  }
+
+  private range(range: Range): string {
+    const column = `t.${range.field}`;
+    const bounds: string[] = [];
+    if (range.from) {
+      const span = timeSpanOf(range.from.value)!;
+      bounds.push(`${column} >= ${this.values.ref(range.from.inclusive ? span.start : span.end)}`);
+    }
+    if (range.to) {
+      const span = timeSpanOf(range.to.value)!;
+      bounds.push(`${column} < ${this.values.ref(range.to.inclusive ? span.end : span.start)}`);
+    }
+    return bounds.length > 0 ? bounds.join(" AND ") : `${column} IS NOT NULL`;
+  }
+
+  private containerMatch(column: string, term: ContainerTerm): string {
+    const path = term.value.toLowerCase();
+    return term.subtree ? prefixMatch(column, path, this.values) : `${column} = ${this.values.ref(path)}`;
+  }
+
+  private dataTypes(): string {
+    return `t.type IN (${DATA_SEARCH_TYPES.map((type) => this.values.ref(type)).join(", ")})`;
+  }
+
+  private blindIndex(value: string): string {
+    const blindIndex = this.scope.blindIndexes.get(value);
+    if (blindIndex === undefined) throw new Error(`No blind index was computed for a data value of the query`);
+    return blindIndex;
+  }
+}
+
+/**
+ * The caller's containers: a token is visible when one of its containers lies under one of them.
+ * The probe starts from the token's own containers (`+` keeps it off the container index).
+ */
+function accessCondition(prefixes: string[], values: QueryValues): string {
+  if (prefixes.length === 0) return "FALSE";
+  const matches = balanced(
+    prefixes.map((prefix) => prefixMatch("a.container", prefix, values)),
+    "OR",
+  );
+  return `EXISTS (SELECT 1 FROM token_containers AS a WHERE a.token_id = t.id AND +a.tenant_id = ?1 AND (${matches}))`;
+}
+
+/**
+ * Paths under `prefix` (which ends in `/`), as an index range: from the prefix up to the prefix
+ * with its final `/` replaced by the next character, `0`.
+ */
+function prefixMatch(column: string, prefix: string, values: QueryValues): string {
+  const upper = `${prefix.slice(0, -1)}0`;
+  return `${column} >= ${values.ref(prefix)} AND ${column} < ${values.ref(upper)}`;
+}
+
+/**
+ * Joins the conditions as a balanced tree of parentheses: SQLite parses `a OR b OR c …` as a
+ * left-deep tree, and D1 refuses expressions deeper than 100.
+ */
+function balanced(conditions: string[], operator: "AND" | "OR"): string {
+  if (conditions.length === 1) return `(${conditions[0]})`;
+  const middle = Math.ceil(conditions.length / 2);
+  return `(${balanced(conditions.slice(0, middle), operator)} ${operator} ${balanced(conditions.slice(middle), operator)})`;
+}
+
+function driverRank(query: Query): number {
+  switch (query.kind) {
+    case "term":
+      if (query.field === "container") return query.subtree ? DRIVER_RANK.containerSubtree : DRIVER_RANK.container;
+      return query.field in DRIVER_RANK ? DRIVER_RANK[query.field as keyof typeof DRIVER_RANK] : UNDRIVABLE;
+    case "range":
+    case "not":
+      return UNDRIVABLE;
+    case "and":
+      return Math.min(...query.operands.map(driverRank));
+    case "or":
+      return Math.max(...query.operands.map(driverRank));
+  }
+}
+
+function bestDriver(operands: Query[]): Query | undefined {
+  let best: Query | undefined;
+  let bestRank = UNDRIVABLE;
+  for (const operand of operands) {
+    const rank = driverRank(operand);
+    if (rank < bestRank) [best, bestRank] = [operand, rank];
+  }
+  return best;
+}
