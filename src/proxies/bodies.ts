@@ -10,14 +10,23 @@ export function structuredMediaTypeOf(contentType: string | null): StructuredMed
 }
 
 const OPEN_BRACE = 0x7b;
+/** In a form, either brace of `{{` may be percent-encoded. */
+const FORM_REFERENCE_START = /(?:\{|%7b){2}/i;
 
-/** A cheap scan of the raw bytes: a body without `{{` holds no reference and is forwarded untouched. */
-export function mightHoldReferences(bytes: Uint8Array): boolean {
+/**
+ * A cheap scan of the raw bytes: a body without `{{` holds no reference and is forwarded untouched,
+ * byte for byte.
+ */
+export function mightHoldReferences(bytes: Uint8Array, mediaType: StructuredMediaType | null): boolean {
+  if (mediaType === "application/x-www-form-urlencoded") return FORM_REFERENCE_START.test(lenientUtf8.decode(bytes));
   for (let at = bytes.indexOf(OPEN_BRACE); at !== -1; at = bytes.indexOf(OPEN_BRACE, at + 1)) {
     if (bytes[at + 1] === OPEN_BRACE) return true;
   }
   return false;
 }
+
+/** Replaces invalid sequences instead of failing: enough to look for ASCII in any bytes. */
+const lenientUtf8 = new TextDecoder();
 
 /** Keeps a byte order mark, so text forwarded after detokenization keeps every byte it had. */
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });

@@ -1,5 +1,3 @@
-import { ValidationError } from "../http/problem";
-
 export const INVOCATION_PATH = "/proxy";
 
 /** What the caller asked for below `/proxy`: the sub-path and the raw query without the proxy key. */
@@ -37,16 +35,12 @@ function isParameter(pair: string, name: string): boolean {
 
 /**
  * `destination_url` with the caller's sub-path appended to its path and the caller's query
- * appended to its query. A sub-path that climbs out of the destination's path (`/%2e%2e/`) is
- * refused: the proxy reaches what it was configured for and what lies below it, nothing else.
+ * appended to its query. The URL parser already removed dot segments (`..`, `%2e%2e`) from the
+ * caller's path, so the result always lies below the destination's path.
  */
 export function destinationFor(destinationUrl: string, target: CallerTarget): URL {
   const url = new URL(destinationUrl);
-  const base = url.pathname.replace(/\/$/, "");
-  if (target.path !== "") url.pathname = `${base}${target.path}`;
+  if (target.path !== "") url.pathname = `${url.pathname.replace(/\/$/, "")}${target.path}`;
   if (target.query !== "") url.search = url.search === "" ? target.query : `${url.search}&${target.query.slice(1)}`;
-  if (url.pathname !== base && !url.pathname.startsWith(`${base}/`)) {
-    throw ValidationError.field("path", "must stay below the path of the proxy's destination URL");
-  }
   return url;
 }

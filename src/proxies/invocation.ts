@@ -70,27 +70,34 @@ async function authorise(env: Bindings, config: Config, request: Request): Promi
 
 /** The request for the destination: headers filtered, references in body and headers replaced. */
 async function outgoingRequest(env: Bindings, config: Config, invocation: Invocation, request: Request): Promise<Request> {
-  const bytes = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
   const mediaType = structuredMediaTypeOf(request.headers.get("content-type"));
-  const text = bytes && mightHoldReferences(bytes) ? utf8TextOf(bytes) : null;
-  if (text === null && mediaType !== null && bytes && mightHoldReferences(bytes)) {
-    throw new ValidationError("The request body is not valid UTF-8");
-  }
-  const parsedBody = text === null ? undefined : mediaType ? parseStructured(mediaType, text, "request") : text;
-
+  const body = await readRequestBody(request, mediaType);
   const detokenized = (await detokenizeJson(
     env,
     invocation.detokenizer,
-    { headers: forwardableRequestHeaders(request.headers, config), body: parsedBody },
+    { headers: forwardableRequestHeaders(request.headers, config), body: body.read ? body.value : undefined },
     "",
   )) as { headers: Record<string, unknown>; body: unknown };
 
-  const body = text === null ? bytes : serialisedBody(mediaType, detokenized.body);
   return new Request(destinationFor(invocation.proxy.destinationUrl, invocation.target), {
     method: request.method,
     headers: outgoingHeaders(detokenized.headers),
-    body: request.method === "GET" ? null : body,
+    body: request.method === "GET" ? null : body.read ? serialisedBody(mediaType, detokenized.body) : body.bytes,
   });
+}
+
+/** A body is read (parsed or decoded) only when it may hold references; otherwise its bytes travel as they are. */
+type RequestBody = { read: false; bytes: Uint8Array | null } | { read: true; value: unknown };
+
+async function readRequestBody(request: Request, mediaType: StructuredMediaType | null): Promise<RequestBody> {
+  const bytes = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
+  if (!bytes || !mightHoldReferences(bytes, mediaType)) return { read: false, bytes };
+  const text = utf8TextOf(bytes);
+  if (text === null) {
+    if (mediaType) throw new ValidationError(`The request body is not valid UTF-8, as ${mediaType} must be`);
+    return { read: false, bytes };
+  }
+  return { read: true, value: mediaType ? parseStructured(mediaType, text, "request") : text };
 }
 
 function serialisedBody(mediaType: StructuredMediaType | null, body: unknown): string | null {

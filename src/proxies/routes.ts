@@ -118,8 +118,9 @@ const ProxyErrorSchema = z.object({ proxy_error: z.any() }).openapi("ProxyError"
  */
 export const proxyInvocationRoutes = createRouter();
 proxyInvocationRoutes.onError(proxyErrorResponse);
+// Every method reaches the pipeline, so that an unsupported one is refused as proxy_error too.
 proxyInvocationRoutes.on(
-  [...INVOCATION_METHODS],
+  ["ALL"],
   [INVOCATION_PATH, `${INVOCATION_PATH}/*`],
   bodyLimit({
     maxSize: PROXY_BODY_LIMIT_BYTES,

@@ -10,6 +10,7 @@ import type { TestProject } from "vitest/node";
  *   /status/<code>      that status, with the echo as body
  *   /redirect?to=<url>  302 to the url
  *   /slow?ms=<n>        answers after n ms
+ *   /respond?<name>=<value>…[&body=<text>]  each parameter but body as a response header; body as given
  *   GET /__seen?marker=<m>  {count} of requests whose path or query contained m
  */
 declare module "vitest" {
@@ -42,6 +43,12 @@ export default async function setup(project: TestProject) {
     if (url.pathname === "/redirect") {
       response.writeHead(302, { location: url.searchParams.get("to") ?? "/" });
       response.end();
+      return;
+    }
+    if (url.pathname === "/respond") {
+      const headers = [...url.searchParams].filter(([name]) => name !== "body");
+      response.writeHead(200, Object.fromEntries(headers));
+      response.end(url.searchParams.get("body") ?? JSON.stringify(echo));
       return;
     }
     if (url.pathname === "/slow") await new Promise((resolve) => setTimeout(resolve, Number(url.searchParams.get("ms") ?? 0)));

@@ -25,7 +25,7 @@ export interface InvokeOptions {
   headers?: Record<string, string>;
   /** JSON-encoded unless `raw` is given. */
   body?: unknown;
-  raw?: string;
+  raw?: string | Uint8Array;
   contentType?: string;
 }
 
