@@ -1,6 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "../http/context";
 import { idempotent } from "../http/idempotency";
 import { requireContentType, requirePermission } from "../http/middleware";
+import { ValidationError } from "../http/problem";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, mergePatchBody, problemResponses } from "../http/schemas";
 import { CreatedTokenSchema, CreateTokenBody, TokenizePayload, TokenSchema, UpdateTokenBody } from "./schema";
@@ -9,6 +12,13 @@ import * as tokens from "./service";
 const tags = ["Tokens"];
 const security = [{ ApiKey: [] }];
 const json = requireContentType("application/json");
+
+/** Tokenize accepts any JSON, so an absent body would otherwise read as `{}` and succeed. */
+const requireBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const hasBody = Number(c.req.header("content-length") ?? 0) > 0 || c.req.header("transfer-encoding") !== undefined;
+  if (!hasBody) throw ValidationError.field("body", "is required");
+  await next();
+};
 
 const create = createRoute({
   method: "post",
@@ -64,7 +74,7 @@ const tokenize = createRoute({
   tags,
   security,
   summary: "Tokenize every value of a JSON payload, all or nothing (at most 100 tokens)",
-  middleware: [requirePermission("token:create"), json, idempotent] as const,
+  middleware: [requirePermission("token:create"), json, requireBody, idempotent] as const,
   request: jsonBody(TokenizePayload),
   responses: {
     201: jsonContent(TokenizePayload, "The payload with each tokenized value replaced by its token"),

@@ -13,7 +13,11 @@ const SEARCHABLE_TYPES = TOKEN_TYPES.filter((type) => TOKEN_TYPE_RULES[type].def
 /** Unknown members are refused: a misspelt `search_indexes` must not silently create an unindexed token. */
 const strict = {
   error: (issue: { code?: string; keys?: string[] }) =>
-    issue.code === "unrecognized_keys" ? `unknown field${issue.keys!.length > 1 ? "s" : ""}: ${issue.keys!.join(", ")}` : undefined,
+    issue.code === "unrecognized_keys"
+      ? `unknown field${issue.keys!.length > 1 ? "s" : ""}: ${issue.keys!.join(", ")}`
+      : issue.code === "invalid_type"
+        ? "must be a JSON object"
+        : undefined,
 };
 
 export const TokenTypeSchema = z.enum(TOKEN_TYPES, { error: `must be one of ${TOKEN_TYPES.join(", ")}` });
@@ -36,6 +40,7 @@ const Metadata = z
     z
       .string({ error: "must be a string" })
       .max(METADATA_VALUE_MAX_LENGTH, `must be at most ${METADATA_VALUE_MAX_LENGTH} characters`),
+    { error: "must be an object of string values" },
   )
   .refine((metadata) => Object.keys(metadata).length <= MAX_METADATA_ENTRIES, `must hold at most ${MAX_METADATA_ENTRIES} entries`);
 
@@ -94,7 +99,11 @@ export const UpdateTokenBody = z
   .strictObject(
     {
       data: JsonValue.refine((data) => data !== null, "cannot be removed").optional(),
-      metadata: z.record(z.string(), z.string({ error: "must be a string, or null to remove the entry" }).nullable()).nullish(),
+      metadata: z
+        .record(z.string(), z.string({ error: "must be a string, or null to remove the entry" }).nullable(), {
+          error: "must be an object of string values",
+        })
+        .nullish(),
       containers: definition.containers,
       search_indexes: definition.search_indexes,
       fingerprint_expression: definition.fingerprint_expression,
