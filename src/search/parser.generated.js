@@ -272,7 +272,7 @@ function peg$parse(input, options) {
   function peg$f11() {    error("grouping values under one field is not supported: write field:a OR field:b");  }
   function peg$f12() {    error("expected a value after the colon (quote a value that has spaces)");  }
   function peg$f13(parts) {    return parts.join("");  }
-  function peg$f14() {    error("wildcards are only supported at the end of a container path, as in container:/a/*");  }
+  function peg$f14() {    error("wildcards (* and ?) are only supported at the end of a container path, as in container:/a/*");  }
   function peg$f15(keyword) {    error(`expected a term, found the operator ${keyword}`);  }
   function peg$f16() {    error("a term needs a field, as in type:token");  }
   function peg$f17() {    error("the + operator is not supported: terms joined by AND are already required");  }
