@@ -1,0 +1,84 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { compileSearch, type Statement } from "../../src/search/compile";
+import { parseQuery } from "../../src/search/parse";
+
+/**
+ * The compiled SQL as SQLite plans it (EXPLAIN QUERY PLAN on the real schema): a selective query
+ * is a handful of index lookups, never a walk over the tokens table or over all of a tenant's tokens.
+ */
+
+const APPLICATION = "5f0c3a52-1111-4c8e-9d1e-2a7b6c9d0e1f";
+const SELECTIVE_QUERIES = [
+  `id:${crypto.randomUUID()}`,
+  "fingerprint:Y6OelKjKnozXPSnWAbjx6JcZZpAN7XGEM4szqq2aCME",
+  "data:6789",
+  "metadata.customer:42",
+  "container:/pii/high/",
+  "container:/pii/*",
+  `created_by:${APPLICATION}`,
+  `modified_by:${APPLICATION}`,
+  "(metadata.customer:1 OR metadata.customer:2) AND NOT type:card_number",
+  "metadata.customer:42 AND container:/pii/* AND created_at:[2024-01-01 TO *]",
+  "type:token AND (data:6789 OR id:1b4e28ba-2fa1-11d2-883f-0016d3cca427) AND NOT metadata.status:closed",
+  "(container:/a/ OR (metadata.k:v AND NOT data:x)) AND (type:token OR type:social_security_number)",
+];
+
+function compile(query: string, containers: string[] | null = null) {
+  const parsed = parseQuery(query);
+  const dataValues = ["6789", "x"];
+  return compileSearch(
+    parsed,
+    { tenantId: crypto.randomUUID(), now: Date.now(), containers, blindIndexes: new Map(dataValues.map((value) => [value, `hmac-${value}`])) },
+    { limit: 20, offset: 0, countLimit: 10_000 },
+  );
+}
+
+async function planOf(statement: Statement): Promise<string> {
+  const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${statement.sql}`)
+    .bind(...statement.params)
+    .all<{ detail: string }>();
+  return results.map((row) => row.detail).join("\n");
+}
+
+/**
+ * A full scan of a table, or a walk over every token of the tenant (its created_at index without a
+ * range). The count's outer `SCAN (subquery-1)` only reads the rows its inner query found.
+ */
+const WALKS_ALL_TOKENS = /\bSCAN (?!\(subquery-\d+\))|tokens_tenant_created \(tenant_id=\?\)/;
+
+describe("query plans", () => {
+  it("a selective query never scans the tokens table or all of a tenant's tokens", async () => {
+    for (const query of SELECTIVE_QUERIES) {
+      const compiled = compile(query);
+      expect(compiled.driven, query).toBe(true);
+      for (const statement of [compiled.page, compiled.count]) {
+        const plan = await planOf(statement);
+        expect(plan, `${query}\n${plan}`).not.toMatch(WALKS_ALL_TOKENS);
+      }
+    }
+  });
+
+  it("the caller's container rules are checked per token found, not by walking the containers", async () => {
+    for (const query of SELECTIVE_QUERIES) {
+      const plan = await planOf(compile(query, ["/pii/", "/pci/high/", "/"]).page);
+      expect(plan, `${query}\n${plan}`).not.toMatch(WALKS_ALL_TOKENS);
+    }
+  });
+
+  it("a date range reads the matching stretch of the created_at index, newest first", async () => {
+    const plan = await planOf(compile("created_at:[2024-01-01 TO 2024-02-01}").page);
+    expect(plan).toMatch(/tokens_tenant_created \(tenant_id=\? AND created_at>\? AND created_at<\?\)/);
+    expect(plan).not.toMatch(/TEMP B-TREE/);
+  });
+
+  it("a query without a selective term walks the tenant's tokens newest first and stops when the page is full", async () => {
+    for (const query of ["", "NOT type:card_number", "NOT metadata.status:closed OR NOT container:/pii/*"]) {
+      const compiled = compile(query);
+      expect(compiled.driven, query).toBe(false);
+      const plan = await planOf(compiled.page);
+      expect(plan, `${query}\n${plan}`).toMatch(/SEARCH t USING INDEX tokens_tenant_created \(tenant_id=\?\)/);
+      expect(plan, `${query}\n${plan}`).not.toMatch(/TEMP B-TREE/);
+    }
+  });
+});
