@@ -1,6 +1,4 @@
 import { holdsPermission, type Principal } from "../auth/access";
-import { principalForKey } from "../auth/service";
-import { databaseOf } from "../db/client";
 import { EgressTimeoutError, fetchThroughEgress } from "../egress/policy";
 import { configOf, type Bindings, type Config } from "../env";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../http/problem";
@@ -51,19 +49,14 @@ async function authorise(env: Bindings, config: Config, request: Request): Promi
     );
   }
   const apiKey = request.headers.get(config.headers.apiKey);
-  // Both lookups at once: the proxy says afterwards whether the caller's key matters.
-  const [proxy, caller] = await Promise.all([
-    proxyForKey(env, proxyKey),
-    apiKey && apiKey.length <= 256 ? principalForKey(databaseOf(env), apiKey) : null,
-  ]);
-  if (!proxy) throw new UnauthenticatedError("The proxy key is unknown");
+  const found = await proxyForKey(env, proxyKey, apiKey);
+  if (!found) throw new UnauthenticatedError("The proxy key is unknown");
+  const { proxy, caller } = found;
   const target = callerTarget(url, config.proxyKeyParam);
   if (!proxy.requireAuth) return { proxy, detokenizer: proxy.application, target };
 
   if (!apiKey) throw new UnauthenticatedError(`This proxy requires the ${config.HEADER_PREFIX}-API-KEY header`);
-  if (!caller || caller.tenantId !== proxy.tenantId) {
-    throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
-  }
+  if (!caller) throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
   if (!holdsPermission(caller, "token:use")) throw ForbiddenError.missing("token:use");
   return { proxy, detokenizer: caller, target };
 }

@@ -1,11 +1,12 @@
 import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
 import type { Principal } from "../auth/access";
 import { principalForApplication, principalOf } from "../auth/service";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf } from "../db/client";
 import { nameMatches } from "../db/filters";
-import { applications, proxies } from "../db/schema";
+import { apiKeys, applications, proxies } from "../db/schema";
 import { egressRefusal } from "../egress/policy";
 import { configOf, type Bindings } from "../env";
 import { NotFoundError, ValidationError } from "../http/problem";
@@ -20,8 +21,6 @@ import {
 } from "./schema";
 
 export const PROXY_KEY_PREFIX = "proxy";
-/** Longer strings are not keys: refused without hashing them. */
-const PROXY_KEY_MAX_LENGTH = 256;
 
 type ProxyRow = typeof proxies.$inferSelect;
 
@@ -216,13 +215,25 @@ export interface InvocableProxy extends ProxyRow {
   application: Principal | null;
 }
 
+/** Longer strings are not keys: refused without hashing them. */
+const KEY_MAX_LENGTH = 256;
+const callerKeys = alias(apiKeys, "caller_keys");
+const callerApplications = alias(applications, "caller_applications");
+
 /**
- * The proxy a key invokes, or null for an unknown key: one indexed lookup with the application
- * joined, and no cache, so a deleted proxy's key stops working with the next request. A proxy
- * whose application was deleted since acts as one without an application.
+ * The proxy a key invokes (null for an unknown key), the principal of its application, and the
+ * principal of the caller's API key if one was given and belongs to the proxy's tenant. One
+ * statement, so invocation costs one round trip to the database; no cache, so a deleted proxy's key
+ * or a revoked API key stops working with the next request. A proxy whose application was deleted
+ * acts as one without an application.
  */
-export async function proxyForKey(env: Bindings, key: string): Promise<InvocableProxy | null> {
-  if (key.length > PROXY_KEY_MAX_LENGTH) return null;
+export async function proxyForKey(
+  env: Bindings,
+  proxyKey: string,
+  apiKey: string | null,
+): Promise<{ proxy: InvocableProxy; caller: Principal | null } | null> {
+  if (proxyKey.length > KEY_MAX_LENGTH) return null;
+  const callerKeyHash = apiKey && apiKey.length <= KEY_MAX_LENGTH ? await sha256Hex(apiKey) : null;
   const [found] = await databaseOf(env)
     .select({
       proxy: proxies,
@@ -233,13 +244,28 @@ export async function proxyForKey(env: Bindings, key: string): Promise<Invocable
         permissions: applications.permissions,
         rules: applications.rules,
       },
+      caller: {
+        tenantId: callerApplications.tenantId,
+        applicationId: callerApplications.id,
+        type: callerApplications.type,
+        permissions: callerApplications.permissions,
+        rules: callerApplications.rules,
+      },
     })
     .from(proxies)
     .leftJoin(applications, and(eq(applications.tenantId, proxies.tenantId), eq(applications.id, proxies.applicationId)))
-    .where(eq(proxies.keyHash, await sha256Hex(key)))
+    .leftJoin(callerKeys, and(eq(callerKeys.tenantId, proxies.tenantId), eq(callerKeys.hash, callerKeyHash ?? "")))
+    .leftJoin(
+      callerApplications,
+      and(eq(callerApplications.tenantId, callerKeys.tenantId), eq(callerApplications.id, callerKeys.applicationId)),
+    )
+    .where(eq(proxies.keyHash, await sha256Hex(proxyKey)))
     .limit(1);
   if (!found) return null;
-  return { ...found.proxy, application: found.application ? principalOf(found.application) : null };
+  return {
+    proxy: { ...found.proxy, application: found.application ? principalOf(found.application) : null },
+    caller: found.caller ? principalOf(found.caller) : null,
+  };
 }
 
 /** The proxy's configuration for its transforms, decrypted; empty when it has none. */

@@ -1,0 +1,109 @@
+// Proxy overhead: the same loopback echo destination called directly and through /proxy, in the
+// same run. Scenarios: no transform (anonymous and authenticated), 1 and 10 detokenized references,
+// request and response transforms. Prints p50/p95 (and the latency the vault adds) and throughput
+// under 32 concurrent connections, each next to the direct call.
+//   npm run bench proxy [--iterations=500] [--duration=3000]
+import { createServer } from "node:http";
+
+const CARD = "4242424242424242";
+const TRANSFORM =
+  "module.exports = async function (req) { return { body: { ...req.args.body, seen: true }, headers: req.args.headers }; };";
+
+export default async function proxy(bench) {
+  const iterations = Number(bench.args.iterations ?? 500);
+  const durationMs = Number(bench.args.duration ?? 3000);
+  const destination = await startEcho();
+  try {
+    const tenant = await bench.seedTenant();
+    const caller = await bench.createApplication(tenant, { type: "private", permissions: ["token:create", "token:use"] });
+    const tokenIds = [];
+    for (let i = 0; i < 10; i++) {
+      const token = await bench.request("POST", "/tokens", { key: caller.key, body: { type: "card_number", data: CARD } });
+      if (token.status !== 201) throw new Error(`token creation failed: ${token.status} ${JSON.stringify(token.body)}`);
+      tokenIds.push(token.body.id);
+    }
+    const createProxy = async (body) => {
+      const reply = await bench.request("POST", "/proxies", {
+        key: tenant.managementKey,
+        body: { name: "bench", destination_url: destination.url, ...body },
+      });
+      if (reply.status !== 201) throw new Error(`proxy creation failed: ${reply.status} ${JSON.stringify(reply.body)}`);
+      return reply.body.key;
+    };
+
+    const references = (count) => Object.fromEntries(tokenIds.slice(0, count).map((id, i) => [`card_${i}`, `{{ ${id} }}`]));
+    const revealed = (count) => Object.fromEntries(tokenIds.slice(0, count).map((_, i) => [`card_${i}`, CARD]));
+    const scenarios = [
+      { label: "no transform, anonymous", proxy: { require_auth: false }, body: { amount: 100 } },
+      { label: "no transform, authenticated", proxy: {}, apiKey: caller.key, body: { amount: 100 } },
+      { label: "1 detokenized reference", proxy: {}, apiKey: caller.key, body: references(1), direct: revealed(1) },
+      { label: "10 detokenized references", proxy: {}, apiKey: caller.key, body: references(10), direct: revealed(10) },
+      {
+        label: "request + response transforms",
+        proxy: { require_auth: false, request_transform: { code: TRANSFORM }, response_transform: { code: TRANSFORM } },
+        body: { amount: 100 },
+        expect: '"seen":true',
+      },
+    ];
+
+    for (const scenario of scenarios) {
+      const proxyKey = await createProxy(scenario.proxy);
+      const viaProxy = () =>
+        send(bench.url("/proxy/charges"), scenario.body, {
+          "SVC-PROXY-KEY": proxyKey,
+          ...(scenario.apiKey ? { "SVC-API-KEY": scenario.apiKey } : {}),
+        });
+      // Directly, the destination gets what the proxy would send it: the data itself, not references.
+      const direct = () => send(`${destination.url}/charges`, scenario.direct ?? scenario.body, {});
+      const check = await viaProxy();
+      if (check.status !== 200) throw new Error(`${scenario.label}: proxy answered ${check.status} ${check.text}`);
+      const expected = scenario.expect ?? (scenario.direct ? CARD : null);
+      if (expected && !check.text.includes(expected)) {
+        throw new Error(`${scenario.label}: expected ${expected} in the answer, got ${check.text}`);
+      }
+
+      const directLatency = await bench.latency(direct, { iterations });
+      const proxyLatency = await bench.latency(viaProxy, { iterations });
+      const directRate = await bench.throughput(direct, { concurrency: 32, durationMs });
+      const proxyRate = await bench.throughput(viaProxy, { concurrency: 32, durationMs });
+
+      console.log(`  ${scenario.label}`);
+      bench.report("  through the proxy p50", proxyLatency.p50, "direct p50", directLatency.p50, "ms");
+      bench.report("  through the proxy p95", proxyLatency.p95, "direct p95", directLatency.p95, "ms");
+      console.log(
+        `    added latency: p50 ${(proxyLatency.p50 - directLatency.p50).toFixed(3)} ms,` +
+          ` p95 ${(proxyLatency.p95 - directLatency.p95).toFixed(3)} ms`,
+      );
+      bench.report("  throughput, 32 connections", proxyRate.rps, "direct", directRate.rps, "req/s");
+    }
+  } finally {
+    await destination.close();
+  }
+}
+
+async function send(url, body, headers) {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, text: await response.text() };
+}
+
+/** A loopback destination that answers every request with the body it received, as JSON. */
+async function startEcho() {
+  const server = createServer((request, response) => {
+    const chunks = [];
+    request.on("data", (chunk) => chunks.push(chunk));
+    request.on("end", () => {
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify({ received: Buffer.concat(chunks).toString("utf8") }));
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
