@@ -1,4 +1,4 @@
-import { ValidationError } from "../http/problem";
+import type { ProblemError } from "../http/problem";
 
 /** The body types the vault reads as structured data: detokenized per value, and given to transforms. */
 export const STRUCTURED_MEDIA_TYPES = ["application/json", "application/x-www-form-urlencoded"] as const;
@@ -40,14 +40,17 @@ export function utf8TextOf(bytes: Uint8Array): string | null {
   }
 }
 
-/** Parses a JSON or form body; an empty body is null. `whose` names it in the error ("request", "response"). */
-export function parseStructured(type: StructuredMediaType, text: string, whose: string): unknown {
+/**
+ * Parses a JSON or form body; an empty body is null. `refuse` makes the error for JSON that does
+ * not parse: the caller's fault for a request, the destination's for a response.
+ */
+export function parseStructured(type: StructuredMediaType, text: string, refuse: (reason: string) => ProblemError): unknown {
   if (text.trim() === "") return null;
   if (type === "application/x-www-form-urlencoded") return formObjectOf(new URLSearchParams(text));
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new ValidationError(`The ${whose} body is not valid JSON: ${(error as Error).message}`);
+    throw refuse((error as Error).message);
   }
 }
 

@@ -90,7 +90,8 @@ async function readRequestBody(request: Request, mediaType: StructuredMediaType 
     if (mediaType) throw new ValidationError(`The request body is not valid UTF-8, as ${mediaType} must be`);
     return { read: false, bytes };
   }
-  return { read: true, value: mediaType ? parseStructured(mediaType, text, "request") : text };
+  const refuse = (reason: string) => new ValidationError(`The request body is not valid JSON: ${reason}`);
+  return { read: true, value: mediaType ? parseStructured(mediaType, text, refuse) : text };
 }
 
 function serialisedBody(mediaType: StructuredMediaType | null, body: unknown): string | null {

@@ -434,3 +434,14 @@ describe("proxies: delete", () => {
     expectProblem(await call("DELETE", `/proxies/${proxy.id}`, { key: reader.key }), 403);
   });
 });
+
+describe("proxies: OpenAPI", () => {
+  it("documents management and invocation in the OpenAPI document", async () => {
+    const reply = await call("GET", "/openapi.json");
+    expect(reply.status).toBe(200);
+    expect(Object.keys(reply.body.paths["/proxies"]).sort()).toEqual(["get", "post"]);
+    expect(Object.keys(reply.body.paths["/proxies/{id}"]).sort()).toEqual(["delete", "get", "patch", "put"]);
+    expect(Object.keys(reply.body.paths["/proxy/{path}"]).sort()).toEqual(["delete", "get", "patch", "post", "put"]);
+    expect(reply.body.components.schemas.Proxy.properties).toHaveProperty("key");
+  });
+});
