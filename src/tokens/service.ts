@@ -216,22 +216,23 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
     ),
   );
   const outcomes = await deduplicate(db, principal, requests, sealed, definitions, now);
-  const inserted = outcomes.filter((outcome) => !outcome.deduplicated).map((outcome) => outcome.sealed);
+  const inserted = outcomes.flatMap((outcome) => (outcome.inserted ? [outcome.inserted] : []));
   if (inserted.length > 0) await db.$client.batch(storage.insertTokens(db.$client, inserted));
 
   return Promise.all(
-    outcomes.map(async (outcome) => {
-      const row = outcome.sealed.row;
+    outcomes.map(async ({ row, data, inserted }) => {
       const transform = accessTo(principal, "token:create", containersOf(row)) ?? "redact";
-      const token = await present(row, transform, outcome.data ?? (() => decryptData(keys, row)));
-      return { ...token, deduplicated: outcome.deduplicated };
+      const token = await present(row, transform, data ?? (() => decryptData(keys, row)));
+      return { ...token, deduplicated: inserted === undefined };
     }),
   );
 }
 
+/** What a create request ends in: a new token to insert, or an existing token it duplicates. */
 interface Outcome {
-  sealed: SealedToken;
-  deduplicated: boolean;
+  row: TokenRow;
+  /** Present when the token is new and must be written. */
+  inserted?: SealedToken;
   /** The plaintext when this request supplied it; absent for an existing token, which is decrypted. */
   data?: () => unknown;
 }
@@ -257,17 +258,17 @@ async function deduplicate(
           .from(tokens)
           .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.fingerprint, [...new Set(wanted)]), tokenIsLive(now)))
           .orderBy(asc(tokens.createdAt), asc(tokens.id));
-  const seen = new Map<string, Outcome>();
   const identity = (row: TokenRow) => `${row.type}\u0000${row.fingerprint}`;
+  const seen = new Map<string, Outcome>();
   for (const row of existing) {
     if (!seen.has(identity(row)) && accessTo(principal, "token:create", containersOf(row)) !== null) {
-      seen.set(identity(row), { sealed: { row, metadata: [], blindIndexes: [] }, deduplicated: true });
+      seen.set(identity(row), { row });
     }
   }
   return sealed.map((token, i) => {
     const match = seen.get(identity(token.row));
-    if (match && requests[i]!.input.deduplicate_token) return { ...match, deduplicated: true };
-    const outcome: Outcome = { sealed: token, deduplicated: false, data: () => definitions[i]!.data };
+    if (match && requests[i]!.input.deduplicate_token) return { row: match.row, data: match.data };
+    const outcome: Outcome = { row: token.row, inserted: token, data: () => definitions[i]!.data };
     if (!match) seen.set(identity(token.row), outcome);
     return outcome;
   });
