@@ -46,6 +46,11 @@ export default async function proxy(bench) {
       },
     ];
 
+    // The floor every proxied call pays on this machine: one request to the worker that does nothing.
+    const health = await bench.latency(() => fetch(bench.url("/health")).then((reply) => reply.arrayBuffer()), { iterations });
+    const echo = await bench.latency(() => send(`${destination.url}/charges`, { amount: 100 }, {}), { iterations });
+    bench.report("GET /health (worker floor) p50", health.p50, "direct p50", echo.p50, "ms");
+
     for (const scenario of scenarios) {
       const proxyKey = await createProxy(scenario.proxy);
       const viaProxy = () =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createApplication, seedTenant } from "../support/harness";
+import { call, createApplication, seedTenant } from "../support/harness";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
 import { createToken, seedTokenTenant } from "../support/tokens";
 
@@ -105,6 +105,16 @@ describe("proxy invocation: require_auth false (rule 2)", () => {
     const reply = await invoke("POST", "", { proxyKey: proxy.key, body: { card: `{{ ${token.id} }}` } });
     expectProxyError(reply, 403);
     expect(await destinationSaw("no-application-marker")).toBe(0);
+  });
+
+  it("refuses references once the proxy's application is deleted, with proxy_error 403", async () => {
+    const tenant = await seedTokenTenant();
+    const token = await createToken(tenant.key, { type: "card_number", data: VISA });
+    const user = await createApplication(tenant, { type: "private", permissions: ["token:use"] });
+    const proxy = await createProxy(tenant, { require_auth: false, application: { id: user.id } });
+    expect((await call("DELETE", `/applications/${user.id}`, { key: tenant.managementKey })).status).toBe(204);
+    expectProxyError(await invoke("POST", "", { proxyKey: proxy.key, body: { card: `{{ ${token.id} }}` } }), 403);
+    expect((await invoke("POST", "", { proxyKey: proxy.key, body: { plain: 1 } })).status).toBe(200);
   });
 
   it("refuses references the proxy's application may not use, with proxy_error 403", async () => {
