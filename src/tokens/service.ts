@@ -168,19 +168,19 @@ export async function useTokens(env: Bindings, principal: Principal, ids: string
           .from(tokens)
           .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.id, wanted), tokenIsLive(Date.now())));
   const byId = new Map(rows.map((row) => [row.id, row]));
-  const keys = await keysFor(env, principal.tenantId);
-  const revealed = new Map<string, unknown>();
-  for (const id of ids) {
+  const usable = ids.map((id) => {
     const row = byId.get(id.toLowerCase());
     if (!row) throw new ValidationError(`Token ${id} does not exist or has expired`);
     const transform = accessTo(principal, "token:use", containersOf(row));
-    if (transform === null || transform === "redact" || (transform === "mask" && row.mask === null)) {
-      throw new ForbiddenError(`token:use is not granted on token ${id}`);
+    if (transform === null) throw new ForbiddenError(`token:use is not granted on any container of token ${id}`);
+    if (transform === "redact" || (transform === "mask" && row.mask === null)) {
+      throw new ForbiddenError(`The token:use rule for token ${id} redacts its data`);
     }
-    const token = await present(row, transform, () => decryptData(keys, row));
-    revealed.set(id, token.data);
-  }
-  return revealed;
+    return { id, row, transform };
+  });
+  const keys = await keysFor(env, principal.tenantId);
+  const shown = await Promise.all(usable.map(({ row, transform }) => present(row, transform, () => decryptData(keys, row))));
+  return new Map(usable.map(({ id }, i) => [id, shown[i]!.data]));
 }
 
 /** Called by the scheduled handler. */
