@@ -1,4 +1,4 @@
-import { Liquid, type Template } from "liquidjs";
+import { Liquid, type Context, type Template } from "liquidjs";
 
 /**
  * Liquid expressions over token data: search indexes, fingerprint expressions and masks. Tenants
@@ -10,7 +10,8 @@ import { Liquid, type Template } from "liquidjs";
 export class ExpressionError extends Error {}
 
 export const EXPRESSION_MAX_LENGTH = 1000;
-const RENDER_LIMITS = { templateLimit: 10_000, memoryLimit: 100_000 };
+/** Per render: tags and outputs rendered, and characters or items allocated (ranges, strings). */
+const RENDER_LIMITS = { templateLimit: 10_000, memoryLimit: 1_000_000 };
 const DEFAULT_MASK_CHAR = "X";
 const MAX_PAD_LENGTH = 1000;
 const FILE_TAGS = ["include", "render", "layout", "block"];
@@ -44,10 +45,14 @@ engine.registerFilter(
       maskCharArgument("reveal", maskChar),
     ),
 );
-// With one argument, replace removes the pattern, as `remove` does.
-engine.registerFilter("replace", (value: unknown, pattern: unknown, replacement: unknown = "") =>
-  textOf(value).split(textOf(pattern)).join(textOf(replacement)),
-);
+// With one argument, replace removes the pattern, as `remove` does. Chained replaces can grow a
+// string geometrically, so the output size is charged to the render's memory limit first.
+engine.registerFilter("replace", function (this: { context: Context }, value: unknown, pattern: unknown, replacement: unknown = "") {
+  const parts = textOf(value).split(textOf(pattern));
+  const joiner = textOf(replacement);
+  this.context.memoryLimit.use(parts.reduce((size, part) => size + part.length, 0) + (parts.length - 1) * joiner.length);
+  return parts.join(joiner);
+});
 engine.registerFilter("json", (value: unknown, path: unknown) => selectJsonPath(value, textOf(path)));
 engine.registerFilter("stringify", (value: unknown) => canonicalJson(value));
 engine.registerFilter("json_stringify", (value: unknown) => canonicalJson(value));

@@ -119,6 +119,12 @@ describe("Liquid expressions", () => {
     expect(problem.errors?.mask?.[0]).toContain("could not be evaluated");
   });
 
+  it("an expression whose output grows geometrically is stopped with a 400", async () => {
+    const widen = ` | replace: 'x', '${"x".repeat(40)}'`;
+    const problem = await refused({ mask: `{{ data${widen.repeat(8)} }}` });
+    expect(problem.errors?.mask?.[0]).toContain("memory alloc limit exceeded");
+  });
+
   it("an expression longer than 1000 characters is refused", async () => {
     const problem = await refused({ mask: `{{ data }}${"x".repeat(1000)}` });
     expect(problem.errors?.mask?.[0]).toContain("at most 1000 characters");
