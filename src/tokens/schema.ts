@@ -56,7 +56,8 @@ const SearchIndexes = z
 const FutureTime = z
   .string({ error: "must be an ISO 8601 date-time" })
   .pipe(z.iso.datetime({ offset: true, error: "must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T00:00:00Z" }))
-  .refine((time) => Date.parse(time) > Date.now(), "must be in the future");
+  .refine((time) => Date.parse(time) > Date.now(), "must be in the future")
+  .openapi({ type: "string", format: "date-time", description: "ISO 8601 with a time zone, in the future" });
 
 /** The members a token is defined by; null or absent means the type's default. */
 const definition = {
@@ -72,7 +73,9 @@ export const CreateTokenBody = z
   .strictObject(
     {
       type: TokenTypeSchema,
-      data: JsonValue.refine((data) => data !== undefined, "is required"),
+      data: JsonValue.refine((data) => data !== undefined, "is required").openapi({
+        description: "A string for the typed types, any JSON value but null for type token",
+      }),
       ...definition,
       deduplicate_token: z.boolean({ error: "must be true or false" }).default(false),
     },
