@@ -25,6 +25,13 @@ async function detokenize(key: string, ids: string[]) {
   return useTokens(env, principal!, ids);
 }
 
+/** How many tokens a search for the id finds. */
+async function searchHits(key: string, id: string): Promise<number> {
+  const reply = await call("POST", "/tokens/search", { key, body: { query: `id:${id}` } });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  return reply.body.pagination.total_items;
+}
+
 async function runScheduledHandler() {
   const ctx = createExecutionContext();
   await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "*/15 * * * *" }), env, ctx);
@@ -52,11 +59,13 @@ describe("DELETE /tokens/{id}", () => {
     expect(await rowsOf(token.id)).toEqual(EMPTY);
   });
 
-  it("a deleted token can no longer be detokenized", async () => {
+  it("a deleted token can no longer be found or detokenized", async () => {
     const { key } = await seedTokenTenant();
     const token = await createToken(key, { type: "token", data: "x" });
+    expect(await searchHits(key, token.id)).toBe(1);
     expect((await detokenize(key, [token.id])).get(token.id)).toBe("x");
     await call("DELETE", `/tokens/${token.id}`, { key });
+    expect(await searchHits(key, token.id)).toBe(0);
     await expect(detokenize(key, [token.id])).rejects.toMatchObject({ status: 400, message: expect.stringContaining(token.id) });
   });
 
@@ -107,10 +116,12 @@ describe("expiry", () => {
     expect((await call("GET", `/tokens/${token.id}`, { key })).status).toBe(200);
   });
 
-  it("an expired token behaves as deleted for read, update, delete and detokenization", async () => {
+  it("an expired token behaves as deleted for read, search, update, delete and detokenization", async () => {
     const { key } = await seedTokenTenant();
     const token = await createToken(key, { type: "token", data: "x", expires_at: "2099-01-01T00:00:00Z" });
+    expect(await searchHits(key, token.id)).toBe(1);
     await expireToken(token.id);
+    expect(await searchHits(key, token.id)).toBe(0);
     expectProblem(await call("GET", `/tokens/${token.id}`, { key }), 404);
     expectProblem(await patchToken(key, token.id, { metadata: { a: "b" } }), 404);
     expectProblem(await call("DELETE", `/tokens/${token.id}`, { key }), 404);
