@@ -11,7 +11,8 @@ import { timeSpanOf } from "./dates";
  *
  * SQLite has no statistics here and believes a tenant holds about ten tokens, so left alone it
  * walks the tenant's created_at index and tests every token against the query. When the query
- * has a selective term (a "driver": a side-table lookup, an id or a fingerprint) the tenant
+ * has a selective term (a "driver": a container, metadata or data lookup in a side table, an id,
+ * a fingerprint, or the application that created or modified the token) the tenant
  * condition is written `+t.tenant_id`, which keeps it off that index, and the driver is written as
  * the only indexable condition, so the search reads the driver's matches and sorts them. Every
  * other term is written as a per-token filter. A query without a driver walks the created_at
@@ -47,7 +48,7 @@ export interface CompiledSearch {
 }
 
 /** `data:` matches only tokens of the types that can have search indexes. */
-export const DATA_SEARCH_TYPES = TOKEN_TYPES.filter((type) => TOKEN_TYPE_RULES[type].defaultSearchIndexes !== null);
+const DATA_SEARCH_TYPES = TOKEN_TYPES.filter((type) => TOKEN_TYPE_RULES[type].defaultSearchIndexes !== null);
 
 const SELECTED_COLUMNS = Object.entries(getTableColumns(tokens))
   .map(([property, column]) => `t.${column.name} AS "${property}"`)
