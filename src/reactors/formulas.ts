@@ -6,10 +6,12 @@ import { reactorFormulas, reactors } from "../db/schema";
 import type { Bindings } from "../env";
 import { ConflictError, ForbiddenError, NotFoundError } from "../http/problem";
 import { isoTime, pageOf, type Page } from "../http/schemas";
+import { publishScript, unpublishScript, validateCode } from "../sandbox";
 import { decryptConfiguration, tenantKeysOf } from "./configuration";
 import { conformConfiguration } from "./contract";
 import { ensureOfficialFormulas } from "./official/seed";
 import type { FormulaInput, FormulaResponse } from "./schema";
+import { scriptOwnerOf } from "./script-owner";
 
 export type FormulaRow = typeof reactorFormulas.$inferSelect;
 
@@ -65,8 +67,10 @@ function columnsOf(input: FormulaInput) {
   };
 }
 
+/** The code is checked by the sandbox and published before the row exists, so a saved formula can always run. */
 export async function createFormula(env: Bindings, principal: Principal, input: FormulaInput): Promise<FormulaResponse> {
   if (input.type === "official") refuseOfficial("created by tenants");
+  validateCode(input.code, "code");
   const row: FormulaRow = {
     id: crypto.randomUUID(),
     tenantId: principal.tenantId,
@@ -78,6 +82,7 @@ export async function createFormula(env: Bindings, principal: Principal, input: 
     modifiedBy: null,
     modifiedAt: null,
   };
+  await publishScript(env, scriptOwnerOf(row), row.code);
   await databaseOf(env).insert(reactorFormulas).values(row);
   return toFormulaResponse(row);
 }
@@ -150,13 +155,19 @@ export async function updateFormula(
   const existing = await findFormula(env, principal.tenantId, id);
   if (existing.tenantId === null) refuseOfficial("changed");
   if (input.type === "official") refuseOfficial("created by tenants");
+  validateCode(input.code, "code");
   const seen = await refuseBreakingReactors(env, principal.tenantId, id, input.configuration);
+  await publishScript(env, scriptOwnerOf(existing), input.code);
   const [row] = await databaseOf(env)
     .update(reactorFormulas)
     .set({ ...columnsOf(input), modifiedBy: principal.applicationId, modifiedAt: Date.now() })
     .where(and(eq(reactorFormulas.tenantId, principal.tenantId), eq(reactorFormulas.id, id), reactorsUnchanged(principal.tenantId, id, seen)))
     .returning();
-  if (!row) throw new ConflictError(`Reactor formula ${id} or its reactors changed during the update; retry it`);
+  if (!row) {
+    // The published script must keep matching the stored formula.
+    await publishScript(env, scriptOwnerOf(existing), existing.code);
+    throw new ConflictError(`Reactor formula ${id} or its reactors changed during the update; retry it`);
+  }
   return toFormulaResponse(row);
 }
 
@@ -183,4 +194,5 @@ export async function deleteFormula(env: Bindings, principal: Principal, id: str
       `Reactor formula ${id} is used by reactors ${users.map((reactor) => `${reactor.name} (${reactor.id})`).join(", ")}; delete them first`,
     );
   }
+  await unpublishScript(env, scriptOwnerOf(existing));
 }

@@ -1,4 +1,4 @@
-import { createRoute } from "@hono/zod-openapi";
+import { createRoute, z } from "@hono/zod-openapi";
 import { idempotent } from "../http/idempotency";
 import { requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
@@ -13,7 +13,8 @@ import {
   problemResponses,
 } from "../http/schemas";
 import * as formulas from "./formulas";
-import { FormulaBody, FormulaSchema, ReactorBody, ReactorPatchBody, ReactorSchema } from "./schema";
+import { CustomResponseError } from "../sandbox";
+import { FormulaBody, FormulaSchema, ReactBody, ReactorBody, ReactorPatchBody, ReactorSchema, ReactResultSchema } from "./schema";
 import * as reactors from "./service";
 
 const security = [{ ApiKey: [] }];
@@ -142,6 +143,28 @@ const deleteReactor = createRoute({
   responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
 });
 
+const react = createRoute({
+  method: "post",
+  path: "/reactors/{id}/react",
+  tags: reactorTags,
+  security,
+  summary: "Run the reactor's formula on args: {{ token_id }} references are detokenized with the caller's token:use",
+  description:
+    "Args are detokenized, checked against the formula's request parameters (lossless conversions), and handed to the " +
+    "code with the reactor's configuration; `tokenize` output is tokenized with the reactor's application, all or nothing. " +
+    "Typed errors thrown by the code keep their status; CustomHttpResponseError answers with its own status, headers and body.",
+  middleware: [requirePermission("token:use"), json, idempotent] as const,
+  request: { params: IdParams, ...jsonBody(ReactBody) },
+  responses: {
+    200: jsonContent(ReactResultSchema, "The code's raw output and the tokens made from its tokenize output"),
+    ...problemResponses(400, 401, 403, 404, 409, 413, 415),
+    default: {
+      description: "The status, headers and body the code chose by throwing CustomHttpResponseError",
+      content: { "*/*": { schema: z.unknown() } },
+    },
+  },
+});
+
 export const reactorRoutes = createRouter()
   .openapi(createFormula, async (c) => c.json(await formulas.createFormula(c.env, c.var.principal, c.req.valid("json")), 201))
   .openapi(listFormulas, async (c) => c.json(await formulas.listFormulas(c.env, c.var.principal, c.req.valid("query")), 200))
@@ -165,4 +188,13 @@ export const reactorRoutes = createRouter()
   .openapi(deleteReactor, async (c) => {
     await reactors.deleteReactor(c.env, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);
+  })
+  .openapi(react, async (c) => {
+    try {
+      return c.json(await reactors.react(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json").args), 200);
+    } catch (error) {
+      // The formula chose the whole response.
+      if (error instanceof CustomResponseError) return error.toResponse();
+      throw error;
+    }
   });

@@ -7,8 +7,6 @@ export const FORMULA_STATUSES = ["verified", "coming_soon"] as const;
 export const VALUE_TYPES = ["string", "boolean", "number"] as const;
 export type ValueType = (typeof VALUE_TYPES)[number];
 
-/** Tenant code is bundled into a worker per formula; this keeps uploads and isolate start-up small. */
-export const FORMULA_CODE_MAX_LENGTH = 256 * 1024;
 const CONTRACT_MAX_ELEMENTS = 100;
 
 const Name = z.string({ error: "is required" }).trim().min(1, "must not be empty").max(200, "must be at most 200 characters");
@@ -85,7 +83,7 @@ export const FormulaBody = z
     code: z
       .string({ error: "is required" })
       .min(1, "must not be empty")
-      .max(FORMULA_CODE_MAX_LENGTH, `must be at most ${FORMULA_CODE_MAX_LENGTH} characters`),
+      .openapi({ description: "Node 16 style CommonJS (module.exports = async function (req) {…}); checked by the sandbox when saved" }),
     configuration: z
       .array(ConfigurationElementSchema)
       .max(CONTRACT_MAX_ELEMENTS, `must hold at most ${CONTRACT_MAX_ELEMENTS} elements`)

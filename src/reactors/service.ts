@@ -8,10 +8,14 @@ import { reactorFormulas, reactors } from "../db/schema";
 import type { Bindings } from "../env";
 import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
 import { isoTime, pageOf, type Page } from "../http/schemas";
+import { runScript, type ReactorResult } from "../sandbox";
+import { detokenizeJson } from "../tokens/detokenize";
+import { tokenize } from "../tokens/service";
 import { decryptConfiguration, encryptConfiguration, tenantKeysOf } from "./configuration";
-import { conformConfiguration, type Configuration } from "./contract";
+import { conformArgs, conformConfiguration, type Configuration } from "./contract";
 import { findFormula, formulaVersion, toFormulaResponse, type FormulaRow } from "./formulas";
-import type { ReactorInput, ReactorPatch, ReactorResponse } from "./schema";
+import type { ReactorInput, ReactorPatch, ReactorResponse, ReactResult } from "./schema";
+import { scriptOwnerOf } from "./script-owner";
 
 type ReactorRow = typeof reactors.$inferSelect;
 
@@ -210,4 +214,64 @@ export async function deleteReactor(env: Bindings, principal: Principal, id: str
     .where(and(eq(reactors.tenantId, principal.tenantId), eq(reactors.id, id)))
     .returning({ id: reactors.id });
   if (deleted.length === 0) throw new NotFoundError(`Reactor ${id}`);
+}
+
+/**
+ * Runs the reactor's formula next to the data: args are detokenized as the caller may use them,
+ * checked against the request parameters, handed to the code with the configuration, and the code's
+ * `tokenize` output is tokenized with the reactor's application, all or nothing.
+ */
+export async function react(env: Bindings, principal: Principal, id: string, args: Record<string, unknown>): Promise<ReactResult> {
+  const reactor = await findReactor(env, principal.tenantId, id);
+  const formula = await findFormula(env, principal.tenantId, reactor.formulaId);
+  if (formula.status === "coming_soon") {
+    throw new ConflictError(`Reactor formula ${formula.id} is coming_soon: its reactors cannot run until it is verified again`);
+  }
+  const configuration = await currentConfiguration(env, reactor, formula);
+  const application = await applicationOf(env, reactor);
+  const detokenized = (await detokenizeJson(env, principal, args, "args")) as Record<string, unknown>;
+  // A script of kind "reactor" always yields a ReactorResult.
+  const output = (await runScript(env, {
+    owner: scriptOwnerOf(formula),
+    code: formula.code,
+    input: { args: conformArgs(JSON.parse(formula.requestParameters), detokenized), configuration },
+    application,
+  })) as ReactorResult;
+  return { tokens: await tokenizeOutput(env, reactor, application, output.tokenize), raw: output.raw ?? null };
+}
+
+/**
+ * The stored configuration, checked again against the formula as it is now: an official formula
+ * changes with releases, and a reactor it no longer fits fails clearly instead of running half-configured.
+ */
+async function currentConfiguration(env: Bindings, reactor: ReactorRow, formula: FormulaRow): Promise<Configuration> {
+  const stored = await decryptConfiguration(await tenantKeysOf(env, reactor.tenantId), reactor);
+  const { configuration, errors } = conformConfiguration(JSON.parse(formula.configuration), stored);
+  if (Object.keys(errors).length > 0) {
+    throw new ConflictError(
+      `Reactor ${reactor.id}'s configuration no longer satisfies formula ${formula.id} (${Object.entries(errors)
+        .map(([path, messages]) => `${path} ${messages.join("; ")}`)
+        .join(", ")}); update the reactor`,
+    );
+  }
+  return configuration;
+}
+
+async function applicationOf(env: Bindings, reactor: ReactorRow): Promise<Principal | null> {
+  if (reactor.applicationId === null) return null;
+  const application = await principalForApplication(databaseOf(env), reactor.tenantId, reactor.applicationId);
+  if (!application) {
+    throw new ConflictError(`Reactor ${reactor.id}'s application ${reactor.applicationId} no longer exists; update the reactor`);
+  }
+  return application;
+}
+
+async function tokenizeOutput(env: Bindings, reactor: ReactorRow, application: Principal | null, payload: unknown) {
+  if (payload === undefined || payload === null) return null;
+  if (!application) {
+    throw new ConflictError(
+      `The formula returned tokenize, but reactor ${reactor.id} has no application to tokenize with; set one with token:create`,
+    );
+  }
+  return tokenize(env, application, payload);
 }

@@ -12,6 +12,8 @@ export const cardAccountUpdater: OfficialFormula = {
   request_parameters: [{ name: "card_number", description: "The card number, usually a token reference", type: "string", optional: false }],
   code: String.raw`"use strict";
 
+const { BadRequestError } = require("@token-vault/errors");
+
 module.exports = async function () {
   throw new BadRequestError("The card account updater is not available yet");
 };

@@ -15,6 +15,8 @@ export const cardDetails: OfficialFormula = {
   request_parameters: [{ name: "card_number", description: "The card number, usually a token reference", type: "string", optional: false }],
   code: String.raw`"use strict";
 
+const { BadRequestError } = require("@token-vault/errors");
+
 // [brand, lowest prefix, highest prefix, valid lengths]; the longest matching prefix wins.
 const SIXTEEN_TO_NINETEEN = [16, 17, 18, 19];
 const RANGES = [

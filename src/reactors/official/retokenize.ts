@@ -16,6 +16,8 @@ export const retokenize: OfficialFormula = {
   ],
   code: String.raw`"use strict";
 
+const { BadRequestError } = require("@token-vault/errors");
+
 module.exports = async function (req) {
   const { args, configuration } = req;
   const metadata = args.metadata;

@@ -2,6 +2,8 @@ import { isNull } from "drizzle-orm";
 import { databaseOf } from "../../db/client";
 import { reactorFormulas } from "../../db/schema";
 import type { Bindings } from "../../env";
+import { publishScript } from "../../sandbox";
+import { scriptOwnerOf } from "../script-owner";
 import { OFFICIAL_FORMULAS, type OfficialFormula } from "./index";
 
 type FormulaRow = typeof reactorFormulas.$inferSelect;
@@ -50,6 +52,10 @@ async function seedOfficialFormulas(env: Bindings): Promise<void> {
   );
   const changed = OFFICIAL_FORMULAS.filter((formula) => differs(stored.get(formula.id), formula));
   if (changed.length === 0) return;
+  // Published first: if publishing fails, the rows stay as they were and the next isolate retries.
+  for (const formula of changed) {
+    if (stored.get(formula.id)?.code !== formula.code) await publishScript(env, scriptOwnerOf({ id: formula.id, tenantId: null }), formula.code);
+  }
   const now = Date.now();
   const [first, ...rest] = changed.map((formula) =>
     db
