@@ -4,6 +4,8 @@ import type { Bindings } from "./env";
 import { purgeIdempotencyRecords } from "./http/idempotency";
 import { purgeExpiredTokens } from "./tokens/service";
 
+export { Egress } from "./egress/entrypoint";
+
 const app = buildApp();
 
 export default {

@@ -1,0 +1,120 @@
+import { exports } from "cloudflare:workers";
+import type { Principal } from "../auth/access";
+import { utf8 } from "../crypto/encoding";
+import { configOf, type Bindings } from "../env";
+import { ValidationError } from "../http/problem";
+import type { BridgeProps } from "./bridge";
+import { deleteScript, dispatchEntrypoint, uploadScript } from "./dispatch-host";
+import { ScriptFailedError, ScriptInputTooLargeError, ScriptTimeoutError } from "./errors";
+import { loaderEntrypoint, type SandboxEntrypoint } from "./loader-host";
+import { resultOf, type ReactorResult, type TransformResult } from "./outcome";
+import { checkCode, CodeProblem, MAX_CODE_LENGTH, parseCode } from "./tenant-code";
+
+export { CustomResponseError, ScriptFailedError, ScriptTimeoutError, TenantError } from "./errors";
+export type { ReactorResult, TransformResult } from "./outcome";
+
+/**
+ * Runs tenant code (proxy transforms and reactor formulas) in its own isolate: no bindings, the
+ * network only through the egress policy, the vault only through a bridge scoped to one
+ * application, under CPU, wall-clock and input-size limits.
+ */
+export type ScriptKind = "request-transform" | "response-transform" | "reactor";
+
+/** Whose script it is: `id` is the proxy's or the reactor formula's id. */
+export interface ScriptOwner {
+  tenantId: string;
+  id: string;
+  kind: ScriptKind;
+}
+
+export interface ScriptRequest {
+  owner: ScriptOwner;
+  code: string;
+  input: { args: unknown; configuration: Record<string, unknown> };
+  /** The application `bt` acts as; without one, tenant code gets no `bt`. */
+  application: Principal | null;
+}
+
+/** Largest input (args and configuration, as JSON) a script may be given. */
+export const MAX_INPUT_BYTES = 1024 * 1024;
+
+/**
+ * Accepts code at save time or throws a 400 naming `field`, the line and the column: it must
+ * parse, export a function, and use only what the sandbox offers.
+ */
+export function validateCode(code: string, field: string): void {
+  if (code.length > MAX_CODE_LENGTH) {
+    throw ValidationError.field(field, `must be at most ${MAX_CODE_LENGTH} characters (it has ${code.length})`);
+  }
+  try {
+    checkCode(parseCode(code));
+  } catch (error) {
+    if (!(error instanceof CodeProblem)) throw error;
+    throw ValidationError.field(field, `line ${error.line}, column ${error.column}: ${error.message}`);
+  }
+}
+
+/** Makes the script runnable where the host needs it ahead of time (the dispatch namespace). */
+export async function publishScript(env: Bindings, owner: ScriptOwner, code: string): Promise<void> {
+  const config = configOf(env);
+  if (config.SANDBOX_HOST === "dispatch") await uploadScript(config, owner, code);
+}
+
+export async function unpublishScript(env: Bindings, owner: ScriptOwner): Promise<void> {
+  const config = configOf(env);
+  if (config.SANDBOX_HOST === "dispatch") await deleteScript(config, owner);
+}
+
+/** Runs the script on the input and returns its result, checked against the kind's contract. */
+export async function runScript(env: Bindings, request: ScriptRequest): Promise<TransformResult | ReactorResult> {
+  const config = configOf(env);
+  const { owner } = request;
+  const inputJson = JSON.stringify(request.input);
+  if (utf8.encode(inputJson).byteLength > MAX_INPUT_BYTES) throw new ScriptInputTooLargeError(owner.kind, MAX_INPUT_BYTES);
+
+  const entrypoint: SandboxEntrypoint =
+    config.SANDBOX_HOST === "dispatch"
+      ? await dispatchEntrypoint(env, config, owner)
+      : await loaderEntrypoint(env, config, owner, request.code);
+  const bridge = request.application ? bridgeFor(request.application) : null;
+  const report = await withinWallClock(owner, config.SANDBOX_WALL_TIME_MS, () => entrypoint.run(inputJson, bridge));
+  return resultOf(owner.kind, report);
+}
+
+interface BridgeEntrypoints {
+  Bridge(options: { props: BridgeProps }): Fetcher;
+}
+
+/** The capability `bt` uses: its props, set here and never by tenant code, decide the principal. */
+function bridgeFor(application: Principal): Fetcher {
+  const props: BridgeProps = { tenantId: application.tenantId, applicationId: application.applicationId };
+  return (exports as unknown as BridgeEntrypoints).Bridge({ props });
+}
+
+async function withinWallClock(owner: ScriptOwner, limitMs: number, run: () => Promise<unknown>): Promise<unknown> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ScriptTimeoutError(owner.kind, limitMs)), limitMs);
+  });
+  const settled = (async () => {
+    try {
+      return await run();
+    } catch (error) {
+      throw runtimeFailure(owner, error);
+    }
+  })();
+  try {
+    return await Promise.race([settled, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The runtime itself ended the run: the script failed to load, hung, or its isolate was stopped. */
+function runtimeFailure(owner: ScriptOwner, error: unknown): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  if (message.includes("hung and would never generate a response")) {
+    return new ScriptFailedError(owner.kind, "never settled its result (a promise that never resolves)");
+  }
+  return new ScriptFailedError(owner.kind, `could not run: ${message}`);
+}

@@ -1,0 +1,60 @@
+import { exports } from "cloudflare:workers";
+import { toHex, utf8 } from "../crypto/encoding";
+import type { EgressFetchOptions } from "../egress/policy";
+import type { Bindings, Config } from "../env";
+import { ConfigurationError } from "../http/problem";
+import type { ScriptOwner } from "./index";
+import {
+  buildScriptModules,
+  MAIN_MODULE,
+  SANDBOX_COMPATIBILITY_DATE,
+  SANDBOX_COMPATIBILITY_FLAGS,
+  WRAPPER_VERSION,
+  type ScriptModule,
+} from "./worker-script";
+
+/** Calls into a sandboxed script: the input as JSON and the bridge capability, if any. */
+export interface SandboxEntrypoint {
+  run(inputJson: string, bridge: Fetcher | null): Promise<unknown>;
+}
+
+/** Fetches and RPC calls a script may make per run (bridge calls included). */
+export const SUBREQUEST_LIMIT = 50;
+
+interface VaultEntrypoints {
+  Egress(options: { props: EgressFetchOptions }): Fetcher;
+}
+
+/**
+ * Runs the script in an isolate of the Worker Loader. The isolate is reused while everything it
+ * was built from is unchanged; its id includes the owner, so two owners never share module state.
+ */
+export async function loaderEntrypoint(env: Bindings, config: Config, owner: ScriptOwner, code: string): Promise<SandboxEntrypoint> {
+  if (!env.LOADER) throw new ConfigurationError("SANDBOX_HOST=loader needs the LOADER worker loader binding");
+  const egress: EgressFetchOptions = {
+    allowInsecure: config.ALLOW_INSECURE_DESTINATIONS,
+    timeoutMs: config.SANDBOX_WALL_TIME_MS,
+  };
+  const id = await isolateId([WRAPPER_VERSION, owner.tenantId, owner.kind, owner.id, config.SANDBOX_CPU_MS, egress, code]);
+  const worker = env.LOADER.get(id, () => ({
+    compatibilityDate: SANDBOX_COMPATIBILITY_DATE,
+    compatibilityFlags: SANDBOX_COMPATIBILITY_FLAGS,
+    mainModule: MAIN_MODULE,
+    modules: loaderModules(buildScriptModules(code, { cpuMs: config.SANDBOX_CPU_MS })),
+    // Nothing ambient: the bridge capability arrives with each call, the network only via egress.
+    env: {},
+    globalOutbound: (exports as unknown as VaultEntrypoints).Egress({ props: egress }),
+    limits: { cpuMs: config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT },
+  }));
+  return worker.getEntrypoint() as unknown as SandboxEntrypoint;
+}
+
+function loaderModules(modules: ScriptModule[]): Record<string, WorkerLoaderModule> {
+  return Object.fromEntries(
+    modules.map((module) => [module.name, module.format === "esm" ? { js: module.source } : { cjs: module.source }]),
+  );
+}
+
+async function isolateId(parts: unknown[]): Promise<string> {
+  return `sandbox-${toHex(await crypto.subtle.digest("SHA-256", utf8.encode(JSON.stringify(parts))))}`;
+}

@@ -1,0 +1,123 @@
+import { z } from "zod";
+import { CustomResponseError, ScriptFailedError, TENANT_ERRORS, TenantError } from "./errors";
+import type { ScriptKind } from "./index";
+
+/** What a transform returns: the body and headers that go on (request) or back (response). */
+export interface TransformResult {
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/** What a reactor returns: plaintext output and a payload to tokenize, both optional. */
+export interface ReactorResult {
+  raw?: unknown;
+  tokenize?: unknown;
+}
+
+/** Tenant-written messages are returned to the caller; this keeps one from swamping a response. */
+const MAX_MESSAGE_LENGTH = 2_000;
+const message = z.string().transform((text) => (text.length > MAX_MESSAGE_LENGTH ? `${text.slice(0, MAX_MESSAGE_LENGTH)}…` : text));
+
+const OutcomeSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("returned"), json: z.string() }),
+  z.object({ kind: z.literal("no-function") }),
+  z.object({ kind: z.literal("cpu-limit") }),
+  z.object({ kind: z.literal("memory-limit"), message }),
+  z.object({ kind: z.literal("invalid-result"), message }),
+  z.object({ kind: z.literal("custom-response"), status: z.unknown(), headers: z.unknown(), json: z.string() }),
+  z.object({ kind: z.literal("typed-error"), name: z.string(), errors: z.record(z.string(), z.array(message)) }),
+  z.object({ kind: z.literal("threw"), message }),
+]);
+
+const HeadersSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
+const StatusSchema = z.number().int().min(100).max(599);
+
+/**
+ * Turns what the sandbox reported into the script's result, or throws the matching ProblemError.
+ * The report comes from the tenant's own isolate, so nothing in it is trusted: each shape is checked.
+ */
+export function resultOf(kind: ScriptKind, report: unknown): TransformResult | ReactorResult {
+  const parsed = OutcomeSchema.safeParse(report);
+  if (!parsed.success) throw new ScriptFailedError(kind, "reported a result the vault cannot read");
+  const outcome = parsed.data;
+  switch (outcome.kind) {
+    case "returned":
+      return kind === "reactor" ? reactorResult(parseReported(kind, outcome.json)) : transformResult(kind, parseReported(kind, outcome.json));
+    case "no-function":
+      throw new ScriptFailedError(kind, "does not export a function (module.exports = async function (req) {…})");
+    case "cpu-limit":
+      throw new ScriptFailedError(kind, "exceeded its CPU limit and was stopped", "Script Limit Exceeded");
+    case "memory-limit":
+      throw new ScriptFailedError(kind, `exceeded its memory limit: ${outcome.message}`, "Script Limit Exceeded");
+    case "invalid-result":
+      throw new ScriptFailedError(kind, outcome.message, "Invalid Script Result");
+    case "custom-response":
+      throw customResponse(kind, outcome);
+    case "typed-error": {
+      const known = Object.hasOwn(TENANT_ERRORS, outcome.name) ? TENANT_ERRORS[outcome.name] : undefined;
+      if (!known) throw new ScriptFailedError(kind, `threw ${outcome.name}`);
+      throw new TenantError(known.status, known.title, outcome.errors);
+    }
+    case "threw":
+      throw new ScriptFailedError(kind, `threw ${outcome.message}`);
+  }
+}
+
+function transformResult(kind: ScriptKind, value: unknown): TransformResult {
+  const expected = "must return {body, headers}";
+  if (!isPlainObject(value)) throw invalid(kind, `${expected}, not ${describe(value)}`);
+  const unexpected = Object.keys(value).filter((key) => key !== "body" && key !== "headers");
+  if (unexpected.length > 0) throw invalid(kind, `${expected}; unexpected ${quoteAll(unexpected)}`);
+  if (!("headers" in value)) throw invalid(kind, `${expected}; headers is missing`);
+  const headers = HeadersSchema.safeParse(value.headers);
+  if (!headers.success) throw invalid(kind, `${expected}; headers must be an object of strings`);
+  return { body: value.body ?? null, headers: headers.data };
+}
+
+function reactorResult(value: unknown): ReactorResult {
+  const expected = "must return {raw?, tokenize?}";
+  if (!isPlainObject(value)) throw invalid("reactor", `${expected}, not ${describe(value)}`);
+  const unexpected = Object.keys(value).filter((key) => key !== "raw" && key !== "tokenize");
+  if (unexpected.length > 0) throw invalid("reactor", `${expected}; unexpected ${quoteAll(unexpected)}`);
+  if (value.tokenize !== undefined && (value.tokenize === null || typeof value.tokenize !== "object")) {
+    throw invalid("reactor", `${expected}; tokenize must be an object or an array, not ${describe(value.tokenize)}`);
+  }
+  return {
+    ...(value.raw !== undefined ? { raw: value.raw } : {}),
+    ...(value.tokenize !== undefined ? { tokenize: value.tokenize } : {}),
+  };
+}
+
+function customResponse(kind: ScriptKind, outcome: { status: unknown; headers: unknown; json: string }): Error {
+  const status = StatusSchema.safeParse(outcome.status);
+  if (!status.success) return invalid(kind, "threw CustomHttpResponseError with a status outside 100-599");
+  const headers = HeadersSchema.safeParse(outcome.headers ?? {});
+  if (!headers.success) return invalid(kind, "threw CustomHttpResponseError whose headers are not an object of strings");
+  return new CustomResponseError(status.data, headers.data, parseReported(kind, outcome.json));
+}
+
+function parseReported(kind: ScriptKind, json: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch {
+    throw new ScriptFailedError(kind, "reported a result the vault cannot read");
+  }
+}
+
+function invalid(kind: ScriptKind, detail: string): ScriptFailedError {
+  return new ScriptFailedError(kind, detail, "Invalid Script Result");
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+function quoteAll(keys: string[]): string {
+  return keys.map((key) => `"${key}"`).join(", ");
+}

@@ -1,0 +1,35 @@
+import { env } from "cloudflare:test";
+import type { Principal } from "../../src/auth/access";
+import type { Bindings } from "../../src/env";
+import { runScript, type ScriptKind, type ScriptOwner } from "../../src/sandbox";
+
+/** A fresh owner, so each test gets its own isolate. */
+export function scriptOwner(kind: ScriptKind = "reactor", tenantId = "sandbox-tests"): ScriptOwner {
+  return { tenantId, id: crypto.randomUUID(), kind };
+}
+
+export interface RunOptions {
+  kind?: ScriptKind;
+  owner?: ScriptOwner;
+  args?: unknown;
+  configuration?: Record<string, unknown>;
+  application?: Principal | null;
+  /** Another environment, e.g. with the development egress setting off. */
+  env?: Bindings;
+}
+
+/** Runs `code` through the sandbox's public interface. */
+export function run(code: string, options: RunOptions = {}) {
+  const owner = options.owner ?? scriptOwner(options.kind);
+  return runScript(options.env ?? env, {
+    owner,
+    code,
+    input: { args: options.args ?? {}, configuration: options.configuration ?? {} },
+    application: options.application ?? null,
+  });
+}
+
+/** The test environment with the development egress setting off, as in production. */
+export function productionEgressEnv(): Bindings {
+  return { ...env, ALLOW_INSECURE_DESTINATIONS: "false" } as Bindings;
+}
