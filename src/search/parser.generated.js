@@ -258,7 +258,7 @@ function peg$parse(input, options) {
   function peg$f6() {    error("expected a term or a group inside the parentheses");  }
   function peg$f7() {
     openGroups += 1;
-    if (openGroups > options.maxDepth) error(`nesting is limited to ${options.maxDepth} levels`);
+    if (openGroups > options.maxDepth) error(`nesting (parentheses and NOT) is limited to ${options.maxDepth} levels`);
     return column(location());
   }
   function peg$f8() {    openGroups -= 1;  }

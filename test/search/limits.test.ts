@@ -41,7 +41,7 @@ describe("query limits", () => {
   it("nesting of 20 levels is accepted; the 21st level is a 400", async () => {
     const nested = (depth: number) => `${"(".repeat(depth)}metadata.term:100${")".repeat(depth)}`;
     expect(await searchIds(key, nested(20))).toEqual([tokenId]);
-    expect((await refusedQuery(key, nested(21))).message).toBe("column 21: nesting is limited to 20 levels");
+    expect((await refusedQuery(key, nested(21))).message).toBe("column 21: nesting (parentheses and NOT) is limited to 20 levels");
   });
 
   it("each NOT is a level of nesting too", async () => {
@@ -53,7 +53,7 @@ describe("query limits", () => {
   });
 
   it("deeply nested input is refused before it can exhaust the parser", async () => {
-    expect((await refusedQuery(key, "(".repeat(4000))).message).toBe("column 21: nesting is limited to 20 levels");
+    expect((await refusedQuery(key, "(".repeat(4000))).message).toBe("column 21: nesting (parentheses and NOT) is limited to 20 levels");
     expect((await refusedQuery(key, `${"-".repeat(4000)}type:token`)).message).toBe(
       "column 21: nesting (parentheses and NOT) is limited to 20 levels",
     );
