@@ -5,6 +5,7 @@ import { purgeIdempotencyRecords } from "./http/idempotency";
 import { purgeExpiredTokens } from "./tokens/service";
 
 export { Egress } from "./egress/entrypoint";
+export { Bridge } from "./sandbox/bridge";
 
 const app = buildApp();
 
