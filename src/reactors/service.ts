@@ -229,7 +229,8 @@ export async function react(env: Bindings, principal: Principal, id: string, arg
   }
   const configuration = await currentConfiguration(env, reactor, formula);
   const application = await applicationOf(env, reactor);
-  const detokenized = (await detokenizeJson(env, principal, args, "args")) as Record<string, unknown>;
+  // Detokenized as the body's `args` member, so that errors name paths like args.card.number.
+  const detokenized = ((await detokenizeJson(env, principal, { args })) as { args: Record<string, unknown> }).args;
   // A script of kind "reactor" always yields a ReactorResult.
   const output = (await runScript(env, {
     owner: scriptOwnerOf(formula),
@@ -273,5 +274,6 @@ async function tokenizeOutput(env: Bindings, reactor: ReactorRow, application: P
       `The formula returned tokenize, but reactor ${reactor.id} has no application to tokenize with; set one with token:create`,
     );
   }
-  return tokenize(env, application, payload);
+  // Awaited, not handed on: workerd reports a promise that rejects before anyone awaits it as unhandled.
+  return await tokenize(env, application, payload);
 }

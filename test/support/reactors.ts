@@ -1,6 +1,7 @@
+import { env } from "cloudflare:test";
 import { expect } from "vitest";
 import { OFFICIAL_FORMULAS } from "../../src/reactors/official";
-import { call, type Tenant } from "./harness";
+import { call, createApplication, seedTenant, type Tenant } from "./harness";
 
 /** Code that returns its input: the reactor tests' default formula. */
 export const ECHO_CODE = "module.exports = async function (req) { return { raw: { args: req.args, configuration: req.configuration } }; };";
@@ -48,4 +49,38 @@ export async function createReactor(
   });
   expect(reply.status, JSON.stringify(reply.body)).toBe(201);
   return reply.body;
+}
+
+/** POST /reactors/{id}/react with the caller's key. */
+export function react(key: string, reactorId: string, args: unknown, headers: Record<string, string> = {}) {
+  return call("POST", `/reactors/${reactorId}/react`, { key, body: { args }, headers });
+}
+
+/** A tenant with a reactor running `code`, and a private application that may react (token:use everywhere). */
+export async function reactorRunning(
+  code: string,
+  options: { formula?: Record<string, unknown>; configuration?: Record<string, unknown>; applicationId?: string; tenant?: Tenant } = {},
+) {
+  const tenant = options.tenant ?? (await seedTenant());
+  const formula = await createFormula(tenant, { code, ...options.formula });
+  const reactor = await createReactor(tenant, formula.id, { configuration: options.configuration, applicationId: options.applicationId });
+  const caller = await createApplication(tenant, { type: "private", permissions: ["token:use"] });
+  return { tenant, formula, reactor, caller };
+}
+
+/**
+ * Changes a formula's row directly, as a release changes an official formula. The API refuses such
+ * changes to a tenant's own formula, so this is the one raw write the reactor tests make.
+ */
+export async function changeFormulaAsARelease(formulaId: string, columns: { configuration?: unknown[]; status?: string }) {
+  const assignments = Object.entries({
+    ...(columns.configuration ? { configuration: JSON.stringify(columns.configuration) } : {}),
+    ...(columns.status ? { status: columns.status } : {}),
+  });
+  const result = await env.DB.prepare(
+    `UPDATE reactor_formulas SET ${assignments.map(([column]) => `${column} = ?`).join(", ")}, modified_at = ? WHERE id = ?`,
+  )
+    .bind(...assignments.map(([, value]) => value), Date.now(), formulaId)
+    .run();
+  expect(result.meta.changes).toBe(1);
 }
