@@ -64,12 +64,17 @@ function formObjectOf(params: URLSearchParams): Record<string, string | string[]
 /**
  * Serialises a body in the type it arrived in; null is no body. In a form, arrays repeat the name
  * and nested objects use bracket names (`card[number]=…`), the convention payment APIs expect.
+ * `refuse` makes the error for a form body that is not an object.
  */
-export function serialiseStructured(type: StructuredMediaType, value: unknown): string | null {
+export function serialiseStructured(
+  type: StructuredMediaType,
+  value: unknown,
+  refuse: (reason: string) => ProblemError,
+): string | null {
   if (value === null || value === undefined) return null;
   if (type === "application/json") return JSON.stringify(value);
+  if (typeof value !== "object" || Array.isArray(value)) throw refuse("a form body must be an object");
   const params = new URLSearchParams();
-  if (typeof value !== "object") throw new TypeError("a form body must be an object");
   for (const [name, item] of Object.entries(value)) appendFormValue(params, name, item);
   return params.toString();
 }

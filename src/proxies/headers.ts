@@ -1,4 +1,5 @@
 import type { Config } from "../env";
+import type { ProblemError } from "../http/problem";
 
 /** Headers that describe one connection, not the request: never forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([
@@ -41,8 +42,26 @@ export function forwardableRequestHeaders(headers: Headers, config: Config): Rec
   return forwarded;
 }
 
-/** Whether the runtime lets a header of this name travel with a message the vault builds. */
-export function mayTravel(name: string): boolean {
+/**
+ * Headers of a message the vault builds (after detokenization or a transform): a value that is not
+ * a string is sent as its JSON text; names the runtime sets itself are left to it. `refuse` makes
+ * the error for a name or value HTTP does not allow.
+ */
+export function headersFrom(values: Record<string, unknown>, refuse: (name: string) => ProblemError): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(values)) {
+    if (!mayTravel(name)) continue;
+    try {
+      headers.set(name, typeof value === "string" ? value : JSON.stringify(value));
+    } catch {
+      throw refuse(name);
+    }
+  }
+  return headers;
+}
+
+/** Whether a header of this name may travel with a message the vault builds. */
+function mayTravel(name: string): boolean {
   const lowered = name.toLowerCase();
   return !HOP_BY_HOP.has(lowered) && !RECOMPUTED.has(lowered);
 }

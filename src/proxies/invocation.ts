@@ -2,6 +2,7 @@ import { holdsPermission, type Principal } from "../auth/access";
 import { EgressTimeoutError, fetchThroughEgress } from "../egress/policy";
 import { configOf, type Bindings, type Config } from "../env";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../http/problem";
+import { CustomResponseError, runScript, ScriptFailedError, type ScriptKind, type TransformResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
 import {
   mightHoldReferences,
@@ -12,23 +13,29 @@ import {
   type StructuredMediaType,
 } from "./bodies";
 import { callerTarget, destinationFor, proxyKeyInQuery, type CallerTarget } from "./destination";
-import { DestinationTimeoutError } from "./errors";
-import { forwardableRequestHeaders, mayTravel } from "./headers";
-import { proxyForKey, type InvocableProxy } from "./service";
+import { DestinationResponseError, DestinationTimeoutError } from "./errors";
+import { forwardableRequestHeaders, headersFrom, headersObject } from "./headers";
+import { configurationOf, proxyForKey, type InvocableProxy } from "./service";
+import type { ProxyConfiguration } from "./schema";
 
 export const INVOCATION_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+/** Statuses whose responses cannot carry a body, whatever the response transform returns. */
+const NULL_BODY_STATUSES = new Set([204, 205]);
 
-/** Who invokes: the proxy, and the principal whose `token:use` detokenization acts with (null: nobody). */
 interface Invocation {
   proxy: InvocableProxy;
+  /** Whose `token:use` detokenization acts with: the caller, the proxy's application, or nobody. */
   detokenizer: Principal | null;
   target: CallerTarget;
+  /** Decrypted once, when the first transform needs it. */
+  configuration?: Promise<ProxyConfiguration>;
 }
 
 /**
  * The proxy pipeline (ARCHITECTURE §7): find the proxy by its key, authenticate, detokenize the body
- * and headers, forward through the egress policy, and return the destination's response as it is.
- * Every failure is thrown as a ProblemError; the route turns it into `proxy_error`.
+ * and headers, run the request transform, forward through the egress policy, run the response
+ * transform, and return the destination's response. Every failure is thrown as a ProblemError,
+ * which the route answers as `proxy_error`; a transform's CustomHttpResponseError is the answer.
  */
 export async function invokeProxy(env: Bindings, request: Request): Promise<Response> {
   const config = configOf(env);
@@ -36,8 +43,18 @@ export async function invokeProxy(env: Bindings, request: Request): Promise<Resp
     throw new MethodNotAllowedError([...INVOCATION_METHODS]);
   }
   const invocation = await authorise(env, config, request);
-  const outgoing = await outgoingRequest(env, config, invocation, request);
-  return forward(config, outgoing);
+  try {
+    const outgoing = await outgoingRequest(env, config, invocation, request);
+    const response = await fetchThroughEgress(outgoing, {
+      allowInsecure: config.ALLOW_INSECURE_DESTINATIONS,
+      timeoutMs: config.PROXY_TIMEOUT_MS,
+    });
+    return await answer(env, invocation, response);
+  } catch (error) {
+    if (error instanceof CustomResponseError) return error.toResponse();
+    if (error instanceof EgressTimeoutError) throw new DestinationTimeoutError(config.PROXY_TIMEOUT_MS);
+    throw error;
+  }
 }
 
 async function authorise(env: Bindings, config: Config, request: Request): Promise<Invocation> {
@@ -61,30 +78,53 @@ async function authorise(env: Bindings, config: Config, request: Request): Promi
   return { proxy, detokenizer: caller, target };
 }
 
-/** The request for the destination: headers filtered, references in body and headers replaced. */
+/**
+ * The request for the destination: the caller's headers filtered, references in the body and
+ * headers replaced, then the request transform for JSON and form bodies.
+ */
 async function outgoingRequest(env: Bindings, config: Config, invocation: Invocation, request: Request): Promise<Request> {
   const mediaType = structuredMediaTypeOf(request.headers.get("content-type"));
-  const body = await readRequestBody(request, mediaType);
-  const detokenized = (await detokenizeJson(
+  const transformCode = mediaType ? invocation.proxy.requestTransformCode : null;
+  const body = await readRequestBody(request, mediaType, transformCode !== null);
+  let message = (await detokenizeJson(
     env,
     invocation.detokenizer,
     { headers: forwardableRequestHeaders(request.headers, config), body: body.read ? body.value : undefined },
     "",
   )) as { headers: Record<string, unknown>; body: unknown };
 
+  if (transformCode !== null) {
+    const { path, query } = invocation.target;
+    const args = { body: message.body, headers: textHeaders(message.headers), method: request.method, path, query };
+    message = await runTransform(env, invocation, "request-transform", transformCode, args);
+  }
+  const transformed = transformCode !== null;
+  const headers = headersFrom(message.headers, (name) =>
+    transformed
+      ? new ScriptFailedError("request-transform", `returned a header that HTTP does not allow: ${name}`)
+      : ValidationError.field(`headers.${name}`, "is not a valid header value once detokenized"),
+  );
+  let payload: BodyInit | null = body.read ? serialisedRequestBody(mediaType, message.body) : body.bytes;
+  if (request.method === "GET") payload = null;
+  if (payload !== null && mediaType && !headers.has("content-type")) headers.set("content-type", mediaType);
   return new Request(destinationFor(invocation.proxy.destinationUrl, invocation.target), {
     method: request.method,
-    headers: outgoingHeaders(detokenized.headers),
-    body: request.method === "GET" ? null : body.read ? serialisedBody(mediaType, detokenized.body) : body.bytes,
+    headers,
+    body: payload,
   });
 }
 
-/** A body is read (parsed or decoded) only when it may hold references; otherwise its bytes travel as they are. */
+/** A body is read (parsed or decoded) only when it may hold references or a transform needs it. */
 type RequestBody = { read: false; bytes: Uint8Array | null } | { read: true; value: unknown };
 
-async function readRequestBody(request: Request, mediaType: StructuredMediaType | null): Promise<RequestBody> {
+async function readRequestBody(
+  request: Request,
+  mediaType: StructuredMediaType | null,
+  transformed: boolean,
+): Promise<RequestBody> {
   const bytes = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
-  if (!bytes || !mightHoldReferences(bytes, mediaType)) return { read: false, bytes };
+  if (!bytes) return transformed ? { read: true, value: null } : { read: false, bytes };
+  if (!transformed && !mightHoldReferences(bytes, mediaType)) return { read: false, bytes };
   const text = utf8TextOf(bytes);
   if (text === null) {
     if (mediaType) throw new ValidationError(`The request body is not valid UTF-8, as ${mediaType} must be`);
@@ -94,36 +134,63 @@ async function readRequestBody(request: Request, mediaType: StructuredMediaType 
   return { read: true, value: mediaType ? parseStructured(mediaType, text, refuse) : text };
 }
 
-function serialisedBody(mediaType: StructuredMediaType | null, body: unknown): string | null {
-  if (mediaType) return serialiseStructured(mediaType, body);
-  return typeof body === "string" ? body : JSON.stringify(body);
+function serialisedRequestBody(mediaType: StructuredMediaType | null, body: unknown): string | null {
+  if (!mediaType) return typeof body === "string" ? body : JSON.stringify(body);
+  return serialiseStructured(mediaType, body, (reason) => new ScriptFailedError("request-transform", `returned ${reason}`));
 }
 
-/** Header values that a whole reference turned into JSON are sent as its text. */
-function outgoingHeaders(values: Record<string, unknown>): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(values)) {
-    if (!mayTravel(name)) continue;
-    const text = typeof value === "string" ? value : JSON.stringify(value);
-    try {
-      headers.set(name, text);
-    } catch {
-      throw ValidationError.field(`headers.${name}`, "is not a valid header value once detokenized");
-    }
-  }
-  return headers;
+/** Header values as transforms see them: a whole reference to an object is its JSON text. */
+function textHeaders(values: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(values).map(([name, value]) => [name, typeof value === "string" ? value : JSON.stringify(value)]),
+  );
 }
 
-/** Sends the request through the egress policy; the destination's answer comes back untouched. */
-async function forward(config: Config, outgoing: Request): Promise<Response> {
-  try {
-    const response = await fetchThroughEgress(outgoing, {
-      allowInsecure: config.ALLOW_INSECURE_DESTINATIONS,
-      timeoutMs: config.PROXY_TIMEOUT_MS,
-    });
+/**
+ * The destination's response, untouched; on a 2xx JSON or form response with a response
+ * transform, the transform's body (serialised in the same type) and headers, with the same status.
+ */
+async function answer(env: Bindings, invocation: Invocation, response: Response): Promise<Response> {
+  const code = invocation.proxy.responseTransformCode;
+  const mediaType = structuredMediaTypeOf(response.headers.get("content-type"));
+  if (code === null || mediaType === null || response.status < 200 || response.status > 299) {
     return new Response(response.body, response);
-  } catch (error) {
-    if (error instanceof EgressTimeoutError) throw new DestinationTimeoutError(config.PROXY_TIMEOUT_MS);
-    throw error;
   }
+  const refuse = (reason: string) => new DestinationResponseError(`The destination's response is not valid JSON: ${reason}`);
+  const parsed = parseStructured(mediaType, await response.text(), refuse);
+  const args = { body: parsed, headers: headersObject(response.headers) };
+  const result = await runTransform(env, invocation, "response-transform", code, args);
+  const headers = headersFrom(
+    result.headers,
+    (name) => new ScriptFailedError("response-transform", `returned a header that HTTP does not allow: ${name}`),
+  );
+  // The body is serialised anew, so the destination's encoding of it no longer applies.
+  headers.delete("content-encoding");
+  const serialised = serialiseStructured(
+    mediaType,
+    result.body,
+    (reason) => new ScriptFailedError("response-transform", `returned ${reason}`),
+  );
+  if (serialised !== null && !headers.has("content-type")) headers.set("content-type", mediaType);
+  const body = NULL_BODY_STATUSES.has(response.status) ? null : serialised;
+  return new Response(body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/** Runs one of the proxy's transforms with its configuration and, as `bt`, its application. */
+async function runTransform(
+  env: Bindings,
+  invocation: Invocation,
+  kind: Extract<ScriptKind, "request-transform" | "response-transform">,
+  code: string,
+  args: Record<string, unknown>,
+): Promise<TransformResult> {
+  const { proxy } = invocation;
+  invocation.configuration ??= configurationOf(env, proxy);
+  // The sandbox checks a transform's result against the {body, headers} contract of its kind.
+  return (await runScript(env, {
+    owner: { tenantId: proxy.tenantId, id: proxy.id, kind },
+    code,
+    input: { args, configuration: await invocation.configuration },
+    application: proxy.application,
+  })) as TransformResult;
 }

@@ -12,6 +12,7 @@ import { configOf, type Bindings } from "../env";
 import { NotFoundError, ValidationError } from "../http/problem";
 import { isoTime, pageOf, type Page } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
+import { publishScript, unpublishScript, validateCode, type ScriptKind } from "../sandbox";
 import {
   ProxyBody,
   type ProxyConfiguration,
@@ -20,7 +21,7 @@ import {
   type ProxyResponse,
 } from "./schema";
 
-export const PROXY_KEY_PREFIX = "proxy";
+const PROXY_KEY_PREFIX = "proxy";
 
 type ProxyRow = typeof proxies.$inferSelect;
 
@@ -32,7 +33,7 @@ async function tenantKeysOf(env: Bindings, tenantId: string): Promise<TenantKeys
   return TenantKeys.derive(configOf(env).VAULT_MASTER_KEY, tenantId);
 }
 
-export async function decryptConfiguration(keys: TenantKeys, row: Pick<ProxyRow, "id" | "configuration">) {
+async function decryptConfiguration(keys: TenantKeys, row: Pick<ProxyRow, "id" | "configuration">) {
   if (row.configuration === null) return null;
   return JSON.parse(await keys.decrypt(row.configuration, configurationContext(row.id))) as ProxyConfiguration;
 }
@@ -56,16 +57,46 @@ async function toProxyResponse(keys: TenantKeys, row: ProxyRow): Promise<ProxyRe
   };
 }
 
-/** Everything the schema cannot decide alone: the egress policy and the application's tenant and type. */
-async function checkReferences(env: Bindings, tenantId: string, input: ProxyInput): Promise<void> {
+/**
+ * Everything the schema cannot decide alone: the egress policy, the application's tenant and type,
+ * and whether the sandbox accepts the transforms' code.
+ */
+async function checkInput(env: Bindings, tenantId: string, input: ProxyInput): Promise<void> {
   const refusal = egressRefusal(input.destination_url, { allowInsecure: configOf(env).ALLOW_INSECURE_DESTINATIONS });
   if (refusal !== null) throw ValidationError.field("destination_url", `is not an allowed destination: ${refusal}`);
+  if (input.request_transform) validateCode(input.request_transform.code, "request_transform.code");
+  if (input.response_transform) validateCode(input.response_transform.code, "response_transform.code");
   if (input.application) {
     const application = await principalForApplication(databaseOf(env), tenantId, input.application.id);
     if (!application || application.applicationType === "management") {
       throw ValidationError.field("application.id", "must be a public or private application of this tenant");
     }
   }
+}
+
+type TransformKind = Extract<ScriptKind, "request-transform" | "response-transform">;
+
+function transformsOf(input: ProxyInput): [TransformKind, string | null][] {
+  return [
+    ["request-transform", input.request_transform?.code ?? null],
+    ["response-transform", input.response_transform?.code ?? null],
+  ];
+}
+
+/**
+ * Publishes the transforms a proxy has and withdraws those it no longer has. Publishing comes
+ * before the row is written, so a stored transform is always runnable.
+ */
+async function publishTransforms(env: Bindings, tenantId: string, id: string, input: ProxyInput): Promise<void> {
+  await Promise.all(
+    transformsOf(input).map(([kind, code]) =>
+      code === null ? null : publishScript(env, { tenantId, id, kind }, code),
+    ),
+  );
+}
+
+async function withdrawTransforms(env: Bindings, tenantId: string, id: string, kinds: TransformKind[]): Promise<void> {
+  await Promise.all(kinds.map((kind) => unpublishScript(env, { tenantId, id, kind })));
 }
 
 /** The stored columns of an input, with the configuration encrypted. */
@@ -85,9 +116,10 @@ async function columnsOf(keys: TenantKeys, id: string, input: ProxyInput) {
 
 /** Creates the proxy with a new key, stored as its hash (for lookup) and encrypted (for reads). */
 export async function createProxy(env: Bindings, principal: Principal, input: ProxyInput): Promise<ProxyResponse> {
-  await checkReferences(env, principal.tenantId, input);
+  await checkInput(env, principal.tenantId, input);
   const keys = await tenantKeysOf(env, principal.tenantId);
   const id = crypto.randomUUID();
+  await publishTransforms(env, principal.tenantId, id, input);
   const key = generateSecret(PROXY_KEY_PREFIX);
   const row: ProxyRow = {
     id,
@@ -150,8 +182,9 @@ export async function replaceProxy(
   id: string,
   input: ProxyInput,
 ): Promise<ProxyResponse> {
-  await findProxy(env, principal.tenantId, id);
-  await checkReferences(env, principal.tenantId, input);
+  const existing = await findProxy(env, principal.tenantId, id);
+  await checkInput(env, principal.tenantId, input);
+  await publishTransforms(env, principal.tenantId, id, input);
   const keys = await tenantKeysOf(env, principal.tenantId);
   const [row] = await databaseOf(env)
     .update(proxies)
@@ -159,7 +192,15 @@ export async function replaceProxy(
     .where(and(eq(proxies.tenantId, principal.tenantId), eq(proxies.id, id)))
     .returning();
   if (!row) throw new NotFoundError(`Proxy ${id}`);
+  const removed = transformsOf(input)
+    .filter(([kind, code]) => code === null && storedTransform(existing, kind) !== null)
+    .map(([kind]) => kind);
+  await withdrawTransforms(env, principal.tenantId, id, removed);
   return toProxyResponse(keys, row);
+}
+
+function storedTransform(row: ProxyRow, kind: TransformKind): string | null {
+  return kind === "request-transform" ? row.requestTransformCode : row.responseTransformCode;
 }
 
 /** Applies the merge patch to the stored proxy, then validates the result as a whole body. */
@@ -203,11 +244,13 @@ function mergeConfiguration(
 
 /** The key stops working with the delete: invocation finds proxies only in the table. */
 export async function deleteProxy(env: Bindings, principal: Principal, id: string): Promise<void> {
-  const deleted = await databaseOf(env)
+  const [deleted] = await databaseOf(env)
     .delete(proxies)
     .where(and(eq(proxies.tenantId, principal.tenantId), eq(proxies.id, id)))
-    .returning({ id: proxies.id });
-  if (deleted.length === 0) throw new NotFoundError(`Proxy ${id}`);
+    .returning();
+  if (!deleted) throw new NotFoundError(`Proxy ${id}`);
+  const kinds: TransformKind[] = ["request-transform", "response-transform"];
+  await withdrawTransforms(env, principal.tenantId, id, kinds.filter((kind) => storedTransform(deleted, kind) !== null));
 }
 
 /** What invocation needs of a proxy: its row and the principal of its application, if it has one. */
