@@ -1,0 +1,119 @@
+import { env } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
+import { vi } from "vitest";
+import type { Bindings } from "../../src/env";
+
+/** Where the fake Cloudflare API answers; nothing is ever sent there for real. */
+export const FAKE_API_BASE = "https://api.cloudflare.test/client/v4";
+
+export interface ApiCall {
+  method: string;
+  url: string;
+  authorization: string | null;
+  contentType: string | null;
+  /** The multipart parts of an upload: name, content type and text. */
+  parts: { name: string; type: string; text: string }[];
+}
+
+export interface FakeCloudflare {
+  /** Every call the vault made to the API, in order. */
+  calls: ApiCall[];
+  /** Every `get` on the dispatch namespace: script name and options. */
+  dispatches: { name: string; options: unknown }[];
+  /** The next API call answers with this status and these error messages instead. */
+  failNext(status: number, messages: string[]): void;
+  /** The vault's environment with the dispatch host configured against the fakes. */
+  env: Bindings;
+}
+
+interface StoredScript {
+  metadata: { main_module: string; compatibility_date: string; compatibility_flags: string[] };
+  modules: Record<string, WorkerLoaderModule>;
+}
+
+const MODULE_KINDS: Record<string, keyof WorkerLoaderModule> = {
+  "application/javascript+module": "js",
+  "application/javascript": "cjs",
+};
+
+/**
+ * There is no Cloudflare account or dispatch namespace here. The fake API stores uploaded scripts
+ * (global fetch is intercepted for FAKE_API_BASE only); the fake namespace runs a stored script
+ * through the Worker Loader, with the egress entrypoint standing in for the namespace's outbound
+ * worker, as the real namespace would run it.
+ */
+export function fakeCloudflare(): FakeCloudflare {
+  const calls: ApiCall[] = [];
+  const dispatches: { name: string; options: unknown }[] = [];
+  const scripts = new Map<string, StoredScript>();
+  let failure: { status: number; messages: string[] } | null = null;
+  let generation = 0;
+  const realFetch = globalThis.fetch;
+
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+    const request = new Request(input, init);
+    if (!request.url.startsWith(FAKE_API_BASE)) return realFetch(request);
+    const contentType = request.headers.get("content-type");
+    const parts: ApiCall["parts"] = [];
+    if (contentType?.startsWith("multipart/form-data")) {
+      for (const [name, value] of await request.formData()) {
+        const entry = value as string | File;
+        parts.push(typeof entry === "string" ? { name, type: "", text: entry } : { name, type: entry.type, text: await entry.text() });
+      }
+    }
+    calls.push({ method: request.method, url: request.url, authorization: request.headers.get("authorization"), contentType, parts });
+    if (failure) {
+      const { status, messages } = failure;
+      failure = null;
+      return Response.json({ success: false, errors: messages.map((message, code) => ({ code, message })) }, { status });
+    }
+    const name = request.url.split("/").at(-1)!;
+    if (request.method === "DELETE") {
+      const existed = scripts.delete(name);
+      return Response.json({ success: existed, errors: existed ? [] : [{ code: 10007, message: "script not found" }] }, { status: existed ? 200 : 404 });
+    }
+    const metadata = JSON.parse(parts.find((part) => part.name === "metadata")!.text) as StoredScript["metadata"];
+    const modules = Object.fromEntries(
+      parts.filter((part) => part.name !== "metadata").map((part) => [part.name, { [MODULE_KINDS[part.type]!]: part.text }]),
+    );
+    generation += 1;
+    scripts.set(name, { metadata, modules });
+    return Response.json({ success: true, errors: [], result: { id: name } });
+  });
+
+  const dispatcher = {
+    get(name: string, _args: unknown, options: unknown) {
+      dispatches.push({ name, options });
+      const script = scripts.get(name);
+      if (!script) return { run: () => Promise.reject(new Error(`Worker not found: ${name}`)) };
+      const egress = (exports as unknown as { Egress(options: { props: object }): Fetcher }).Egress({
+        props: { allowInsecure: false, timeoutMs: 1000 },
+      });
+      return env.LOADER!.get(`fake-dispatch-${name}-${generation}`, () => ({
+        compatibilityDate: script.metadata.compatibility_date,
+        compatibilityFlags: script.metadata.compatibility_flags,
+        mainModule: script.metadata.main_module,
+        modules: script.modules,
+        env: {},
+        globalOutbound: egress,
+      })).getEntrypoint();
+    },
+  };
+
+  return {
+    calls,
+    dispatches,
+    failNext(status, messages) {
+      failure = { status, messages };
+    },
+    env: {
+      ...env,
+      SANDBOX_HOST: "dispatch",
+      CLOUDFLARE_ACCOUNT_ID: "account-1234",
+      CLOUDFLARE_API_TOKEN: "cloudflare-api-token-for-tests",
+      CLOUDFLARE_API_BASE: FAKE_API_BASE,
+      DISPATCH_NAMESPACE: "tenant-scripts",
+      DISPATCHER: dispatcher as unknown as DispatchNamespace,
+    } as Bindings,
+  };
+}
