@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, isNull, notExists, or, sql, type SQL } from "drizzle-orm";
 import type { Principal } from "../auth/access";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { databaseOf } from "../db/client";
 import { nameMatches } from "../db/filters";
 import { reactorFormulas, reactors } from "../db/schema";
@@ -34,7 +35,8 @@ export function toFormulaResponse(row: FormulaRow): FormulaResponse {
 }
 
 /** A tenant sees the official formulas (tenant_id NULL) and its own. */
-const visibleTo = (tenantId: string) => or(eq(reactorFormulas.tenantId, tenantId), isNull(reactorFormulas.tenantId))!;
+export const visibleTo = (tenantId: string | SQLiteColumn) =>
+  or(eq(reactorFormulas.tenantId, tenantId), isNull(reactorFormulas.tenantId))!;
 
 /** Changes whenever the formula is saved: reactors are written only against the version they were checked with. */
 export const formulaVersion = (row: Pick<FormulaRow, "createdAt" | "modifiedAt">) => row.modifiedAt ?? row.createdAt;

@@ -1,10 +1,10 @@
-import { and, count, desc, eq, inArray, isNull, or, sql, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Principal } from "../auth/access";
-import { principalForApplication } from "../auth/service";
+import { principalForApplication, principalOf } from "../auth/service";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf } from "../db/client";
 import { nameMatches } from "../db/filters";
-import { reactorFormulas, reactors } from "../db/schema";
+import { applications, reactorFormulas, reactors } from "../db/schema";
 import type { Bindings } from "../env";
 import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
 import { isoTime, pageOf, type Page } from "../http/schemas";
@@ -13,7 +13,8 @@ import { detokenizeJson } from "../tokens/detokenize";
 import { tokenize } from "../tokens/service";
 import { decryptConfiguration, encryptConfiguration, tenantKeysOf } from "./configuration";
 import { conformArgs, conformConfiguration, type Configuration } from "./contract";
-import { findFormula, formulaVersion, toFormulaResponse, type FormulaRow } from "./formulas";
+import { findFormula, formulaVersion, toFormulaResponse, visibleTo, type FormulaRow } from "./formulas";
+import { ensureOfficialFormulas } from "./official/seed";
 import type { ReactorInput, ReactorPatch, ReactorResponse, ReactResult } from "./schema";
 import { scriptOwnerOf } from "./script-owner";
 
@@ -151,12 +152,7 @@ export async function listReactors(
       : await db
           .select()
           .from(reactorFormulas)
-          .where(
-            and(
-              or(eq(reactorFormulas.tenantId, principal.tenantId), isNull(reactorFormulas.tenantId)),
-              inArray(reactorFormulas.id, formulaIds),
-            ),
-          );
+          .where(and(visibleTo(principal.tenantId), inArray(reactorFormulas.id, formulaIds)));
   const formulaById = new Map(formulas.map((formula) => [formula.id, formula]));
   const keys = await tenantKeysOf(env, principal.tenantId);
   const data = await Promise.all(rows.map((row) => toReactorResponse(keys, row, formulaById.get(row.formulaId)!)));
@@ -222,13 +218,8 @@ export async function deleteReactor(env: Bindings, principal: Principal, id: str
  * `tokenize` output is tokenized with the reactor's application, all or nothing.
  */
 export async function react(env: Bindings, principal: Principal, id: string, args: Record<string, unknown>): Promise<ReactResult> {
-  const reactor = await findReactor(env, principal.tenantId, id);
-  const formula = await findFormula(env, principal.tenantId, reactor.formulaId);
-  if (formula.status === "coming_soon") {
-    throw new ConflictError(`Reactor formula ${formula.id} is coming_soon: its reactors cannot run until it is verified again`);
-  }
+  const { reactor, formula, application } = await findRunnableReactor(env, principal.tenantId, id);
   const configuration = await currentConfiguration(env, reactor, formula);
-  const application = await applicationOf(env, reactor);
   // Detokenized as the body's `args` member, so that errors name paths like args.card.number.
   const detokenized = ((await detokenizeJson(env, principal, { args })) as { args: Record<string, unknown> }).args;
   // A script of kind "reactor" always yields a ReactorResult.
@@ -239,6 +230,37 @@ export async function react(env: Bindings, principal: Principal, id: string, arg
     application,
   })) as ReactorResult;
   return { tokens: await tokenizeOutput(env, reactor, application, output.tokenize), raw: output.raw ?? null };
+}
+
+/** The reactor with its formula and the principal of its application, in one query: react is on the hot path. */
+async function findRunnableReactor(env: Bindings, tenantId: string, id: string) {
+  await ensureOfficialFormulas(env);
+  const [found] = await databaseOf(env)
+    .select({
+      reactor: reactors,
+      formula: reactorFormulas,
+      application: {
+        tenantId: applications.tenantId,
+        applicationId: applications.id,
+        type: applications.type,
+        permissions: applications.permissions,
+        rules: applications.rules,
+      },
+    })
+    .from(reactors)
+    .innerJoin(reactorFormulas, and(eq(reactorFormulas.id, reactors.formulaId), visibleTo(reactors.tenantId)))
+    .leftJoin(applications, and(eq(applications.tenantId, reactors.tenantId), eq(applications.id, reactors.applicationId)))
+    .where(and(eq(reactors.tenantId, tenantId), eq(reactors.id, id)))
+    .limit(1);
+  if (!found) throw new NotFoundError(`Reactor ${id}`);
+  const { reactor, formula } = found;
+  if (formula.status === "coming_soon") {
+    throw new ConflictError(`Reactor formula ${formula.id} is coming_soon: its reactors cannot run until it is verified again`);
+  }
+  if (reactor.applicationId !== null && found.application === null) {
+    throw new ConflictError(`Reactor ${reactor.id}'s application ${reactor.applicationId} no longer exists; update the reactor`);
+  }
+  return { reactor, formula, application: found.application && principalOf(found.application) };
 }
 
 /**
@@ -256,15 +278,6 @@ async function currentConfiguration(env: Bindings, reactor: ReactorRow, formula:
     );
   }
   return configuration;
-}
-
-async function applicationOf(env: Bindings, reactor: ReactorRow): Promise<Principal | null> {
-  if (reactor.applicationId === null) return null;
-  const application = await principalForApplication(databaseOf(env), reactor.tenantId, reactor.applicationId);
-  if (!application) {
-    throw new ConflictError(`Reactor ${reactor.id}'s application ${reactor.applicationId} no longer exists; update the reactor`);
-  }
-  return application;
 }
 
 async function tokenizeOutput(env: Bindings, reactor: ReactorRow, application: Principal | null, payload: unknown) {
