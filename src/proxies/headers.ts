@@ -33,13 +33,16 @@ export function forwardableRequestHeaders(headers: Headers, config: Config): Rec
       .map((name) => name.trim().toLowerCase())
       .filter(Boolean),
   );
-  const forwarded: Record<string, string> = {};
-  for (const [name, value] of headers) {
-    if (vaultOwn.has(name) || namedByConnection.has(name) || !mayTravel(name)) continue;
-    if (name.startsWith("cf-") || !FORWARDABLE_NAME.test(name)) continue;
-    forwarded[name] = value;
-  }
-  return forwarded;
+  const forwarded = [...headers].filter(
+    ([name]) =>
+      !vaultOwn.has(name) &&
+      !namedByConnection.has(name) &&
+      mayTravel(name) &&
+      !name.startsWith("cf-") &&
+      FORWARDABLE_NAME.test(name),
+  );
+  // fromEntries, not assignment: a header named __proto__ stays a header.
+  return Object.fromEntries(forwarded);
 }
 
 /**

@@ -234,12 +234,13 @@ function mergeConfiguration(
 ): ProxyConfiguration | null {
   if (patch === undefined) return current;
   if (patch === null) return null;
-  const merged: ProxyConfiguration = { ...current };
+  // A Map and fromEntries keep an entry named __proto__ as data, not as a prototype.
+  const merged = new Map(Object.entries(current ?? {}));
   for (const [name, value] of Object.entries(patch)) {
-    if (value === null) delete merged[name];
-    else merged[name] = value;
+    if (value === null) merged.delete(name);
+    else merged.set(name, value);
   }
-  return merged;
+  return Object.fromEntries(merged);
 }
 
 /** The key stops working with the delete: invocation finds proxies only in the table. */

@@ -388,6 +388,17 @@ describe("proxies: patch", () => {
     expect(Object.keys(problem.errors ?? {})).toContain(field);
   });
 
+  it("keeps configuration entries named like Object internals as data", async () => {
+    const tenant = await seedTenant();
+    const proxy = await createProxy(tenant, { configuration: { toString: "t" } });
+    const merged = await patch(tenant.managementKey, proxy.id, { configuration: { constructor: "c", hasOwnProperty: "h" } });
+    expect(Object.entries(merged.body.configuration)).toEqual([
+      ["toString", "t"],
+      ["constructor", "c"],
+      ["hasOwnProperty", "h"],
+    ]);
+  });
+
   it("refuses a merge that leaves over 100 configuration entries", async () => {
     const tenant = await seedTenant();
     const full = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, "v"]));
