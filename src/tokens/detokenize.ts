@@ -18,6 +18,9 @@ const EXPRESSION_ECHO_LIMIT = 60;
  * escaping happens when the value is serialised again; a string that is exactly one reference to a
  * token whose data is an object or array becomes that value. Object keys are left alone.
  *
+ * Text (a non-JSON body, a header value) is a JSON string like any other, so the proxy detokenizes
+ * its body and headers in one call, with one token lookup.
+ *
  * `principal` null means nobody may detokenize: a value holding references is refused with 403.
  * Errors name the JSON path of the string, under `root`.
  */
@@ -31,18 +34,6 @@ export async function detokenizeJson(
   if (ids.length === 0) return value;
   const data = await reveal(env, principal, ids);
   return substitute(value, data);
-}
-
-/** The same for text (non-JSON bodies, header values): the data is always inserted as text. */
-export async function detokenizeText(
-  env: Bindings,
-  principal: Principal | null,
-  text: string,
-  root = "body",
-): Promise<string> {
-  const ids = collectReferences(text, root);
-  if (ids.length === 0) return text;
-  return insertData(text, await reveal(env, principal, ids));
 }
 
 /** Every token id referenced in the value, lower-cased; refuses invalid expressions and too many references. */
