@@ -42,6 +42,7 @@ export function buildScriptModules(code: string, limits: ScriptLimits): ScriptMo
   return [
     { name: MAIN_MODULE, format: "esm", source: WRAPPER_SOURCE },
     { name: "prelude.js", format: "esm", source: preludeSource(limits) },
+    { name: "builtins.js", format: "commonjs", source: BUILTINS_SOURCE },
     { name: ERRORS_MODULE, format: "esm", source: ERRORS_SOURCE },
     { name: "tenant.js", format: parsed.format, source: instrumentCode(code, parsed) },
   ];
@@ -52,8 +53,7 @@ export function buildScriptModules(code: string, limits: ScriptLimits): ScriptMo
  * budget check, the allowed-module `require`, and the allocation guards.
  */
 function preludeSource({ cpuMs }: ScriptLimits): string {
-  const builtins = ALLOWED_BUILTINS.map((name) => `import ${name} from "node:${name}";`).join("\n");
-  return `${builtins}
+  return `import loadBuiltin from "./builtins.js";
 import * as errors from ${JSON.stringify(ERRORS_MODULE)};
 
 export const intrinsics = Object.freeze({
@@ -73,16 +73,19 @@ function define(name, value) {
   Object.defineProperty(globalThis, name, { value, writable: false, enumerable: false, configurable: false });
 }
 
-const modules = new Map([[${JSON.stringify(ERRORS_MODULE)}, errors]]);
-for (const [name, value] of Object.entries({ ${ALLOWED_BUILTINS.join(", ")} })) {
-  modules.set(name, value);
-  modules.set("node:" + name, value);
+// A prototype-free table: tenant code that tampers with String or Array methods cannot widen it.
+const BUILTINS = Object.create(null);
+for (const name of ${JSON.stringify(ALLOWED_BUILTINS)}) {
+  BUILTINS[name] = name;
+  BUILTINS["node:" + name] = name;
 }
 const UNKNOWN_MODULE = ${JSON.stringify(unknownModuleMessage("\u0000"))};
 define(${JSON.stringify(REQUIRE)}, function require(specifier) {
-  const found = modules.get(String(specifier));
-  if (found === undefined) throw new intrinsics.Error(UNKNOWN_MODULE.split("\\u0000").join(String(specifier)));
-  return found;
+  const text = typeof specifier === "string" ? specifier : "" + specifier;
+  if (text === ${JSON.stringify(ERRORS_MODULE)}) return errors;
+  const name = BUILTINS[text];
+  if (name !== undefined) return loadBuiltin(name);
+  throw new intrinsics.Error(UNKNOWN_MODULE.split("\\u0000").join(text));
 });
 
 /** Thrown at every check once the isolate has been busy too long, until it yields. */
@@ -146,14 +149,17 @@ for (const name of ["Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array"
   guard(name, (args) => lengthOf(args[0]) * bytesPerElement);
 }
 for (const method of ["alloc", "allocUnsafe", "allocUnsafeSlow"]) {
-  const original = buffer.Buffer[method];
-  buffer.Buffer[method] = function (size, ...rest) {
+  const original = Buffer[method];
+  Buffer[method] = function (size, ...rest) {
     refuse(Number(size) || 0);
     return Reflect.apply(original, this, [size, ...rest]);
   };
 }
 `;
 }
+
+/** Node built-ins load on first require: a script that needs none starts faster. */
+const BUILTINS_SOURCE = `module.exports = (name) => require("node:" + name);\n`;
 
 /** The errors tenant code may throw (and the error a failed `bt` call throws). */
 const ERRORS_SOURCE = `

@@ -39,6 +39,7 @@ describe("Workers for Platforms host", () => {
       { name: "metadata", type: "" },
       { name: "sandbox.js", type: "application/javascript+module" },
       { name: "prelude.js", type: "application/javascript+module" },
+      { name: "builtins.js", type: "application/javascript" },
       { name: "@token-vault/errors", type: "application/javascript+module" },
       { name: "tenant.js", type: "application/javascript" },
     ]);
@@ -49,7 +50,7 @@ describe("Workers for Platforms host", () => {
       bindings: [],
       tags: ["tenant-tenant-dispatch", "reactor"],
     });
-    expect(upload!.parts[4]!.text).toContain("{ raw: { doubled: req.args.n * 2 } }");
+    expect(upload!.parts[5]!.text).toContain("{ raw: { doubled: req.args.n * 2 } }");
   });
 
   it("an ES module is uploaded as a module part", async () => {
