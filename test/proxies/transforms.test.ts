@@ -105,6 +105,16 @@ describe("proxy transforms: the request transform (rule 6)", () => {
     ]);
   });
 
+  it("refuses a JSON body that does not parse with proxy_error 400", async () => {
+    const { proxy } = await proxyWith({
+      destination_url: loopback("/unparsed-for-transform-marker"),
+      request_transform: { code: transform("return { body: req.args.body, headers: req.args.headers };") },
+    });
+    const reply = await invoke("POST", "", { proxyKey: proxy.key, raw: "{not json" });
+    expect(expectProxyError(reply, 400).detail).toContain("not valid JSON");
+    expect(await destinationSaw("unparsed-for-transform-marker")).toBe(0);
+  });
+
   it("does not run for bodies other than JSON and forms", async () => {
     const { proxy } = await proxyWith({
       request_transform: { code: transform("return { body: { replaced: true }, headers: {} };") },
