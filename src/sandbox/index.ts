@@ -1,3 +1,8 @@
+/**
+ * The one place tenant code (proxy transforms and reactor formulas) runs: in its own isolate, with
+ * no bindings, the network only through the egress policy and the vault only through a bridge
+ * scoped to one application, under CPU, wall-clock and input-size limits.
+ */
 import { exports } from "cloudflare:workers";
 import type { Principal } from "../auth/access";
 import { utf8 } from "../crypto/encoding";
@@ -13,11 +18,6 @@ import { checkCode, CodeProblem, MAX_CODE_LENGTH, parseCode } from "./tenant-cod
 export { CustomResponseError, ScriptFailedError, ScriptTimeoutError, TenantError } from "./errors";
 export type { ReactorResult, TransformResult } from "./outcome";
 
-/**
- * Runs tenant code (proxy transforms and reactor formulas) in its own isolate: no bindings, the
- * network only through the egress policy, the vault only through a bridge scoped to one
- * application, under CPU, wall-clock and input-size limits.
- */
 export type ScriptKind = "request-transform" | "response-transform" | "reactor";
 
 /** Whose script it is: `id` is the proxy's or the reactor formula's id. */

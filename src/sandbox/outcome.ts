@@ -30,7 +30,8 @@ const OutcomeSchema = z.discriminatedUnion("kind", [
 ]);
 
 const HeadersSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
-const StatusSchema = z.number().int().min(100).max(599);
+/** 1xx is informational only: the Workers runtime cannot send one as a final response. */
+const StatusSchema = z.number().int().min(200).max(599);
 
 /**
  * Turns what the sandbox reported into the script's result, or throws the matching ProblemError.
@@ -90,7 +91,7 @@ function reactorResult(value: unknown): ReactorResult {
 
 function customResponse(kind: ScriptKind, outcome: { status: unknown; headers: unknown; json: string }): Error {
   const status = StatusSchema.safeParse(outcome.status);
-  if (!status.success) return invalid(kind, "threw CustomHttpResponseError with a status outside 100-599");
+  if (!status.success) return invalid(kind, "threw CustomHttpResponseError with a status outside 200-599");
   const headers = HeadersSchema.safeParse(outcome.headers ?? {});
   if (!headers.success) return invalid(kind, "threw CustomHttpResponseError whose headers are not an object of strings");
   return new CustomResponseError(status.data, headers.data, parseReported(kind, outcome.json));

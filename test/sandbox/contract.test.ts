@@ -170,10 +170,10 @@ describe("errors thrown by tenant code", () => {
     expect(await response.text()).toBe("moved");
   });
 
-  it("a CustomHttpResponseError with a status outside 100-599 is a clear error", async () => {
+  it.each([[700], [101], ["'200'"]])("a CustomHttpResponseError with status %s (outside 200-599) is a clear error", async (status) => {
     const code = `const { CustomHttpResponseError } = require("@token-vault/errors");
-      module.exports = () => { throw new CustomHttpResponseError({ status: 700, body: {} }); };`;
-    await expect(run(code)).rejects.toMatchObject({ status: 500, message: expect.stringContaining("status outside 100-599") });
+      module.exports = () => { throw new CustomHttpResponseError({ status: ${status}, body: {} }); };`;
+    await expect(run(code)).rejects.toMatchObject({ status: 500, message: expect.stringContaining("status outside 200-599") });
   });
 
   it("anything else thrown is a 500 with its message", async () => {
