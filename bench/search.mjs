@@ -69,9 +69,7 @@ export default async function search(bench) {
   }
 
   console.log("\n  parse rate, same corpus");
-  const corpus = parseCorpus();
-  const generated = parseRate(corpus, (query) => parseGenerated(query, { maxDepth: 20 }));
-  const reference = parseRate(corpus, (query) => lucene.parse(query));
+  const [generated, reference] = parseRates(parseCorpus(), [(query) => parseGenerated(query, { maxDepth: 20 }), (query) => lucene.parse(query)]);
   bench.report("generated parser (grammar/search.peggy)", generated, "lucene npm package", reference, "queries/s");
 }
 
@@ -349,15 +347,22 @@ function parseCorpus() {
   ];
 }
 
-function parseRate(corpus, parse) {
-  for (let i = 0; i < 2000; i++) parse(corpus[i % corpus.length]);
-  let parsed = 0;
-  const started = performance.now();
-  while (performance.now() - started < 1500) {
-    for (const query of corpus) parse(query);
-    parsed += corpus.length;
+/** Queries per second of each parser, in alternating rounds so that a change of load hits both alike. */
+function parseRates(corpus, parsers) {
+  for (let i = 0; i < 3000; i++) for (const parse of parsers) parse(corpus[i % corpus.length]);
+  const elapsed = parsers.map(() => 0);
+  const parsed = parsers.map(() => 0);
+  for (let round = 0; round < 20; round++) {
+    parsers.forEach((parse, p) => {
+      const started = performance.now();
+      while (performance.now() - started < 100) {
+        for (const query of corpus) parse(query);
+        parsed[p] += corpus.length;
+      }
+      elapsed[p] += performance.now() - started;
+    });
   }
-  return parsed / ((performance.now() - started) / 1000);
+  return parsed.map((count, p) => count / (elapsed[p] / 1000));
 }
 
 function compact(size) {

@@ -8,15 +8,16 @@
     return location.start.offset + 1;
   }
 
-  // A value as written: its unescaped text and where its unescaped wildcards are.
+  // A value as written: its unescaped text and where its unescaped wildcards are. Each part is a
+  // run of ordinary characters, an escaped character or a wildcard.
   function valueOf(parts, quoted, location, raw) {
-    return {
-      text: parts.map((part) => part.char).join(""),
-      quoted,
-      raw,
-      column: column(location),
-      wildcards: parts.flatMap((part, index) => (part.wildcard ? [{ index, column: part.column }] : [])),
-    };
+    let text = "";
+    const wildcards = [];
+    for (const part of parts) {
+      if (part.wildcard) wildcards.push({ index: text.length, column: part.column });
+      text += part.chars;
+    }
+    return { text, quoted, raw, column: column(location), wildcards };
   }
 
   function chain(kind, head, tail) {
@@ -200,15 +201,15 @@ function peg$parse(input, options) {
   const peg$c13 = "^";
   const peg$c14 = "NOT";
 
-  const peg$r0 = /^[*?]/;
-  const peg$r1 = /^[^ \t\r\n:()"\\]/;
+  const peg$r0 = /^[^ \t\r\n:()"\\*?]/;
+  const peg$r1 = /^[*?]/;
   const peg$r2 = /^[[{]/;
   const peg$r3 = /^[\]}]/;
   const peg$r4 = /^[ \t\r\n\]}]/;
-  const peg$r5 = /^[^"\\]/;
+  const peg$r5 = /^[^"\\*?]/;
   const peg$r6 = /^["(]/;
-  const peg$r7 = /^[^ \t\r\n)\\]/;
-  const peg$r8 = /^[^ \t\r\n)\]}\\]/;
+  const peg$r7 = /^[^ \t\r\n)\\*?~\^]/;
+  const peg$r8 = /^[^ \t\r\n)\]}\\*?~\^]/;
   const peg$r9 = /^[!\-]/;
   const peg$r10 = /^[^ \t\r\n()"!\-]/;
   const peg$r11 = /^[ \t\r\n]/;
@@ -217,10 +218,10 @@ function peg$parse(input, options) {
   const peg$e1 = peg$literalExpectation("(", false);
   const peg$e2 = peg$literalExpectation(")", false);
   const peg$e3 = peg$literalExpectation(":", false);
-  const peg$e4 = peg$literalExpectation("\\", false);
-  const peg$e5 = peg$anyExpectation();
-  const peg$e6 = peg$classExpectation(["*", "?"], false, false, false);
-  const peg$e7 = peg$classExpectation([" ", "\t", "\r", "\n", ":", "(", ")", "\"", "\\"], true, false, false);
+  const peg$e4 = peg$classExpectation([" ", "\t", "\r", "\n", ":", "(", ")", "\"", "\\", "*", "?"], true, false, false);
+  const peg$e5 = peg$literalExpectation("\\", false);
+  const peg$e6 = peg$anyExpectation();
+  const peg$e7 = peg$classExpectation(["*", "?"], false, false, false);
   const peg$e8 = peg$literalExpectation("AND", false);
   const peg$e9 = peg$literalExpectation("OR", false);
   const peg$e10 = peg$literalExpectation("+", false);
@@ -233,12 +234,12 @@ function peg$parse(input, options) {
   const peg$e17 = peg$literalExpectation("*", false);
   const peg$e18 = peg$classExpectation([" ", "\t", "\r", "\n", "]", "}"], false, false, false);
   const peg$e19 = peg$literalExpectation("\"", false);
-  const peg$e20 = peg$classExpectation(["\"", "\\"], true, false, false);
+  const peg$e20 = peg$classExpectation(["\"", "\\", "*", "?"], true, false, false);
   const peg$e21 = peg$literalExpectation("~", false);
   const peg$e22 = peg$literalExpectation("^", false);
   const peg$e23 = peg$classExpectation(["\"", "("], false, false, false);
-  const peg$e24 = peg$classExpectation([" ", "\t", "\r", "\n", ")", "\\"], true, false, false);
-  const peg$e25 = peg$classExpectation([" ", "\t", "\r", "\n", ")", "]", "}", "\\"], true, false, false);
+  const peg$e24 = peg$classExpectation([" ", "\t", "\r", "\n", ")", "\\", "*", "?", "~", "^"], true, false, false);
+  const peg$e25 = peg$classExpectation([" ", "\t", "\r", "\n", ")", "]", "}", "\\", "*", "?", "~", "^"], true, false, false);
   const peg$e26 = peg$otherExpectation("NOT");
   const peg$e27 = peg$literalExpectation("NOT", false);
   const peg$e28 = peg$classExpectation(["!", "-"], false, false, false);
@@ -291,20 +292,20 @@ function peg$parse(input, options) {
   function peg$f24(value) {    return { value };  }
   function peg$f25() {    error("expected a date, a date-time or * in the range");  }
   function peg$f26(parts) {    return valueOf(parts, true, location(), text());  }
-  function peg$f27(char) {    return { char };  }
-  function peg$f28(char) {    return { char, wildcard: true, column: column(location()) };  }
-  function peg$f29(char) {    return { char };  }
+  function peg$f27(chars) {    return { chars };  }
+  function peg$f28(chars) {    return { chars };  }
+  function peg$f29(chars) {    return { chars, wildcard: true, column: column(location()) };  }
   function peg$f30() {    error('expected a closing quote (")');  }
   function peg$f31() {    error("proximity search (~) is not supported");  }
   function peg$f32() {    error("boosting (^) is not supported");  }
   function peg$f33(parts) {    return valueOf(parts, false, location(), text());  }
-  function peg$f34(char) {    return { char };  }
-  function peg$f35(char) {    return { char, wildcard: true, column: column(location()) };  }
-  function peg$f36(char) {    return { char };  }
+  function peg$f34(chars) {    return { chars };  }
+  function peg$f35(chars) {    return { chars };  }
+  function peg$f36(chars) {    return { chars, wildcard: true, column: column(location()) };  }
   function peg$f37(parts) {    return valueOf(parts, false, location(), text());  }
-  function peg$f38(char) {    return { char };  }
-  function peg$f39(char) {    return { char, wildcard: true, column: column(location()) };  }
-  function peg$f40(char) {    return { char };  }
+  function peg$f38(chars) {    return { chars };  }
+  function peg$f39(chars) {    return { chars };  }
+  function peg$f40(chars) {    return { chars, wildcard: true, column: column(location()) };  }
   function peg$f41() {    error("expected a character after the backslash");  }
   function peg$f42() {    error("fuzzy search (~) is not supported; write \\~ to search for the character itself");  }
   function peg$f43() {    error("boosting (^) is not supported; write \\^ to search for the character itself");  }
@@ -884,53 +885,74 @@ function peg$parse(input, options) {
     let s0, s1, s2;
 
     s0 = peg$currPos;
-    if (input.charCodeAt(peg$currPos) === 92) {
-      s1 = peg$c3;
+    s1 = [];
+    s2 = input.charAt(peg$currPos);
+    if (peg$r0.test(s2)) {
       peg$currPos++;
     } else {
-      s1 = peg$FAILED;
+      s2 = peg$FAILED;
       if (peg$silentFails === 0) { peg$fail(peg$e4); }
     }
-    if (s1 !== peg$FAILED) {
-      if (input.length > peg$currPos) {
+    if (s2 !== peg$FAILED) {
+      while (s2 !== peg$FAILED) {
+        s1.push(s2);
         s2 = input.charAt(peg$currPos);
+        if (peg$r0.test(s2)) {
+          peg$currPos++;
+        } else {
+          s2 = peg$FAILED;
+          if (peg$silentFails === 0) { peg$fail(peg$e4); }
+        }
+      }
+    } else {
+      s1 = peg$FAILED;
+    }
+    if (s1 !== peg$FAILED) {
+      s0 = input.substring(s0, peg$currPos);
+    } else {
+      s0 = s1;
+    }
+    if (s0 === peg$FAILED) {
+      s0 = peg$currPos;
+      if (input.charCodeAt(peg$currPos) === 92) {
+        s1 = peg$c3;
         peg$currPos++;
       } else {
-        s2 = peg$FAILED;
+        s1 = peg$FAILED;
         if (peg$silentFails === 0) { peg$fail(peg$e5); }
       }
-      if (s2 !== peg$FAILED) {
-        s0 = s2;
+      if (s1 !== peg$FAILED) {
+        if (input.length > peg$currPos) {
+          s2 = input.charAt(peg$currPos);
+          peg$currPos++;
+        } else {
+          s2 = peg$FAILED;
+          if (peg$silentFails === 0) { peg$fail(peg$e6); }
+        }
+        if (s2 !== peg$FAILED) {
+          s0 = s2;
+        } else {
+          peg$currPos = s0;
+          s0 = peg$FAILED;
+        }
       } else {
         peg$currPos = s0;
         s0 = peg$FAILED;
       }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-    if (s0 === peg$FAILED) {
-      s0 = peg$currPos;
-      s1 = input.charAt(peg$currPos);
-      if (peg$r0.test(s1)) {
-        peg$currPos++;
-      } else {
-        s1 = peg$FAILED;
-        if (peg$silentFails === 0) { peg$fail(peg$e6); }
-      }
-      if (s1 !== peg$FAILED) {
-        peg$savedPos = s0;
-        s1 = peg$f14();
-      }
-      s0 = s1;
       if (s0 === peg$FAILED) {
-        s0 = input.charAt(peg$currPos);
-        if (peg$r1.test(s0)) {
+        s0 = peg$currPos;
+        s1 = input.charAt(peg$currPos);
+        if (peg$r1.test(s1)) {
           peg$currPos++;
         } else {
-          s0 = peg$FAILED;
+          s1 = peg$FAILED;
           if (peg$silentFails === 0) { peg$fail(peg$e7); }
         }
+        if (s1 !== peg$FAILED) {
+          peg$savedPos = s0;
+          s1 = peg$f14();
+        }
+        s0 = s1;
       }
     }
 
@@ -1280,59 +1302,80 @@ function peg$parse(input, options) {
   }
 
   function peg$parseQuotedPart() {
-    let s0, s1, s2;
+    let s0, s1, s2, s3;
 
     s0 = peg$currPos;
-    if (input.charCodeAt(peg$currPos) === 92) {
-      s1 = peg$c3;
+    s1 = peg$currPos;
+    s2 = [];
+    s3 = input.charAt(peg$currPos);
+    if (peg$r5.test(s3)) {
       peg$currPos++;
     } else {
-      s1 = peg$FAILED;
-      if (peg$silentFails === 0) { peg$fail(peg$e4); }
+      s3 = peg$FAILED;
+      if (peg$silentFails === 0) { peg$fail(peg$e20); }
+    }
+    if (s3 !== peg$FAILED) {
+      while (s3 !== peg$FAILED) {
+        s2.push(s3);
+        s3 = input.charAt(peg$currPos);
+        if (peg$r5.test(s3)) {
+          peg$currPos++;
+        } else {
+          s3 = peg$FAILED;
+          if (peg$silentFails === 0) { peg$fail(peg$e20); }
+        }
+      }
+    } else {
+      s2 = peg$FAILED;
+    }
+    if (s2 !== peg$FAILED) {
+      s1 = input.substring(s1, peg$currPos);
+    } else {
+      s1 = s2;
     }
     if (s1 !== peg$FAILED) {
-      if (input.length > peg$currPos) {
-        s2 = input.charAt(peg$currPos);
+      peg$savedPos = s0;
+      s1 = peg$f27(s1);
+    }
+    s0 = s1;
+    if (s0 === peg$FAILED) {
+      s0 = peg$currPos;
+      if (input.charCodeAt(peg$currPos) === 92) {
+        s1 = peg$c3;
         peg$currPos++;
       } else {
-        s2 = peg$FAILED;
+        s1 = peg$FAILED;
         if (peg$silentFails === 0) { peg$fail(peg$e5); }
       }
-      if (s2 !== peg$FAILED) {
-        peg$savedPos = s0;
-        s0 = peg$f27(s2);
+      if (s1 !== peg$FAILED) {
+        if (input.length > peg$currPos) {
+          s2 = input.charAt(peg$currPos);
+          peg$currPos++;
+        } else {
+          s2 = peg$FAILED;
+          if (peg$silentFails === 0) { peg$fail(peg$e6); }
+        }
+        if (s2 !== peg$FAILED) {
+          peg$savedPos = s0;
+          s0 = peg$f28(s2);
+        } else {
+          peg$currPos = s0;
+          s0 = peg$FAILED;
+        }
       } else {
         peg$currPos = s0;
         s0 = peg$FAILED;
       }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-    if (s0 === peg$FAILED) {
-      s0 = peg$parseDanglingBackslash();
       if (s0 === peg$FAILED) {
-        s0 = peg$currPos;
-        s1 = input.charAt(peg$currPos);
-        if (peg$r0.test(s1)) {
-          peg$currPos++;
-        } else {
-          s1 = peg$FAILED;
-          if (peg$silentFails === 0) { peg$fail(peg$e6); }
-        }
-        if (s1 !== peg$FAILED) {
-          peg$savedPos = s0;
-          s1 = peg$f28(s1);
-        }
-        s0 = s1;
+        s0 = peg$parseDanglingBackslash();
         if (s0 === peg$FAILED) {
           s0 = peg$currPos;
           s1 = input.charAt(peg$currPos);
-          if (peg$r5.test(s1)) {
+          if (peg$r1.test(s1)) {
             peg$currPos++;
           } else {
             s1 = peg$FAILED;
-            if (peg$silentFails === 0) { peg$fail(peg$e20); }
+            if (peg$silentFails === 0) { peg$fail(peg$e7); }
           }
           if (s1 !== peg$FAILED) {
             peg$savedPos = s0;
@@ -1449,67 +1492,88 @@ function peg$parse(input, options) {
   }
 
   function peg$parseUnquotedPart() {
-    let s0, s1, s2;
+    let s0, s1, s2, s3;
 
     s0 = peg$currPos;
-    if (input.charCodeAt(peg$currPos) === 92) {
-      s1 = peg$c3;
+    s1 = peg$currPos;
+    s2 = [];
+    s3 = input.charAt(peg$currPos);
+    if (peg$r7.test(s3)) {
       peg$currPos++;
     } else {
-      s1 = peg$FAILED;
-      if (peg$silentFails === 0) { peg$fail(peg$e4); }
+      s3 = peg$FAILED;
+      if (peg$silentFails === 0) { peg$fail(peg$e24); }
+    }
+    if (s3 !== peg$FAILED) {
+      while (s3 !== peg$FAILED) {
+        s2.push(s3);
+        s3 = input.charAt(peg$currPos);
+        if (peg$r7.test(s3)) {
+          peg$currPos++;
+        } else {
+          s3 = peg$FAILED;
+          if (peg$silentFails === 0) { peg$fail(peg$e24); }
+        }
+      }
+    } else {
+      s2 = peg$FAILED;
+    }
+    if (s2 !== peg$FAILED) {
+      s1 = input.substring(s1, peg$currPos);
+    } else {
+      s1 = s2;
     }
     if (s1 !== peg$FAILED) {
-      if (input.length > peg$currPos) {
-        s2 = input.charAt(peg$currPos);
+      peg$savedPos = s0;
+      s1 = peg$f34(s1);
+    }
+    s0 = s1;
+    if (s0 === peg$FAILED) {
+      s0 = peg$currPos;
+      if (input.charCodeAt(peg$currPos) === 92) {
+        s1 = peg$c3;
         peg$currPos++;
       } else {
-        s2 = peg$FAILED;
+        s1 = peg$FAILED;
         if (peg$silentFails === 0) { peg$fail(peg$e5); }
       }
-      if (s2 !== peg$FAILED) {
-        peg$savedPos = s0;
-        s0 = peg$f34(s2);
+      if (s1 !== peg$FAILED) {
+        if (input.length > peg$currPos) {
+          s2 = input.charAt(peg$currPos);
+          peg$currPos++;
+        } else {
+          s2 = peg$FAILED;
+          if (peg$silentFails === 0) { peg$fail(peg$e6); }
+        }
+        if (s2 !== peg$FAILED) {
+          peg$savedPos = s0;
+          s0 = peg$f35(s2);
+        } else {
+          peg$currPos = s0;
+          s0 = peg$FAILED;
+        }
       } else {
         peg$currPos = s0;
         s0 = peg$FAILED;
       }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-    if (s0 === peg$FAILED) {
-      s0 = peg$parseDanglingBackslash();
       if (s0 === peg$FAILED) {
-        s0 = peg$currPos;
-        s1 = input.charAt(peg$currPos);
-        if (peg$r0.test(s1)) {
-          peg$currPos++;
-        } else {
-          s1 = peg$FAILED;
-          if (peg$silentFails === 0) { peg$fail(peg$e6); }
-        }
-        if (s1 !== peg$FAILED) {
-          peg$savedPos = s0;
-          s1 = peg$f35(s1);
-        }
-        s0 = s1;
+        s0 = peg$parseDanglingBackslash();
         if (s0 === peg$FAILED) {
-          s0 = peg$parseFeatureCharacter();
+          s0 = peg$currPos;
+          s1 = input.charAt(peg$currPos);
+          if (peg$r1.test(s1)) {
+            peg$currPos++;
+          } else {
+            s1 = peg$FAILED;
+            if (peg$silentFails === 0) { peg$fail(peg$e7); }
+          }
+          if (s1 !== peg$FAILED) {
+            peg$savedPos = s0;
+            s1 = peg$f36(s1);
+          }
+          s0 = s1;
           if (s0 === peg$FAILED) {
-            s0 = peg$currPos;
-            s1 = input.charAt(peg$currPos);
-            if (peg$r7.test(s1)) {
-              peg$currPos++;
-            } else {
-              s1 = peg$FAILED;
-              if (peg$silentFails === 0) { peg$fail(peg$e24); }
-            }
-            if (s1 !== peg$FAILED) {
-              peg$savedPos = s0;
-              s1 = peg$f36(s1);
-            }
-            s0 = s1;
+            s0 = peg$parseFeatureCharacter();
           }
         }
       }
@@ -1565,67 +1629,88 @@ function peg$parse(input, options) {
   }
 
   function peg$parseBoundPart() {
-    let s0, s1, s2;
+    let s0, s1, s2, s3;
 
     s0 = peg$currPos;
-    if (input.charCodeAt(peg$currPos) === 92) {
-      s1 = peg$c3;
+    s1 = peg$currPos;
+    s2 = [];
+    s3 = input.charAt(peg$currPos);
+    if (peg$r8.test(s3)) {
       peg$currPos++;
     } else {
-      s1 = peg$FAILED;
-      if (peg$silentFails === 0) { peg$fail(peg$e4); }
+      s3 = peg$FAILED;
+      if (peg$silentFails === 0) { peg$fail(peg$e25); }
+    }
+    if (s3 !== peg$FAILED) {
+      while (s3 !== peg$FAILED) {
+        s2.push(s3);
+        s3 = input.charAt(peg$currPos);
+        if (peg$r8.test(s3)) {
+          peg$currPos++;
+        } else {
+          s3 = peg$FAILED;
+          if (peg$silentFails === 0) { peg$fail(peg$e25); }
+        }
+      }
+    } else {
+      s2 = peg$FAILED;
+    }
+    if (s2 !== peg$FAILED) {
+      s1 = input.substring(s1, peg$currPos);
+    } else {
+      s1 = s2;
     }
     if (s1 !== peg$FAILED) {
-      if (input.length > peg$currPos) {
-        s2 = input.charAt(peg$currPos);
+      peg$savedPos = s0;
+      s1 = peg$f38(s1);
+    }
+    s0 = s1;
+    if (s0 === peg$FAILED) {
+      s0 = peg$currPos;
+      if (input.charCodeAt(peg$currPos) === 92) {
+        s1 = peg$c3;
         peg$currPos++;
       } else {
-        s2 = peg$FAILED;
+        s1 = peg$FAILED;
         if (peg$silentFails === 0) { peg$fail(peg$e5); }
       }
-      if (s2 !== peg$FAILED) {
-        peg$savedPos = s0;
-        s0 = peg$f38(s2);
+      if (s1 !== peg$FAILED) {
+        if (input.length > peg$currPos) {
+          s2 = input.charAt(peg$currPos);
+          peg$currPos++;
+        } else {
+          s2 = peg$FAILED;
+          if (peg$silentFails === 0) { peg$fail(peg$e6); }
+        }
+        if (s2 !== peg$FAILED) {
+          peg$savedPos = s0;
+          s0 = peg$f39(s2);
+        } else {
+          peg$currPos = s0;
+          s0 = peg$FAILED;
+        }
       } else {
         peg$currPos = s0;
         s0 = peg$FAILED;
       }
-    } else {
-      peg$currPos = s0;
-      s0 = peg$FAILED;
-    }
-    if (s0 === peg$FAILED) {
-      s0 = peg$parseDanglingBackslash();
       if (s0 === peg$FAILED) {
-        s0 = peg$currPos;
-        s1 = input.charAt(peg$currPos);
-        if (peg$r0.test(s1)) {
-          peg$currPos++;
-        } else {
-          s1 = peg$FAILED;
-          if (peg$silentFails === 0) { peg$fail(peg$e6); }
-        }
-        if (s1 !== peg$FAILED) {
-          peg$savedPos = s0;
-          s1 = peg$f39(s1);
-        }
-        s0 = s1;
+        s0 = peg$parseDanglingBackslash();
         if (s0 === peg$FAILED) {
-          s0 = peg$parseFeatureCharacter();
+          s0 = peg$currPos;
+          s1 = input.charAt(peg$currPos);
+          if (peg$r1.test(s1)) {
+            peg$currPos++;
+          } else {
+            s1 = peg$FAILED;
+            if (peg$silentFails === 0) { peg$fail(peg$e7); }
+          }
+          if (s1 !== peg$FAILED) {
+            peg$savedPos = s0;
+            s1 = peg$f40(s1);
+          }
+          s0 = s1;
           if (s0 === peg$FAILED) {
-            s0 = peg$currPos;
-            s1 = input.charAt(peg$currPos);
-            if (peg$r8.test(s1)) {
-              peg$currPos++;
-            } else {
-              s1 = peg$FAILED;
-              if (peg$silentFails === 0) { peg$fail(peg$e25); }
-            }
-            if (s1 !== peg$FAILED) {
-              peg$savedPos = s0;
-              s1 = peg$f40(s1);
-            }
-            s0 = s1;
+            s0 = peg$parseFeatureCharacter();
           }
         }
       }
@@ -1643,7 +1728,7 @@ function peg$parse(input, options) {
       peg$currPos++;
     } else {
       s1 = peg$FAILED;
-      if (peg$silentFails === 0) { peg$fail(peg$e4); }
+      if (peg$silentFails === 0) { peg$fail(peg$e5); }
     }
     if (s1 !== peg$FAILED) {
       peg$savedPos = s0;
@@ -1902,7 +1987,7 @@ function peg$parse(input, options) {
       peg$currPos++;
     } else {
       s1 = peg$FAILED;
-      if (peg$silentFails === 0) { peg$fail(peg$e5); }
+      if (peg$silentFails === 0) { peg$fail(peg$e6); }
     }
     peg$silentFails--;
     if (s1 === peg$FAILED) {

@@ -8,6 +8,9 @@ import { createToken, seedTokenTenant, SSN } from "../support/tokens";
 
 /** Robustness: random queries, texts and token sequences. */
 
+/** Hundreds of HTTP calls per property: far beyond the default 5 s on a busy machine. */
+const HTTP_PROPERTY_TIMEOUT_MS = 120_000;
+
 let key: string;
 
 beforeAll(async () => {
@@ -64,7 +67,7 @@ describe("search properties", () => {
       }),
       { numRuns: 150 },
     );
-  });
+  }, HTTP_PROPERTY_TIMEOUT_MS);
 
   it("random sequences of query tokens never produce a 5xx", async () => {
     await fc.assert(
@@ -74,7 +77,7 @@ describe("search properties", () => {
       }),
       { numRuns: 300 },
     );
-  });
+  }, HTTP_PROPERTY_TIMEOUT_MS);
 
   it("random valid queries run without error", async () => {
     await fc.assert(
@@ -86,5 +89,5 @@ describe("search properties", () => {
       }),
       { numRuns: 150 },
     );
-  });
+  }, HTTP_PROPERTY_TIMEOUT_MS);
 });
