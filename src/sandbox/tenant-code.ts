@@ -66,8 +66,12 @@ export function checkCode({ format, program }: ParsedCode): void {
     const problem = refusedConstruct(node);
     if (problem) throw problemAt(node, problem);
   });
-  if (format === "esm") checkDefaultExport(program);
-  else checkModuleExports(program);
+  if (format === "esm") {
+    checkDefaultExport(program);
+  } else {
+    checkModuleExports(program);
+    checkRequireNotRedeclared(program);
+  }
 }
 
 /**
@@ -108,8 +112,8 @@ export function instrumentCode(code: string, { format, program }: ParsedCode): s
 /**
  * Hoisted, so they exist before the first line runs. The check is cached in a module local because
  * a CommonJS module in workerd resolves globals through a slow dynamic scope. The `require`
- * declaration shadows the runtime's for the whole module. Tenant code cannot redeclare these:
- * the names are reserved.
+ * declaration shadows the runtime's for the whole module. Tenant code cannot redeclare these: the
+ * `$$vault` names are reserved, and `require` may not be declared with let, const or class.
  */
 function supportDeclarations(format: ModuleFormat): string[] {
   const declarations = [
@@ -169,6 +173,20 @@ function checkModuleExports(program: Program): void {
   for (const assignment of assignments) {
     const value = (assignment as Node & { right: Node }).right;
     if (NOT_FUNCTIONS.has(value.type)) throw problemAt(value, "module.exports must be a function");
+  }
+}
+
+/** A lexical `require` at the top level would clash with the sandbox's own declaration. */
+function checkRequireNotRedeclared(program: Program): void {
+  for (const statement of program.body) {
+    const declared =
+      statement.type === "VariableDeclaration" && statement.kind !== "var"
+        ? statement.declarations.map((declarator) => declarator.id)
+        : statement.type === "ClassDeclaration" && statement.id
+          ? [statement.id]
+          : [];
+    const clash = declared.find((id) => id.type === "Identifier" && id.name === "require");
+    if (clash) throw problemAt(clash, "require is provided by the sandbox and cannot be declared with let, const or class");
   }
 }
 

@@ -91,6 +91,11 @@ describe("saving tenant code", () => {
     expect(error.errors?.[FIELD]?.[0]).toBe("line 2, column 3: with statements are not supported");
   });
 
+  it("refuses a top-level let, const or class named require", () => {
+    const error = rejection('const require = (name) => name;\nmodule.exports = async () => ({});');
+    expect(error.errors?.[FIELD]?.[0]).toBe("line 1, column 7: require is provided by the sandbox and cannot be declared with let, const or class");
+  });
+
   it("refuses names reserved by the sandbox", () => {
     const error = rejection("var $$vaultTick = () => {};\nmodule.exports = async () => ({});");
     expect(error.errors?.[FIELD]?.[0]).toContain("line 1, column 5: names starting with $$vault are reserved");
