@@ -9,7 +9,7 @@ import { ConflictError, ForbiddenError, NotFoundError } from "../http/problem";
 import { isoTime, pageOf, type Page } from "../http/schemas";
 import { publishScript, unpublishScript, validateCode } from "../sandbox";
 import { decryptConfiguration, tenantKeysOf } from "./configuration";
-import { conformConfiguration } from "./contract";
+import { conformConfiguration, describeFieldErrors } from "./contract";
 import { ensureOfficialFormulas } from "./official/seed";
 import type { FormulaInput, FormulaResponse } from "./schema";
 import { scriptOwnerOf } from "./script-owner";
@@ -38,8 +38,11 @@ export function toFormulaResponse(row: FormulaRow): FormulaResponse {
 export const visibleTo = (tenantId: string | SQLiteColumn) =>
   or(eq(reactorFormulas.tenantId, tenantId), isNull(reactorFormulas.tenantId))!;
 
-/** Changes whenever the formula is saved: reactors are written only against the version they were checked with. */
-export const formulaVersion = (row: Pick<FormulaRow, "createdAt" | "modifiedAt">) => row.modifiedAt ?? row.createdAt;
+/** Grows whenever the row is saved: reactors are written only against the formula version they were checked with. */
+export const versionOf = (row: { createdAt: number; modifiedAt: number | null }) => row.modifiedAt ?? row.createdAt;
+
+/** The modification time of a save: strictly after the previous version, even within one millisecond. */
+export const nextVersion = (row: { createdAt: number; modifiedAt: number | null }) => Math.max(Date.now(), versionOf(row) + 1);
 
 /** The formula if the tenant may see it (official or its own); 404 otherwise, never 403. */
 export async function findFormula(env: Bindings, tenantId: string, id: string): Promise<FormulaRow> {
@@ -137,15 +140,14 @@ async function refuseBreakingReactors(env: Bindings, tenantId: string, formulaId
   const broken: string[] = [];
   for (const row of rows) {
     const { errors } = conformConfiguration(contract, await decryptConfiguration(keys, row));
-    const problems = Object.entries(errors).map(([path, messages]) => `${path} ${messages.join("; ")}`);
-    if (problems.length > 0) broken.push(`${row.name} (${row.id}): ${problems.join(", ")}`);
+    if (Object.keys(errors).length > 0) broken.push(`${row.name} (${row.id}): ${describeFieldErrors(errors)}`);
   }
   if (broken.length > 0) {
     throw new ConflictError(
       `The new configuration contract would break ${broken.length} reactor(s); update or delete them first: ${broken.join(" | ")}`,
     );
   }
-  return { count: rows.length, latest: Math.max(0, ...rows.map((row) => row.modifiedAt ?? row.createdAt)) };
+  return { count: rows.length, latest: Math.max(0, ...rows.map(versionOf)) };
 }
 
 export async function updateFormula(
@@ -162,7 +164,7 @@ export async function updateFormula(
   await publishScript(env, scriptOwnerOf(existing), input.code);
   const [row] = await databaseOf(env)
     .update(reactorFormulas)
-    .set({ ...columnsOf(input), modifiedBy: principal.applicationId, modifiedAt: Date.now() })
+    .set({ ...columnsOf(input), modifiedBy: principal.applicationId, modifiedAt: nextVersion(existing) })
     .where(and(eq(reactorFormulas.tenantId, principal.tenantId), eq(reactorFormulas.id, id), reactorsUnchanged(principal.tenantId, id, seen)))
     .returning();
   if (!row) {

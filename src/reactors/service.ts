@@ -12,8 +12,8 @@ import { runScript, type ReactorResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
 import { tokenize } from "../tokens/service";
 import { decryptConfiguration, encryptConfiguration, tenantKeysOf } from "./configuration";
-import { conformArgs, conformConfiguration, type Configuration } from "./contract";
-import { findFormula, formulaVersion, toFormulaResponse, visibleTo, type FormulaRow } from "./formulas";
+import { conformArgs, conformConfiguration, describeFieldErrors, type Configuration } from "./contract";
+import { findFormula, nextVersion, toFormulaResponse, versionOf, visibleTo, type FormulaRow } from "./formulas";
 import { ensureOfficialFormulas } from "./official/seed";
 import type { ReactorInput, ReactorPatch, ReactorResponse, ReactResult } from "./schema";
 import { scriptOwnerOf } from "./script-owner";
@@ -75,7 +75,7 @@ async function checkInput(env: Bindings, tenantId: string, input: ReactorInput) 
 /** True while the formula is still the version the reactor was checked against. */
 function formulaUnchanged(formula: FormulaRow): SQL {
   return sql`EXISTS (SELECT 1 FROM ${reactorFormulas} WHERE ${reactorFormulas.id} = ${formula.id}
-    AND coalesce(${reactorFormulas.modifiedAt}, ${reactorFormulas.createdAt}) = ${formulaVersion(formula)})`;
+    AND coalesce(${reactorFormulas.modifiedAt}, ${reactorFormulas.createdAt}) = ${versionOf(formula)})`;
 }
 
 const formulaChanged = (formulaId: string) =>
@@ -160,7 +160,8 @@ export async function listReactors(
 }
 
 /** Saves the whole reactor, checked as on creation, against the formula version it was checked with. */
-async function saveReactor(env: Bindings, principal: Principal, id: string, input: ReactorInput): Promise<ReactorResponse> {
+async function saveReactor(env: Bindings, principal: Principal, existing: ReactorRow, input: ReactorInput): Promise<ReactorResponse> {
+  const { id } = existing;
   const { formula, configuration } = await checkInput(env, principal.tenantId, input);
   const keys = await tenantKeysOf(env, principal.tenantId);
   const [row] = await databaseOf(env)
@@ -171,7 +172,7 @@ async function saveReactor(env: Bindings, principal: Principal, id: string, inpu
       configuration: await encryptConfiguration(keys, id, configuration),
       applicationId: input.application?.id ?? null,
       modifiedBy: principal.applicationId,
-      modifiedAt: Date.now(),
+      modifiedAt: nextVersion(existing),
     })
     .where(and(eq(reactors.tenantId, principal.tenantId), eq(reactors.id, id), formulaUnchanged(formula)))
     .returning();
@@ -183,8 +184,7 @@ async function saveReactor(env: Bindings, principal: Principal, id: string, inpu
 }
 
 export async function replaceReactor(env: Bindings, principal: Principal, id: string, input: ReactorInput) {
-  await findReactor(env, principal.tenantId, id);
-  return saveReactor(env, principal, id, input);
+  return saveReactor(env, principal, await findReactor(env, principal.tenantId, id), input);
 }
 
 /** RFC 7396 over the stored reactor: configuration merges per name (null removes one), the rest replaces. */
@@ -196,7 +196,7 @@ export async function patchReactor(env: Bindings, principal: Principal, id: stri
     if (value === null) delete configuration[name];
     else configuration[name] = value;
   }
-  return saveReactor(env, principal, id, {
+  return saveReactor(env, principal, existing, {
     name: patch.name ?? existing.name,
     formula: patch.formula ?? { id: existing.formulaId },
     configuration,
@@ -272,9 +272,7 @@ async function currentConfiguration(env: Bindings, reactor: ReactorRow, formula:
   const { configuration, errors } = conformConfiguration(JSON.parse(formula.configuration), stored);
   if (Object.keys(errors).length > 0) {
     throw new ConflictError(
-      `Reactor ${reactor.id}'s configuration no longer satisfies formula ${formula.id} (${Object.entries(errors)
-        .map(([path, messages]) => `${path} ${messages.join("; ")}`)
-        .join(", ")}); update the reactor`,
+      `Reactor ${reactor.id}'s configuration no longer satisfies formula ${formula.id} (${describeFieldErrors(errors)}); update the reactor`,
     );
   }
   return configuration;
