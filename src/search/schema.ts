@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { QUERY_LIMITS } from "./check";
 
 /** Far beyond any page a client reads in order; keeps the offset an exact integer. */
-export const MAX_PAGE = 1_000_000;
+const MAX_PAGE = 1_000_000;
 
 const integer = z.number({ error: "must be an integer" }).int("must be an integer");
 

@@ -16,7 +16,7 @@ import { SearchTokensBody, type SearchRequest } from "./schema";
  * broad query over a million tokens would cost far more than the page itself; beyond the horizon
  * `total_items` is a lower bound that grows as the client pages on.
  */
-export const COUNT_HORIZON = 10_000;
+const COUNT_HORIZON = 10_000;
 
 /**
  * The page of tokens matching the query, newest first, among the containers where the principal
