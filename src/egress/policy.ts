@@ -83,7 +83,7 @@ export function egressRefusal(url: string | URL, options: EgressOptions): string
 }
 
 export interface EgressFetchOptions extends EgressOptions {
-  /** Deadline for the whole exchange: reading the body after it fails with EgressTimeoutError. */
+  /** Deadline for the whole exchange, body included: the request is aborted when it passes. */
   timeoutMs: number;
 }
 

@@ -145,7 +145,7 @@ function refusedConstruct(node: Node): string | null {
   }
 }
 
-export function isAllowedModule(specifier: string): boolean {
+function isAllowedModule(specifier: string): boolean {
   const name = specifier.replace(/^node:/, "");
   return specifier === ERRORS_MODULE || (ALLOWED_BUILTINS as readonly string[]).includes(name);
 }
