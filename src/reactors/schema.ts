@@ -51,8 +51,9 @@ function uniqueNames(elements: { name: string; type: ValueType }[], context: z.R
   elements.forEach(({ name }, index) => {
     if (seen.has(name)) {
       context.addIssue({ code: "custom", path: [index, "name"], message: `duplicates the name of element ${seen.get(name)}` });
+    } else {
+      seen.set(name, index);
     }
-    seen.set(name, index);
   });
   elements.forEach(({ name }, index) => {
     const parent = elements.find((other) => name.startsWith(`${other.name}.`));
