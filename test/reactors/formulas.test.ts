@@ -30,6 +30,22 @@ describe("reactor formula validation", () => {
     await createFormula(tenant, { name: "n".repeat(200) });
   });
 
+  it("description is optional, at most 2000 characters, and reads back as null when absent", async () => {
+    const tenant = await seedTenant();
+    await expectFieldErrors(tenant, { description: "d".repeat(2001) }, ["description"]);
+    expect((await createFormula(tenant, { description: undefined })).description).toBeNull();
+  });
+
+  it("configuration and request_parameters hold at most 100 elements each", async () => {
+    const tenant = await seedTenant();
+    const elements = (count: number) => Array.from({ length: count }, (_, i) => ({ name: `p${i}`, type: "string" }));
+    await expectFieldErrors(tenant, { configuration: elements(101), request_parameters: elements(101) }, [
+      "configuration",
+      "request_parameters",
+    ]);
+    await createFormula(tenant, { configuration: elements(100), request_parameters: elements(100) });
+  });
+
   it("type is required and is official or private", async () => {
     const tenant = await seedTenant();
     await expectFieldErrors(tenant, { type: undefined }, ["type"]);
