@@ -14,7 +14,7 @@ import {
  * The worker script that hosts tenant code, as modules. Bump the version whenever these sources
  * change: it is part of every isolate id and published script, so old isolates are not reused.
  */
-export const WRAPPER_VERSION = "1";
+export const WRAPPER_VERSION = "2";
 export const SANDBOX_COMPATIBILITY_DATE = "2025-11-10";
 export const SANDBOX_COMPATIBILITY_FLAGS = ["nodejs_compat"];
 export const MAIN_MODULE = "sandbox.js";
@@ -60,8 +60,12 @@ export const intrinsics = Object.freeze({
   stringify: JSON.stringify,
   parse: JSON.parse,
   freeze: Object.freeze,
-  setTimeout: globalThis.setTimeout,
+  setTimeout: globalThis.setTimeout.bind(globalThis),
   now: performance.now.bind(performance),
+  max: Math.max,
+  toNumber: Number,
+  apply: Reflect.apply,
+  construct: Reflect.construct,
   TypeError,
   Error,
 });
@@ -113,7 +117,8 @@ define(${JSON.stringify(TICK_GLOBAL)}, function tick() {
   const time = intrinsics.now();
   if (sliceStart < 0) {
     sliceStart = time;
-    // The timer fires only once the isolate yields: it ends the busy slice.
+    // The timer fires only once the isolate yields: it ends the busy slice. While the module
+    // loads there are no timers; the run that follows starts a fresh slice.
     try { intrinsics.setTimeout(startSlice, 0); } catch {}
     return;
   }
@@ -126,22 +131,26 @@ function refuse(bytes) {
     throw new AllocationLimitError("Allocation of " + bytes + " bytes exceeds the sandbox limit of " + MAX_ALLOCATION_BYTES + " bytes");
   }
 }
+// Captured intrinsics only: tenant code may replace Math, Number or Reflect to skip the check.
+const { max, toNumber, apply, construct } = intrinsics;
 function lengthOf(value) {
   if (typeof value === "number") return value;
-  if (value !== null && typeof value === "object" && !(value instanceof ArrayBuffer) && typeof value.length === "number") return value.length;
+  // An ArrayBuffer has no length: a view over an existing buffer allocates nothing new.
+  if (value !== null && typeof value === "object" && typeof value.length === "number") return value.length;
   return 0;
 }
 function guard(name, bytesOf) {
   const original = globalThis[name];
   const guarded = new Proxy(original, {
-    apply(target, self, args) { refuse(bytesOf(args)); return Reflect.apply(target, self, args); },
-    construct(target, args, newTarget) { refuse(bytesOf(args)); return Reflect.construct(target, args, newTarget); },
+    apply(target, self, args) { refuse(bytesOf(args)); return apply(target, self, args); },
+    construct(target, args, newTarget) { refuse(bytesOf(args)); return construct(target, args, newTarget); },
   });
   original.prototype.constructor = guarded;
   globalThis[name] = guarded;
 }
-guard("ArrayBuffer", (args) => Math.max(Number(args[0]) || 0, Number(args[1]?.maxByteLength) || 0));
-guard("SharedArrayBuffer", (args) => Math.max(Number(args[0]) || 0, Number(args[1]?.maxByteLength) || 0));
+const bufferBytes = (args) => max(toNumber(args[0]) || 0, toNumber(args[1]?.maxByteLength) || 0);
+guard("ArrayBuffer", bufferBytes);
+guard("SharedArrayBuffer", bufferBytes);
 guard("Array", (args) => (args.length === 1 && typeof args[0] === "number" ? args[0] * 8 : 0));
 for (const name of ["Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array",
   "Float32Array", "Float64Array", "BigInt64Array", "BigUint64Array"]) {
@@ -151,8 +160,8 @@ for (const name of ["Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array"
 for (const method of ["alloc", "allocUnsafe", "allocUnsafeSlow"]) {
   const original = Buffer[method];
   Buffer[method] = function (size, ...rest) {
-    refuse(Number(size) || 0);
-    return Reflect.apply(original, this, [size, ...rest]);
+    refuse(toNumber(size) || 0);
+    return apply(original, this, [size, ...rest]);
   };
 }
 `;

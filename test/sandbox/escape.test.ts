@@ -114,6 +114,21 @@ describe("escape suite: tenant code reaches nothing it was not given", () => {
     await expect(run(code)).rejects.toMatchObject({ status: 500, title: "Script Limit Exceeded" });
   });
 
+  it("replacing Reflect, Math and Number does not lift the allocation limit or expose the raw constructor", async () => {
+    const code = `
+      let leaked = null;
+      Reflect.construct = (target) => { leaked = target; return {}; };
+      Reflect.apply = (target) => { leaked = target; return {}; };
+      Math.max = () => 0;
+      globalThis.Number = () => 0;
+      module.exports = () => {
+        let refused;
+        try { new Uint8Array(2 ** 30); refused = "no"; } catch (error) { refused = error.message; }
+        return { raw: { refused, leaked: leaked === null ? "nothing" : "constructor" } };
+      };`;
+    expect(await run(code)).toEqual({ raw: { refused: expect.stringContaining("exceeds the sandbox limit"), leaked: "nothing" } });
+  });
+
   it("the sandbox's own globals cannot be replaced", async () => {
     const code = `
       const name = "$" + "$vaultTickGlobal";

@@ -25,6 +25,18 @@ describe("limits", () => {
     expect(await looping).toMatchObject(CPU_LIMIT);
   });
 
+  it("time spent waiting does not count against the CPU limit", async () => {
+    const code = `module.exports = async () => {
+      let sum = 0;
+      for (let round = 0; round < 3; round++) {
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        for (let i = 0; i < 1000; i++) sum += i;
+      }
+      return { raw: sum };
+    };`;
+    expect(await run(code)).toEqual({ raw: 3 * 499500 });
+  });
+
   it("an infinite loop while the module loads is stopped", async () => {
     await expect(run("for (;;) {}\nmodule.exports = () => ({});")).rejects.toMatchObject({
       status: 500,
