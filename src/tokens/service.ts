@@ -171,8 +171,7 @@ export async function useTokens(env: Bindings, principal: Principal, ids: string
   const usable = ids.map((id) => {
     const row = byId.get(id.toLowerCase());
     if (!row) throw new ValidationError(`Token ${id} does not exist or has expired`);
-    const transform = accessTo(principal, "token:use", containersOf(row));
-    if (transform === null) throw new ForbiddenError(`token:use is not granted on any container of token ${id}`);
+    const transform = useTransform(principal, id, containersOf(row));
     if (transform === "redact" || (transform === "mask" && row.mask === null)) {
       throw new ForbiddenError(`The token:use rule for token ${id} redacts its data`);
     }
@@ -396,6 +395,21 @@ function requireOnEveryContainer(principal: Principal, permission: TokenPermissi
     throw new ForbiddenError(`${permission} is not granted on container ${denied.join(", ")}${where}`);
   }
 }
+
+/**
+ * Detokenizing needs token:use on every container of the token; when the containers' rules
+ * differ, the most restrictive transform applies.
+ */
+function useTransform(principal: Principal, id: string, containers: string[]): Transform {
+  const transforms = containers.map((container) => {
+    const transform = accessTo(principal, "token:use", [container]);
+    if (transform === null) throw new ForbiddenError(`token:use is not granted on container ${container} of token ${id}`);
+    return transform;
+  });
+  return TRANSFORM_RESTRICTIVENESS.find((transform) => transforms.includes(transform)) ?? "redact";
+}
+
+const TRANSFORM_RESTRICTIVENESS: Transform[] = ["redact", "mask", "reveal"];
 
 function keysFor(env: Bindings, tenantId: string): Promise<TenantKeys> {
   return TenantKeys.derive(configOf(env).VAULT_MASTER_KEY, tenantId);

@@ -69,6 +69,19 @@ describe("proxy invocation: require_auth true (rule 2)", () => {
     expect(expectProxyError(refused, 403).detail).toContain(pii.id);
     expect(await destinationSaw("refused-container-marker")).toBe(0);
   });
+
+  it("needs token:use on every container of a token held in several", async () => {
+    const tenant = await seedTokenTenant();
+    const token = await createToken(tenant.key, { type: "card_number", data: VISA, containers: ["/pci/", "/partners/"] });
+    const caller = await createApplication(tenant, {
+      type: "private",
+      rules: [{ priority: 1, container: "/pci/", transform: "reveal", permissions: ["token:use"] }],
+    });
+    const proxy = await createProxy(tenant, { destination_url: loopback("/every-container-marker") });
+    const refused = await invoke("POST", "", { proxyKey: proxy.key, apiKey: caller.key, body: { card: `{{ ${token.id} }}` } });
+    expect(expectProxyError(refused, 403).detail).toContain("/partners/");
+    expect(await destinationSaw("every-container-marker")).toBe(0);
+  });
 });
 
 describe("proxy invocation: require_auth false (rule 2)", () => {
