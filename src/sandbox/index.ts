@@ -11,7 +11,7 @@ import { ValidationError } from "../http/problem";
 import type { BridgeProps } from "./bridge";
 import { deleteScript, dispatchEntrypoint, uploadScript } from "./dispatch-host";
 import { ScriptFailedError, ScriptInputTooLargeError, ScriptTimeoutError } from "./errors";
-import { loaderEntrypoint, type SandboxEntrypoint } from "./loader-host";
+import { loaderEntrypoint } from "./loader-host";
 import { resultOf, type ReactorResult, type TransformResult } from "./outcome";
 import { checkCode, CodeProblem, MAX_CODE_LENGTH, parseCode } from "./tenant-code";
 
@@ -72,12 +72,17 @@ export async function runScript(env: Bindings, request: ScriptRequest): Promise<
   const inputJson = JSON.stringify(request.input);
   if (utf8.encode(inputJson).byteLength > MAX_INPUT_BYTES) throw new ScriptInputTooLargeError(owner.kind, MAX_INPUT_BYTES);
 
-  const entrypoint: SandboxEntrypoint =
-    config.SANDBOX_HOST === "dispatch"
-      ? await dispatchEntrypoint(env, config, owner)
-      : await loaderEntrypoint(env, config, owner, request.code);
   const bridge = request.application ? bridgeFor(request.application) : null;
-  const report = await withinWallClock(owner, config.SANDBOX_WALL_TIME_MS, () => entrypoint.run(inputJson, bridge));
+  // Awaited rather than returned: workerd reports a rejection adopted one microtask late as unhandled.
+  const run = async () => {
+    if (config.SANDBOX_HOST === "dispatch") {
+      const dispatched = await dispatchEntrypoint(env, config, owner);
+      return await dispatched.run(inputJson, bridge?.capability ?? null);
+    }
+    const loaded = await loaderEntrypoint(env, config, owner, request.code, bridge);
+    return await loaded.run(inputJson, null);
+  };
+  const report = await withinWallClock(owner, config.SANDBOX_WALL_TIME_MS, run);
   return resultOf(owner.kind, report);
 }
 
@@ -86,9 +91,9 @@ interface BridgeEntrypoints {
 }
 
 /** The capability `bt` uses: its props, set here and never by tenant code, decide the principal. */
-function bridgeFor(application: Principal): Fetcher {
+function bridgeFor(application: Principal): { applicationId: string; capability: Fetcher } {
   const props: BridgeProps = { tenantId: application.tenantId, applicationId: application.applicationId };
-  return (exports as unknown as BridgeEntrypoints).Bridge({ props });
+  return { applicationId: application.applicationId, capability: (exports as unknown as BridgeEntrypoints).Bridge({ props }) };
 }
 
 async function withinWallClock(owner: ScriptOwner, limitMs: number, run: () => Promise<unknown>): Promise<unknown> {

@@ -13,7 +13,10 @@ import {
   type ScriptModule,
 } from "./worker-script";
 
-/** Calls into a sandboxed script: the input as JSON and the bridge capability, if any. */
+/**
+ * Calls into a sandboxed script with the input as JSON. The bridge capability `bt` is built from
+ * either travels with the call (dispatch host) or sits in the isolate's env (loader host).
+ */
 export interface SandboxEntrypoint {
   run(inputJson: string, bridge: Fetcher | null): Promise<unknown>;
 }
@@ -27,22 +30,39 @@ interface VaultEntrypoints {
 
 /**
  * Runs the script in an isolate of the Worker Loader. The isolate is reused while everything it
- * was built from is unchanged; its id includes the owner, so two owners never share module state.
+ * was built from is unchanged; its id includes the owner, so two owners never share module state,
+ * and the application, since the bridge to act as it is part of the isolate's env.
  */
-export async function loaderEntrypoint(env: Bindings, config: Config, owner: ScriptOwner, code: string): Promise<SandboxEntrypoint> {
+export async function loaderEntrypoint(
+  env: Bindings,
+  config: Config,
+  owner: ScriptOwner,
+  code: string,
+  bridge: { applicationId: string; capability: Fetcher } | null,
+): Promise<SandboxEntrypoint> {
   if (!env.LOADER) throw new ConfigurationError("SANDBOX_HOST=loader needs the LOADER worker loader binding");
   const egress: EgressFetchOptions = {
     allowInsecure: config.ALLOW_INSECURE_DESTINATIONS,
     timeoutMs: config.SANDBOX_WALL_TIME_MS,
   };
-  const id = await isolateId([WRAPPER_VERSION, owner.tenantId, owner.kind, owner.id, config.SANDBOX_CPU_MS, egress, code]);
+  const id = await isolateId([
+    WRAPPER_VERSION,
+    owner.tenantId,
+    owner.kind,
+    owner.id,
+    bridge?.applicationId ?? null,
+    config.SANDBOX_CPU_MS,
+    egress,
+    code,
+  ]);
   const worker = env.LOADER.get(id, () => ({
     compatibilityDate: SANDBOX_COMPATIBILITY_DATE,
     compatibilityFlags: SANDBOX_COMPATIBILITY_FLAGS,
     mainModule: MAIN_MODULE,
     modules: loaderModules(buildScriptModules(code, { cpuMs: config.SANDBOX_CPU_MS })),
-    // Nothing ambient: the bridge capability arrives with each call, the network only via egress.
-    env: {},
+    // Nothing ambient: only the bridge, scoped to the application, and the network only via egress.
+    // (The runtime of wrangler 4.86 cannot pass a service stub as a call argument, but can in env.)
+    env: bridge ? { BRIDGE: bridge.capability } : {},
     globalOutbound: (exports as unknown as VaultEntrypoints).Egress({ props: egress }),
     limits: { cpuMs: config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT },
   }));

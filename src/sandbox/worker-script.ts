@@ -9,12 +9,13 @@ import {
   unknownModuleMessage,
   type ModuleFormat,
 } from "./tenant-code";
+import { EGRESS_FAILURE_HEADER } from "../egress/entrypoint";
 
 /**
  * The worker script that hosts tenant code, as modules. Bump the version whenever these sources
  * change: it is part of every isolate id and published script, so old isolates are not reused.
  */
-export const WRAPPER_VERSION = "2";
+export const WRAPPER_VERSION = "4";
 export const SANDBOX_COMPATIBILITY_DATE = "2025-11-10";
 export const SANDBOX_COMPATIBILITY_FLAGS = ["nodejs_compat"];
 export const MAIN_MODULE = "sandbox.js";
@@ -124,6 +125,16 @@ define(${JSON.stringify(TICK_GLOBAL)}, function tick() {
   }
   if (time - sliceStart > CPU_LIMIT_MS) stop();
 });
+
+// A response the egress made because it refused or could not complete the request becomes the
+// TypeError a failed fetch throws, with the policy's reason.
+const outboundFetch = globalThis.fetch;
+globalThis.fetch = async function fetch(...args) {
+  const response = await outboundFetch(...args);
+  const failure = response.headers.get(${JSON.stringify(EGRESS_FAILURE_HEADER)});
+  if (failure !== null) throw new intrinsics.TypeError(failure);
+  return response;
+};
 
 export class AllocationLimitError extends RangeError {}
 function refuse(bytes) {
@@ -311,7 +322,8 @@ export default class Sandbox extends WorkerEntrypoint {
       if (handler === null) return { kind: "no-function" };
       const input = parse(inputJson);
       const req = { args: input.args, configuration: input.configuration };
-      if (bridge) req.bt = clientFor(bridge);
+      const capability = bridge ?? this.env.BRIDGE;
+      if (capability) req.bt = clientFor(capability);
       return { kind: "returned", json: toJson(await handler(req)) };
     } catch (error) {
       try {
