@@ -42,6 +42,28 @@ describe("authentication", () => {
   });
 });
 
+describe("every application route needs a key and its permission", () => {
+  const ID = "00000000-0000-4000-8000-000000000001";
+  const KEY_ID = "00000000-0000-4000-8000-000000000002";
+  it.each([
+    ["POST", "/applications", "application:create"],
+    ["GET", "/applications", "application:read"],
+    ["GET", `/applications/${ID}`, "application:read"],
+    ["PUT", `/applications/${ID}`, "application:update"],
+    ["DELETE", `/applications/${ID}`, "application:delete"],
+    ["POST", `/applications/${ID}/keys`, "application:create"],
+    ["GET", `/applications/${ID}/keys`, "application:read"],
+    ["DELETE", `/applications/${ID}/keys/${KEY_ID}`, "application:delete"],
+  ])("%s %s: 401 without a key, 403 naming %s without the permission", async (method, path, permission) => {
+    const body = method === "POST" || method === "PUT" ? { name: "x", type: "public" } : undefined;
+    expectProblem(await call(method, path, { body }), 401);
+    const tenant = await seedTenant();
+    const tokenApp = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    const problem = expectProblem(await call(method, path, { key: tokenApp.key, body }), 403);
+    expect(problem.detail).toContain(permission);
+  });
+});
+
 describe("API keys", () => {
   it("creates another key that works, and lists keys without their plaintext", async () => {
     const tenant = await seedTenant();

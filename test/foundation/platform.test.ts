@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app";
 import { callConfigured } from "../support/configured";
 import { call, expectProblem, seedTenant } from "../support/harness";
+import { createProxy } from "../support/proxies";
 
 describe("errors", () => {
   it("answers an unknown route with a 404 problem", async () => {
@@ -102,6 +103,23 @@ describe("HEADER_PREFIX", () => {
     expect(withNew.status).toBe(201);
     const withOld = await callConfigured(XYZ, "POST", "/tenants", { headers: { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY }, body });
     expect(withOld.status).toBe(401);
+  });
+
+  it("renames the proxy key header and query parameter", async () => {
+    const tenant = await seedTenant();
+    const proxy = await createProxy(tenant, { require_auth: false });
+    const byHeader = await callConfigured(XYZ, "POST", "/proxy/prefixed", { headers: { "XYZ-PROXY-KEY": proxy.key }, body: {} });
+    expect(byHeader.status, JSON.stringify(byHeader.body)).toBe(200);
+    expect(byHeader.body.path).toBe("/prefixed");
+    const byQuery = await callConfigured(XYZ, "GET", `/proxy?xyz-proxy-key=${proxy.key}&kept=1`);
+    expect(byQuery.status).toBe(200);
+    expect(byQuery.body.query).toBe("?kept=1");
+
+    const oldHeader = await callConfigured(XYZ, "POST", "/proxy", { headers: { "SVC-PROXY-KEY": proxy.key }, body: {} });
+    expect(oldHeader.status).toBe(401);
+    expect(oldHeader.body).toHaveProperty("proxy_error");
+    const oldQuery = await callConfigured(XYZ, "GET", `/proxy?svc-proxy-key=${proxy.key}`);
+    expect(oldQuery.status).toBe(401);
   });
 
   it("refuses a prefix that cannot be a header name", async () => {
