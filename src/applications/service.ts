@@ -6,7 +6,7 @@ import type { Database } from "../db/client";
 import { apiKeys, applications } from "../db/schema";
 import { ConflictError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
 import { nameMatches } from "../db/filters";
-import { isoTime, pageOf, type Page } from "../http/schemas";
+import { auditFieldsOf, isoTime, pageOf, type Page } from "../http/schemas";
 import type {
   ApplicationKeyResponse,
   ApplicationResponse,
@@ -27,10 +27,7 @@ export function toApplicationResponse(row: ApplicationRow): ApplicationResponse 
     type: row.type,
     permissions: JSON.parse(row.permissions),
     rules: JSON.parse(row.rules),
-    created_by: row.createdBy,
-    created_at: isoTime(row.createdAt)!,
-    modified_by: row.modifiedBy,
-    modified_at: isoTime(row.modifiedAt),
+    ...auditFieldsOf(row),
   };
 }
 

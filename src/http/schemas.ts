@@ -95,3 +95,13 @@ export const jsonContent = <T extends z.ZodType>(schema: T, description: string)
 export function isoTime(ms: number | null | undefined): string | null {
   return ms === null || ms === undefined ? null : new Date(ms).toISOString();
 }
+
+/** The audit members every resource returns: who created and last modified it, and when. */
+export function auditFieldsOf(row: { createdBy: string | null; createdAt: number; modifiedBy: string | null; modifiedAt: number | null }) {
+  return {
+    created_by: row.createdBy,
+    created_at: isoTime(row.createdAt)!,
+    modified_by: row.modifiedBy,
+    modified_at: isoTime(row.modifiedAt),
+  };
+}

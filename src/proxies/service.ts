@@ -10,7 +10,7 @@ import { apiKeys, applications, proxies } from "../db/schema";
 import { egressRefusal } from "../egress/policy";
 import { configOf, type Bindings } from "../env";
 import { NotFoundError, ValidationError } from "../http/problem";
-import { isoTime, pageOf, type Page } from "../http/schemas";
+import { auditFieldsOf, pageOf, type Page } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { publishScript, unpublishScript, validateCode, type ScriptKind } from "../sandbox";
 import {
@@ -50,10 +50,7 @@ async function toProxyResponse(keys: TenantKeys, row: ProxyRow): Promise<ProxyRe
     application_id: row.applicationId,
     configuration: await decryptConfiguration(keys, row),
     require_auth: row.requireAuth,
-    created_by: row.createdBy,
-    created_at: isoTime(row.createdAt)!,
-    modified_by: row.modifiedBy,
-    modified_at: isoTime(row.modifiedAt),
+    ...auditFieldsOf(row),
   };
 }
 

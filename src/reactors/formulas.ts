@@ -6,7 +6,7 @@ import { nameMatches } from "../db/filters";
 import { reactorFormulas, reactors } from "../db/schema";
 import type { Bindings } from "../env";
 import { ConflictError, ForbiddenError, NotFoundError } from "../http/problem";
-import { isoTime, pageOf, type Page } from "../http/schemas";
+import { auditFieldsOf, pageOf, type Page } from "../http/schemas";
 import { publishScript, unpublishScript, validateCode } from "../sandbox";
 import { decryptConfiguration, tenantKeysOf } from "./configuration";
 import { conformConfiguration, describeFieldErrors } from "./contract";
@@ -27,10 +27,7 @@ export function toFormulaResponse(row: FormulaRow): FormulaResponse {
     code: row.code,
     configuration: JSON.parse(row.configuration),
     request_parameters: JSON.parse(row.requestParameters),
-    created_by: row.createdBy,
-    created_at: isoTime(row.createdAt)!,
-    modified_by: row.modifiedBy,
-    modified_at: isoTime(row.modifiedAt),
+    ...auditFieldsOf(row),
   };
 }
 

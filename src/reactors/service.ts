@@ -7,7 +7,7 @@ import { nameMatches } from "../db/filters";
 import { applications, reactorFormulas, reactors } from "../db/schema";
 import type { Bindings } from "../env";
 import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
-import { isoTime, pageOf, type Page } from "../http/schemas";
+import { auditFieldsOf, pageOf, type Page } from "../http/schemas";
 import { runScript, type ReactorResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
 import { tokenize } from "../tokens/service";
@@ -28,10 +28,7 @@ async function toReactorResponse(keys: TenantKeys, row: ReactorRow, formula: For
     formula: toFormulaResponse(formula),
     configuration: await decryptConfiguration(keys, row),
     application_id: row.applicationId,
-    created_by: row.createdBy,
-    created_at: isoTime(row.createdAt)!,
-    modified_by: row.modifiedBy,
-    modified_at: isoTime(row.modifiedAt),
+    ...auditFieldsOf(row),
   };
 }
 

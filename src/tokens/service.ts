@@ -6,7 +6,7 @@ import { databaseOf, type Database } from "../db/client";
 import { tokens } from "../db/schema";
 import { configOf, type Bindings } from "../env";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
-import { isoTime } from "../http/schemas";
+import { auditFieldsOf, isoTime } from "../http/schemas";
 import { fieldPath, validationErrorOf } from "../http/validation";
 import { evaluateExpression, ExpressionError, type ExpressionScope } from "./expressions";
 import { CreateTokenBody, type CreatedTokenResponse, type CreateToken, type TokenResponse, type UpdateToken } from "./schema";
@@ -370,10 +370,7 @@ async function present(row: TokenRow, transform: Transform, data: () => unknown)
     fingerprint_expression: row.fingerprintExpression,
     mask: row.mask,
     expires_at: isoTime(row.expiresAt),
-    created_by: row.createdBy,
-    created_at: isoTime(row.createdAt)!,
-    modified_by: row.modifiedBy,
-    modified_at: isoTime(row.modifiedAt),
+    ...auditFieldsOf(row),
   };
 }
 
