@@ -13,6 +13,7 @@ import type {
   CreateApplication,
   UpdateApplication,
 } from "./schema";
+import { selectPage } from "../db/pages";
 
 export const API_KEY_PREFIX = "key";
 const MAX_KEYS_PER_APPLICATION = 20;
@@ -122,17 +123,8 @@ export async function listApplications(
   if (filter.id.length > 0) conditions.push(inArray(applications.id, filter.id));
   if (filter.name) conditions.push(nameMatches(applications.name, filter.name));
   const where = and(...conditions);
-  const [rows, [total]] = await Promise.all([
-    db
-      .select()
-      .from(applications)
-      .where(where)
-      .orderBy(desc(applications.createdAt), desc(applications.id))
-      .limit(filter.size)
-      .offset((filter.page - 1) * filter.size),
-    db.select({ total: count() }).from(applications).where(where),
-  ]);
-  return pageOf(rows.map(toApplicationResponse), total?.total ?? 0, filter.page, filter.size);
+  const { rows, total } = await selectPage(db, applications, where, [desc(applications.createdAt), desc(applications.id)], filter);
+  return pageOf(rows.map(toApplicationResponse), total, filter.page, filter.size);
 }
 
 export async function updateApplication(db: Database, principal: Principal, id: string, input: UpdateApplication) {

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
+import { and, desc, eq, inArray, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Principal } from "../auth/access";
 import { principalForApplication, principalOf } from "../auth/service";
@@ -20,6 +20,7 @@ import {
   type ProxyPatch,
   type ProxyResponse,
 } from "./schema";
+import { selectPage } from "../db/pages";
 
 const PROXY_KEY_PREFIX = "proxy";
 
@@ -157,19 +158,10 @@ export async function listProxies(
   if (filter.name) conditions.push(nameMatches(proxies.name, filter.name));
   const where = and(...conditions);
   const db = databaseOf(env);
-  const [rows, [total]] = await Promise.all([
-    db
-      .select()
-      .from(proxies)
-      .where(where)
-      .orderBy(desc(proxies.createdAt), desc(proxies.id))
-      .limit(filter.size)
-      .offset((filter.page - 1) * filter.size),
-    db.select({ total: count() }).from(proxies).where(where),
-  ]);
+  const { rows, total } = await selectPage(db, proxies, where, [desc(proxies.createdAt), desc(proxies.id)], filter);
   const keys = await tenantKeysOf(env, principal.tenantId);
   const data = await Promise.all(rows.map((row) => toProxyResponse(keys, row)));
-  return pageOf(data, total?.total ?? 0, filter.page, filter.size);
+  return pageOf(data, total, filter.page, filter.size);
 }
 
 /** Replaces every field but the key, which stays valid. */

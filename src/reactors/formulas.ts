@@ -13,6 +13,7 @@ import { conformConfiguration, describeFieldErrors } from "./contract";
 import { ensureOfficialFormulas } from "./official/seed";
 import type { FormulaInput, FormulaResponse } from "./schema";
 import { scriptOwnerOf } from "./script-owner";
+import { selectPage } from "../db/pages";
 
 export type FormulaRow = typeof reactorFormulas.$inferSelect;
 
@@ -104,17 +105,8 @@ export async function listFormulas(
   if (filter.name) conditions.push(nameMatches(reactorFormulas.name, filter.name));
   const where = and(...conditions);
   const db = databaseOf(env);
-  const [rows, [total]] = await Promise.all([
-    db
-      .select()
-      .from(reactorFormulas)
-      .where(where)
-      .orderBy(sql`${reactorFormulas.tenantId} IS NULL DESC`, desc(reactorFormulas.createdAt), asc(reactorFormulas.name), desc(reactorFormulas.id))
-      .limit(filter.size)
-      .offset((filter.page - 1) * filter.size),
-    db.select({ total: count() }).from(reactorFormulas).where(where),
-  ]);
-  return pageOf(rows.map(toFormulaResponse), total?.total ?? 0, filter.page, filter.size);
+  const { rows, total } = await selectPage(db, reactorFormulas, where, [sql`${reactorFormulas.tenantId} IS NULL DESC`, desc(reactorFormulas.createdAt), asc(reactorFormulas.name), desc(reactorFormulas.id)], filter);
+  return pageOf(rows.map(toFormulaResponse), total, filter.page, filter.size);
 }
 
 /** The formula's reactors as the update saw them: the update applies only if they are still the same. */

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { and, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Principal } from "../auth/access";
 import { principalForApplication, principalOf } from "../auth/service";
 import type { TenantKeys } from "../crypto/tenant-keys";
@@ -17,6 +17,7 @@ import { findFormula, nextVersion, toFormulaResponse, versionOf, visibleTo, type
 import { ensureOfficialFormulas } from "./official/seed";
 import type { ReactorInput, ReactorPatch, ReactorResponse, ReactResult } from "./schema";
 import { scriptOwnerOf } from "./script-owner";
+import { selectPage } from "../db/pages";
 
 type ReactorRow = typeof reactors.$inferSelect;
 
@@ -132,16 +133,7 @@ export async function listReactors(
   if (filter.name) conditions.push(nameMatches(reactors.name, filter.name));
   const where = and(...conditions);
   const db = databaseOf(env);
-  const [rows, [total]] = await Promise.all([
-    db
-      .select()
-      .from(reactors)
-      .where(where)
-      .orderBy(desc(reactors.createdAt), desc(reactors.id))
-      .limit(filter.size)
-      .offset((filter.page - 1) * filter.size),
-    db.select({ total: count() }).from(reactors).where(where),
-  ]);
+  const { rows, total } = await selectPage(db, reactors, where, [desc(reactors.createdAt), desc(reactors.id)], filter);
   const formulaIds = [...new Set(rows.map((row) => row.formulaId))];
   const formulas =
     formulaIds.length === 0
@@ -153,7 +145,7 @@ export async function listReactors(
   const formulaById = new Map(formulas.map((formula) => [formula.id, formula]));
   const keys = await tenantKeysOf(env, principal.tenantId);
   const data = await Promise.all(rows.map((row) => toReactorResponse(keys, row, formulaById.get(row.formulaId)!)));
-  return pageOf(data, total?.total ?? 0, filter.page, filter.size);
+  return pageOf(data, total, filter.page, filter.size);
 }
 
 /** Saves the whole reactor, checked as on creation, against the formula version it was checked with. */
