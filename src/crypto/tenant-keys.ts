@@ -1,3 +1,4 @@
+import { configOf } from "../env";
 import { fromBase64, fromBase64Url, fromUtf8, toBase64Url, utf8 } from "./encoding";
 
 /** Version of the master key that new ciphertexts are written under; recorded in each ciphertext. */
@@ -96,3 +97,8 @@ export class TenantKeys {
 
 const CACHE_LIMIT = 1024;
 const cache = new Map<string, TenantKeys>();
+
+/** The tenant's keys under the deployment's master key. */
+export function tenantKeysOf(env: object, tenantId: string): Promise<TenantKeys> {
+  return TenantKeys.derive(configOf(env).VAULT_MASTER_KEY, tenantId);
+}

@@ -3,7 +3,7 @@ import { alias } from "drizzle-orm/sqlite-core";
 import type { Principal } from "../auth/access";
 import { principalForApplication, principalOf } from "../auth/service";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
-import { TenantKeys } from "../crypto/tenant-keys";
+import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf } from "../db/client";
 import { nameMatches } from "../db/filters";
 import { apiKeys, applications, proxies } from "../db/schema";
@@ -29,10 +29,6 @@ type ProxyRow = typeof proxies.$inferSelect;
 /** Additional data of the encrypted columns: a ciphertext moved to another proxy fails to decrypt. */
 const keyContext = (id: string) => `proxies/${id}/key`;
 const configurationContext = (id: string) => `proxies/${id}/configuration`;
-
-async function tenantKeysOf(env: Bindings, tenantId: string): Promise<TenantKeys> {
-  return TenantKeys.derive(configOf(env).VAULT_MASTER_KEY, tenantId);
-}
 
 async function decryptConfiguration(keys: TenantKeys, row: Pick<ProxyRow, "id" | "configuration">) {
   if (row.configuration === null) return null;

@@ -1,13 +1,9 @@
-import { TenantKeys } from "../crypto/tenant-keys";
-import { configOf, type Bindings } from "../env";
+import type { TenantKeys } from "../crypto/tenant-keys";
+import type { Bindings } from "../env";
 import type { Configuration } from "./contract";
 
 /** Additional data of the ciphertext: a configuration copied onto another reactor fails to decrypt. */
 const configurationContext = (reactorId: string) => `reactors/${reactorId}/configuration`;
-
-export function tenantKeysOf(env: Bindings, tenantId: string): Promise<TenantKeys> {
-  return TenantKeys.derive(configOf(env).VAULT_MASTER_KEY, tenantId);
-}
 
 /** Reactor configuration often holds a partner's secrets, so it is stored encrypted under the tenant key. */
 export function encryptConfiguration(keys: TenantKeys, reactorId: string, configuration: Configuration): Promise<string> {

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Principal } from "../auth/access";
 import { principalForApplication, principalOf } from "../auth/service";
-import type { TenantKeys } from "../crypto/tenant-keys";
+import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf } from "../db/client";
 import { nameMatches } from "../db/filters";
 import { applications, reactorFormulas, reactors } from "../db/schema";
@@ -11,7 +11,7 @@ import { auditFieldsOf, pageOf, type Page } from "../http/schemas";
 import { runScript, type ReactorResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
 import { tokenize } from "../tokens/service";
-import { decryptConfiguration, encryptConfiguration, tenantKeysOf } from "./configuration";
+import { decryptConfiguration, encryptConfiguration } from "./configuration";
 import { conformArgs, conformConfiguration, describeFieldErrors, type Configuration } from "./contract";
 import { findFormula, nextVersion, toFormulaResponse, versionOf, visibleTo, type FormulaRow } from "./formulas";
 import { ensureOfficialFormulas } from "./official/seed";

@@ -1,7 +1,7 @@
 import { grantedContainers, holdsPermission, type Principal } from "../auth/access";
-import { TenantKeys } from "../crypto/tenant-keys";
+import { tenantKeysOf } from "../crypto/tenant-keys";
 import { databaseOf } from "../db/client";
-import { configOf, type Bindings } from "../env";
+import type { Bindings } from "../env";
 import { ForbiddenError } from "../http/problem";
 import { pageOf, type Page } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
@@ -52,7 +52,7 @@ export async function searchTokens(env: Bindings, principal: Principal, request:
 async function blindIndexesOf(env: Bindings, tenantId: string, query: Query | null): Promise<Map<string, string>> {
   const values = query ? termsOf(query).flatMap((term) => (term.field === "data" ? [term.value] : [])) : [];
   if (values.length === 0) return new Map();
-  const keys = await TenantKeys.derive(configOf(env).VAULT_MASTER_KEY, tenantId);
+  const keys = await tenantKeysOf(env, tenantId);
   return new Map(await Promise.all(values.map(async (value) => [value, await keys.blindIndex(value)] as const)));
 }
 

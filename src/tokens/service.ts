@@ -1,10 +1,10 @@
 import { and, asc, eq, gt, isNull, or, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import { accessTo, type Principal, type Transform } from "../auth/access";
 import type { TokenPermission } from "../auth/permissions";
-import { TenantKeys } from "../crypto/tenant-keys";
+import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf, type Database } from "../db/client";
 import { tokens } from "../db/schema";
-import { configOf, type Bindings } from "../env";
+import type { Bindings } from "../env";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
 import { auditFieldsOf, isoTime } from "../http/schemas";
 import { fieldPath, validationErrorOf } from "../http/validation";
@@ -78,7 +78,7 @@ export async function getToken(env: Bindings, principal: Principal, id: string):
   const row = await findLiveToken(databaseOf(env), principal.tenantId, id, Date.now());
   const transform = accessTo(principal, "token:read", containersOf(row));
   if (!transform) throw new ForbiddenError(`token:read is not granted on any container of token ${id}`);
-  const keys = await keysFor(env, principal.tenantId);
+  const keys = await tenantKeysOf(env, principal.tenantId);
   return present(row, transform, () => decryptData(keys, row));
 }
 
@@ -92,7 +92,7 @@ export async function updateToken(env: Bindings, principal: Principal, id: strin
   const now = Date.now();
   const row = await findLiveToken(db, principal.tenantId, id, now);
   requireOnEveryContainer(principal, "token:update", containersOf(row));
-  const keys = await keysFor(env, principal.tenantId);
+  const keys = await tenantKeysOf(env, principal.tenantId);
   const data = await decryptData(keys, row);
   const merged = CreateTokenBody.safeParse({
     type: row.type,
@@ -145,7 +145,7 @@ export async function presentTokens(
   permission: TokenPermission,
   rows: TokenRow[],
 ): Promise<TokenResponse[]> {
-  const keys = await keysFor(env, principal.tenantId);
+  const keys = await tenantKeysOf(env, principal.tenantId);
   return Promise.all(
     rows.map((row) =>
       present(row, accessTo(principal, permission, containersOf(row)) ?? "redact", () => decryptData(keys, row)),
@@ -177,7 +177,7 @@ export async function useTokens(env: Bindings, principal: Principal, ids: string
     }
     return { id, row, transform };
   });
-  const keys = await keysFor(env, principal.tenantId);
+  const keys = await tenantKeysOf(env, principal.tenantId);
   const shown = await Promise.all(usable.map(({ row, transform }) => present(row, transform, () => decryptData(keys, row))));
   return new Map(usable.map(({ id }, i) => [id, shown[i]!.data]));
 }
@@ -200,7 +200,7 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
   if (Object.keys(errors).length > 0) throw invalid(requests[0]!.path ? "Nothing was tokenized" : "The token was not created", errors);
 
   const db = databaseOf(env);
-  const keys = await keysFor(env, principal.tenantId);
+  const keys = await tenantKeysOf(env, principal.tenantId);
   const now = Date.now();
   const sealed = await Promise.all(
     definitions.map((definition, i) =>
@@ -407,10 +407,6 @@ function useTransform(principal: Principal, id: string, containers: string[]): T
 }
 
 const TRANSFORM_RESTRICTIVENESS: Transform[] = ["redact", "mask", "reveal"];
-
-function keysFor(env: Bindings, tenantId: string): Promise<TenantKeys> {
-  return TenantKeys.derive(configOf(env).VAULT_MASTER_KEY, tenantId);
-}
 
 async function decryptData(keys: TenantKeys, row: TokenRow): Promise<unknown> {
   return JSON.parse(await keys.decrypt(row.ciphertext, row.id));
