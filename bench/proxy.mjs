@@ -1,9 +1,9 @@
-// Proxy overhead: the same loopback echo destination called directly and through /proxy, in the
-// same run. Scenarios: no transform (anonymous and authenticated), 1 and 10 detokenized references,
+// Proxy overhead: the same loopback echo destination called directly, through a worker that only
+// forwards (the runtime's own floor on this machine), and through /proxy, in the same run. Scenarios: no transform (anonymous and authenticated), 1 and 10 detokenized references,
 // request and response transforms. Prints p50/p95 (and the latency the vault adds) and throughput
 // under 32 concurrent connections, each next to the direct call.
 //   npm run bench proxy [--iterations=500] [--duration=3000]
-// Direct and proxied calls are measured turn about (latency in rounds, throughput in windows).
+// Direct, forwarded and proxied calls are measured turn about (latency in rounds, throughput in windows).
 import { createServer } from "node:http";
 
 const CARD = "4242424242424242";
@@ -68,17 +68,24 @@ export default async function proxy(bench) {
         throw new Error(`${scenario.label}: expected ${expected} in the answer, got ${check.text}`);
       }
 
-      const [directLatency, proxyLatency] = await interleavedLatency(bench, direct, viaProxy, iterations);
-      const [directRate, proxyRate] = await interleavedThroughput(bench, direct, viaProxy, durationMs);
+      // The runtime's own floor: a worker that does nothing but forward the same request.
+      const forwarded = () => send(bench.forwardUrl(`${destination.url}/charges`), scenario.direct ?? scenario.body, {});
+      const [directLatency, forwardLatency, proxyLatency] = await interleavedLatency(bench, [direct, forwarded, viaProxy], iterations);
+      const [directRate, forwardRate, proxyRate] = await interleavedThroughput(bench, [direct, forwarded, viaProxy], durationMs);
 
       console.log(`  ${scenario.label}`);
       bench.report("  through the proxy p50", proxyLatency.p50, "direct p50", directLatency.p50, "ms");
       bench.report("  through the proxy p95", proxyLatency.p95, "direct p95", directLatency.p95, "ms");
+      bench.report("  through a bare forwarding worker p50", forwardLatency.p50, "direct p50", directLatency.p50, "ms");
+      const added = (figures) => `p50 ${(figures.p50 - directLatency.p50).toFixed(3)} ms, p95 ${(figures.p95 - directLatency.p95).toFixed(3)} ms`;
+      console.log(`    added latency: ${added(proxyLatency)} (a bare forwarding worker adds ${added(forwardLatency)})`);
       console.log(
-        `    added latency: p50 ${(proxyLatency.p50 - directLatency.p50).toFixed(3)} ms,` +
-          ` p95 ${(proxyLatency.p95 - directLatency.p95).toFixed(3)} ms`,
+        `    the vault's own share (proxy minus bare forwarding): p50 ${(proxyLatency.p50 - forwardLatency.p50).toFixed(3)} ms,` +
+          ` p95 ${(proxyLatency.p95 - forwardLatency.p95).toFixed(3)} ms`,
       );
       bench.report("  throughput, 32 connections", proxyRate.rps, "direct", directRate.rps, "req/s");
+      bench.report("  throughput of bare forwarding", forwardRate.rps, "direct", directRate.rps, "req/s");
+      bench.report("  throughput of the proxy", proxyRate.rps, "bare forwarding", forwardRate.rps, "req/s");
     }
   } finally {
     await destination.close();
@@ -86,14 +93,14 @@ export default async function proxy(bench) {
 }
 
 /**
- * Both calls measured turn about, so that whatever else loads the machine weighs on both alike: the
- * ratio stays meaningful even when the absolute figures move.
+ * The calls measured turn about, so that whatever else loads the machine weighs on all alike: the
+ * ratios stay meaningful even when the absolute figures move.
  */
-async function interleavedLatency(bench, first, second, iterations) {
+async function interleavedLatency(bench, fns, iterations) {
   const rounds = 10;
-  const samples = [[], []];
+  const samples = fns.map(() => []);
   for (let round = 0; round < rounds; round++) {
-    for (const [index, fn] of [first, second].entries()) {
+    for (const [index, fn] of fns.entries()) {
       const figures = await bench.latency(fn, { iterations: Math.ceil(iterations / rounds), warmup: round === 0 ? 50 : 5 });
       samples[index].push(figures);
     }
@@ -101,11 +108,11 @@ async function interleavedLatency(bench, first, second, iterations) {
   return samples.map((figures) => ({ p50: median(figures.map((f) => f.p50)), p95: median(figures.map((f) => f.p95)) }));
 }
 
-async function interleavedThroughput(bench, first, second, durationMs) {
+async function interleavedThroughput(bench, fns, durationMs) {
   const rounds = 4;
-  const rates = [[], []];
+  const rates = fns.map(() => []);
   for (let round = 0; round < rounds; round++) {
-    for (const [index, fn] of [first, second].entries()) {
+    for (const [index, fn] of fns.entries()) {
       rates[index].push((await bench.throughput(fn, { concurrency: 32, durationMs: durationMs / rounds })).rps);
     }
   }

@@ -45,26 +45,49 @@ const wrangler = readFileSync(join(root, "wrangler.toml"), "utf8");
 const compatibilityDate = /compatibility_date\s*=\s*"([^"]+)"/.exec(wrangler)[1];
 const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.exec(wrangler)[1]);
 
-const mf = new Miniflare({
-  modules: true,
-  scriptPath: join(buildDir, "index.js"),
-  modulesRoot: buildDir,
-  compatibilityDate,
-  compatibilityFlags,
-  d1Databases: { DB: "bench" },
-  workerLoaders: { LOADER: {} },
-  bindings: {
-    HEADER_PREFIX: "SVC",
-    VAULT_MASTER_KEY: masterKey,
-    OPERATOR_API_KEY: operatorKey,
-    ALLOW_INSECURE_DESTINATIONS: "true",
-    SANDBOX_HOST: "loader",
+// The runtime's own floor, for baselines: a worker that only forwards the request to `?to=` and
+// returns the answer, served by the same workerd on the same port under FORWARD_PATH.
+const FORWARD_PATH = "/__bench/forward";
+const FORWARD_SCRIPT = `export default {
+  async fetch(request) {
+    const target = new URL(request.url).searchParams.get("to");
+    const response = await fetch(target, { method: request.method, headers: request.headers, body: request.body });
+    return new Response(response.body, response);
   },
+};`;
+
+const mf = new Miniflare({
   host: "127.0.0.1",
   port: 0,
+  workers: [
+    {
+      name: "vault",
+      modules: true,
+      scriptPath: join(buildDir, "index.js"),
+      modulesRoot: buildDir,
+      compatibilityDate,
+      compatibilityFlags,
+      d1Databases: { DB: "bench" },
+      workerLoaders: { LOADER: {} },
+      bindings: {
+        HEADER_PREFIX: "SVC",
+        VAULT_MASTER_KEY: masterKey,
+        OPERATOR_API_KEY: operatorKey,
+        ALLOW_INSECURE_DESTINATIONS: "true",
+        SANDBOX_HOST: "loader",
+      },
+    },
+    {
+      name: "bench-forward",
+      modules: true,
+      script: FORWARD_SCRIPT,
+      compatibilityDate,
+      routes: [`*${FORWARD_PATH}*`],
+    },
+  ],
 });
 const baseUrl = (await mf.ready).toString().replace(/\/$/, "");
-const db = await mf.getD1Database("DB");
+const db = await mf.getD1Database("DB", "vault");
 for (const file of readdirSync(join(root, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {
   const statements = readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint");
   for (const statement of statements) if (statement.trim()) await db.prepare(statement).run();
@@ -76,6 +99,8 @@ const bench = {
   masterKey,
   operatorKey,
   url: (path) => `${baseUrl}${path}`,
+  /** The URL that reaches `target` through a worker that only forwards: the runtime's floor. */
+  forwardUrl: (target) => `${baseUrl}${FORWARD_PATH}?to=${encodeURIComponent(target)}`,
   async request(method, path, { key, body, headers = {}, raw } = {}) {
     const sent = { ...headers };
     if (key) sent["SVC-API-KEY"] = key;

@@ -30,6 +30,8 @@ export const ConfigSchema = z.object({
   SANDBOX_WALL_TIME_MS: positiveInteger(30_000),
   SANDBOX_CPU_MS: positiveInteger(200),
   PROXY_TIMEOUT_MS: positiveInteger(25_000),
+  /** How long an isolate may reuse an API key's or proxy key's lookup (src/auth/lookup-cache.ts); 0: never. */
+  CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
   CLOUDFLARE_ACCOUNT_ID: z.string().optional(),
   CLOUDFLARE_API_TOKEN: z.string().optional(),
   CLOUDFLARE_API_BASE: z.url().default("https://api.cloudflare.com/client/v4"),

@@ -1,5 +1,6 @@
 import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
 import type { AccessRule, Principal } from "../auth/access";
+import { credentialsChanged } from "../auth/lookup-cache";
 import { mayHold, PERMISSIONS_BY_TYPE, type ApplicationType, type Permission } from "../auth/permissions";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
 import type { Database } from "../db/client";
@@ -145,6 +146,7 @@ export async function updateApplication(db: Database, principal: Principal, id: 
     .where(and(eq(applications.tenantId, principal.tenantId), eq(applications.id, id)))
     .returning();
   if (!row) throw new NotFoundError(`Application ${id}`);
+  credentialsChanged();
   return toApplicationResponse(row);
 }
 
@@ -158,6 +160,7 @@ export async function deleteApplication(db: Database, principal: Principal, id: 
     db.delete(apiKeys).where(and(eq(apiKeys.tenantId, principal.tenantId), eq(apiKeys.applicationId, id))),
     db.delete(applications).where(and(eq(applications.tenantId, principal.tenantId), eq(applications.id, id))),
   ]);
+  credentialsChanged();
 }
 
 export async function createApplicationKey(db: Database, principal: Principal, id: string) {
@@ -191,4 +194,5 @@ export async function revokeApplicationKey(db: Database, principal: Principal, i
     .where(and(eq(apiKeys.tenantId, principal.tenantId), eq(apiKeys.applicationId, id), eq(apiKeys.id, keyId)))
     .returning({ id: apiKeys.id });
   if (deleted.length === 0) throw new NotFoundError(`Key ${keyId}`);
+  credentialsChanged();
 }

@@ -1,15 +1,31 @@
 import { and, eq } from "drizzle-orm";
 import { sha256Hex } from "../crypto/secrets";
+import { LookupCache } from "./lookup-cache";
 import type { Database } from "../db/client";
 import { apiKeys, applications } from "../db/schema";
 import type { AccessRule, Principal } from "./access";
 import type { Permission } from "./permissions";
 
 /**
- * The principal an API key stands for, or null for an unknown or revoked key. One indexed lookup
- * per request and no cache, so a revoked key stops working with the next request.
+ * Recent API key lookups, by the key itself (which this isolate holds for the request anyway), so
+ * that a reused lookup costs no hashing. A principal is small, so entries alone bound the memory.
  */
-export async function principalForKey(db: Database, apiKey: string): Promise<Principal | null> {
+const recentPrincipals = new LookupCache<Principal | null>({ entries: 10_000, weight: 10_000 }, () => 1);
+
+/**
+ * The principal an API key stands for, or null for an unknown or revoked key: one indexed lookup,
+ * which an isolate reuses for `ttlMs` (0: never; see LookupCache for how staleness is bounded).
+ */
+export async function principalForKey(db: Database, apiKey: string, ttlMs = 0): Promise<Principal | null> {
+  return recentPrincipals.lookup(
+    apiKey,
+    ttlMs,
+    async () => readPrincipalForKey(db, await sha256Hex(apiKey)),
+    (principal) => principal !== null,
+  );
+}
+
+async function readPrincipalForKey(db: Database, hash: string): Promise<Principal | null> {
   const [row] = await db
     .select({
       tenantId: applications.tenantId,
@@ -20,10 +36,9 @@ export async function principalForKey(db: Database, apiKey: string): Promise<Pri
     })
     .from(apiKeys)
     .innerJoin(applications, and(eq(applications.id, apiKeys.applicationId), eq(applications.tenantId, apiKeys.tenantId)))
-    .where(eq(apiKeys.hash, await sha256Hex(apiKey)))
+    .where(eq(apiKeys.hash, hash))
     .limit(1);
-  if (!row) return null;
-  return principalOf(row);
+  return row ? principalOf(row) : null;
 }
 
 /** The principal of an application row (used for proxies' and reactors' applications too). */

@@ -1,5 +1,10 @@
 export const INVOCATION_PATH = "/proxy";
 
+/** `/proxy` and everything below it: the routes that invoke proxies. */
+export function isInvocationPath(path: string): boolean {
+  return path === INVOCATION_PATH || path.startsWith(`${INVOCATION_PATH}/`);
+}
+
 /** What the caller asked for below `/proxy`: the sub-path and the raw query without the proxy key. */
 export interface CallerTarget {
   /** Raw (still percent-encoded) path after `/proxy`, empty for `/proxy` itself. */

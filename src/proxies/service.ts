@@ -1,6 +1,7 @@
 import { and, desc, eq, inArray, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Principal } from "../auth/access";
+import { credentialsChanged, LookupCache } from "../auth/lookup-cache";
 import { principalForApplication, principalOf } from "../auth/service";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
@@ -177,6 +178,7 @@ export async function replaceProxy(
     .where(and(eq(proxies.tenantId, principal.tenantId), eq(proxies.id, id)))
     .returning();
   if (!row) throw new NotFoundError(`Proxy ${id}`);
+  credentialsChanged();
   const removed = transformsOf(input)
     .filter(([kind, code]) => code === null && storedTransform(existing, kind) !== null)
     .map(([kind]) => kind);
@@ -228,13 +230,14 @@ function mergeConfiguration(
   return Object.fromEntries(merged);
 }
 
-/** The key stops working with the delete: invocation finds proxies only in the table. */
+/** The key stops working with the delete (in other isolates within CREDENTIAL_CACHE_TTL_MS). */
 export async function deleteProxy(env: Bindings, principal: Principal, id: string): Promise<void> {
   const [deleted] = await databaseOf(env)
     .delete(proxies)
     .where(and(eq(proxies.tenantId, principal.tenantId), eq(proxies.id, id)))
     .returning();
   if (!deleted) throw new NotFoundError(`Proxy ${id}`);
+  credentialsChanged();
   const kinds: TransformKind[] = ["request-transform", "response-transform"];
   await withdrawTransforms(env, principal.tenantId, id, kinds.filter((kind) => storedTransform(deleted, kind) !== null));
 }
@@ -249,20 +252,41 @@ const KEY_MAX_LENGTH = 256;
 const callerKeys = alias(apiKeys, "caller_keys");
 const callerApplications = alias(applications, "caller_applications");
 
+export interface ProxyLookup {
+  proxy: InvocableProxy;
+  /** The principal of the caller's API key, when one was given and belongs to the proxy's tenant. */
+  caller: Principal | null;
+}
+
+/**
+ * Recent lookups, by the proxy key and the API key. An entry holds the proxy's
+ * transform code, so the memory is bounded in characters as well as in entries.
+ */
+const recentLookups = new LookupCache<ProxyLookup | null>({ entries: 500, weight: 4_000_000 }, (found) =>
+  found ? 1_000 + (found.proxy.requestTransformCode?.length ?? 0) + (found.proxy.responseTransformCode?.length ?? 0) : 0,
+);
+
 /**
  * The proxy a key invokes (null for an unknown key), the principal of its application, and the
  * principal of the caller's API key if one was given and belongs to the proxy's tenant. One
- * statement, so invocation costs one round trip to the database; no cache, so a deleted proxy's key
- * or a revoked API key stops working with the next request. A proxy whose application was deleted
- * acts as one without an application.
+ * statement, so a lookup costs one round trip to the database, and an isolate reuses a lookup that
+ * grants the call for `CREDENTIAL_CACHE_TTL_MS` (see LookupCache for how staleness is bounded). A proxy
+ * whose application was deleted acts as one without an application.
  */
-export async function proxyForKey(
-  env: Bindings,
-  proxyKey: string,
-  apiKey: string | null,
-): Promise<{ proxy: InvocableProxy; caller: Principal | null } | null> {
+export async function proxyForKey(env: Bindings, proxyKey: string, apiKey: string | null): Promise<ProxyLookup | null> {
   if (proxyKey.length > KEY_MAX_LENGTH) return null;
-  const callerKeyHash = apiKey && apiKey.length <= KEY_MAX_LENGTH ? await sha256Hex(apiKey) : null;
+  const callerKey = apiKey && apiKey.length <= KEY_MAX_LENGTH ? apiKey : null;
+  // Keyed by the keys themselves, which this isolate holds for the request anyway, so that a
+  // reused lookup costs no hashing.
+  return recentLookups.lookup(
+    `${proxyKey}\n${callerKey ?? ""}`,
+    configOf(env).CREDENTIAL_CACHE_TTL_MS,
+    async () => readProxyLookup(env, await sha256Hex(proxyKey), callerKey && (await sha256Hex(callerKey))),
+    (found) => found !== null && (!found.proxy.requireAuth || found.caller !== null),
+  );
+}
+
+async function readProxyLookup(env: Bindings, proxyKeyHash: string, callerKeyHash: string | null): Promise<ProxyLookup | null> {
   const [found] = await databaseOf(env)
     .select({
       proxy: proxies,
@@ -288,7 +312,7 @@ export async function proxyForKey(
       callerApplications,
       and(eq(callerApplications.tenantId, callerKeys.tenantId), eq(callerApplications.id, callerKeys.applicationId)),
     )
-    .where(eq(proxies.keyHash, await sha256Hex(proxyKey)))
+    .where(eq(proxies.keyHash, proxyKeyHash))
     .limit(1);
   if (!found) return null;
   return {

@@ -160,11 +160,12 @@ export async function presentTokens(
  */
 export async function useTokens(env: Bindings, principal: Principal, ids: string[]): Promise<Map<string, unknown>> {
   const wanted = [...new Set(ids.map((id) => id.toLowerCase()))];
+  // Only the columns detokenization reads: this runs on every proxied call that holds references.
   const rows =
     wanted.length === 0
       ? []
       : await databaseOf(env)
-          .select()
+          .select({ id: tokens.id, ciphertext: tokens.ciphertext, mask: tokens.mask, containers: tokens.containers })
           .from(tokens)
           .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.id, wanted), tokenIsLive(Date.now())));
   const byId = new Map(rows.map((row) => [row.id, row]));
@@ -178,7 +179,7 @@ export async function useTokens(env: Bindings, principal: Principal, ids: string
     return { id, row, transform };
   });
   const keys = await tenantKeysOf(env, principal.tenantId);
-  const shown = await Promise.all(usable.map(({ row, transform }) => present(row, transform, () => decryptData(keys, row))));
+  const shown = await Promise.all(usable.map(({ row, transform }) => shownData(row, transform, () => decryptData(keys, row))));
   return new Map(usable.map(({ id }, i) => [id, shown[i]!.data]));
 }
 
@@ -351,13 +352,15 @@ async function sealToken(
 }
 
 /** The token as the caller may see it: data revealed, masked (absent without a mask) or redacted. */
+/** The data a transform shows: all of it, its mask (when the token has one), or none at all. */
+async function shownData(row: Pick<TokenRow, "mask">, transform: Transform, data: () => unknown): Promise<{ data?: unknown }> {
+  if (transform === "reveal") return { data: await data() };
+  if (transform === "mask" && row.mask !== null) return { data: evaluateExpression(row.mask, { data: await data() }) };
+  return {};
+}
+
 async function present(row: TokenRow, transform: Transform, data: () => unknown): Promise<TokenResponse> {
-  const shown =
-    transform === "reveal"
-      ? { data: await data() }
-      : transform === "mask" && row.mask !== null
-        ? { data: evaluateExpression(row.mask, { data: await data() }) }
-        : {};
+  const shown = await shownData(row, transform, data);
   return {
     id: row.id,
     type: row.type as TokenType,
@@ -408,11 +411,11 @@ function useTransform(principal: Principal, id: string, containers: string[]): T
 
 const TRANSFORM_RESTRICTIVENESS: Transform[] = ["redact", "mask", "reveal"];
 
-async function decryptData(keys: TenantKeys, row: TokenRow): Promise<unknown> {
+async function decryptData(keys: TenantKeys, row: Pick<TokenRow, "id" | "ciphertext">): Promise<unknown> {
   return JSON.parse(await keys.decrypt(row.ciphertext, row.id));
 }
 
-function containersOf(row: TokenRow): string[] {
+function containersOf(row: Pick<TokenRow, "containers">): string[] {
   return JSON.parse(row.containers) as string[];
 }
 
