@@ -50,6 +50,12 @@ export interface CompiledSearch {
 /** `data:` matches only tokens of the types that can have search indexes. */
 const DATA_SEARCH_TYPES = TOKEN_TYPES.filter((type) => TOKEN_TYPE_RULES[type].defaultSearchIndexes !== null);
 
+/** Written as literals: they are constants of this code (checked below), never text from a query. */
+const DATA_TYPES_CONDITION = `t.type IN (${DATA_SEARCH_TYPES.map((type) => {
+  if (!/^[a-z_]+$/.test(type)) throw new Error(`Unexpected token type ${type}`);
+  return `'${type}'`;
+}).join(", ")})`;
+
 const SELECTED_COLUMNS = Object.entries(getTableColumns(tokens))
   .map(([property, column]) => `t.${column.name} AS "${property}"`)
   .join(", ");
@@ -78,18 +84,27 @@ export function compileSearch(query: Query | null, scope: SearchScope, window: S
   if (scope.containers !== null) conditions.push(accessCondition(scope.containers, values));
   if (query !== null) conditions.push(new Compiler(values, scope).compile(query, driven));
   const where = conditions.join(" AND ");
-  const scoped = [scope.tenantId, scope.now, values.json()];
+  // ?3 is bound only when the statement reads it: D1 refuses a binding the SQL does not number.
+  const params = values.isEmpty() ? [scope.tenantId, scope.now] : [scope.tenantId, scope.now, values.json()];
+  // The window is written into the statement: a bound LIMIT costs SQLite measurably more (see
+  // bench/search.mjs), and these are integers the service computed, never text from the query.
   return {
     page: {
-      sql: `SELECT ${SELECTED_COLUMNS} FROM tokens AS t WHERE ${where} ORDER BY t.created_at DESC, t.id DESC LIMIT ?4 OFFSET ?5`,
-      params: [...scoped, window.limit, window.offset],
+      sql: `SELECT ${SELECTED_COLUMNS} FROM tokens AS t WHERE ${where} ORDER BY t.created_at DESC, t.id DESC LIMIT ${rowCount(window.limit)} OFFSET ${rowCount(window.offset)}`,
+      params,
     },
     count: {
-      sql: `SELECT count(*) AS total FROM (SELECT 1 FROM tokens AS t WHERE ${where} LIMIT ?4)`,
-      params: [...scoped, window.countLimit],
+      sql: `SELECT count(*) AS total FROM (SELECT 1 FROM tokens AS t WHERE ${where} LIMIT ${rowCount(window.countLimit)})`,
+      params,
     },
     driven,
   };
+}
+
+/** A non-negative integer as SQL text; anything else is a bug in the caller. */
+function rowCount(value: number): string {
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`Not a row count: ${value}`);
+  return String(value);
 }
 
 /** The values of one statement, each once, as SQL that reads it from the JSON parameter ?3. */
@@ -109,6 +124,10 @@ class QueryValues {
 
   json(): string {
     return JSON.stringify(this.list);
+  }
+
+  isEmpty(): boolean {
+    return this.list.length === 0;
   }
 }
 
@@ -206,7 +225,7 @@ class Compiler {
   }
 
   private dataTypes(): string {
-    return `t.type IN (${DATA_SEARCH_TYPES.map((type) => this.values.ref(type)).join(", ")})`;
+    return DATA_TYPES_CONDITION;
   }
 
   private blindIndex(value: string): string {

@@ -12,6 +12,7 @@ import { createToken, seedTokenTenant } from "../support/tokens";
 const SCOPE = { tenantId: "tenant", now: 0, containers: ["/pii/"], blindIndexes: new Map<string, string>() };
 const WINDOW = { limit: 20, offset: 0, countLimit: 100 };
 const HOSTILE = `x'); DELETE FROM tokens; --`;
+const DATA_TYPES = /t\.type IN \('token', 'social_security_number', 'employer_id_number'\)/g;
 
 describe("the compiler", () => {
   it("no value of the query is ever part of the SQL text", () => {
@@ -29,7 +30,9 @@ describe("the compiler", () => {
         // Any blind index will do: the compiler only binds it.
         const blindIndexes = new Map(termsOf(query).flatMap((term) => (term.field === "data" ? [[term.value, "blind"] as const] : [])));
         const compiled = compileSearch(query, { ...SCOPE, blindIndexes }, WINDOW);
-        expect(compiled.page.sql).toMatch(/^[A-Za-z0-9_ .,*()=<>+?"-]+$/);
+        // The one quoted text is the list of token types data: may match, constants of the code.
+        const withoutTypes = compiled.page.sql.replace(DATA_TYPES, "");
+        expect(withoutTypes).toMatch(/^[A-Za-z0-9_ .,*()=<>+?"-]+$/);
       }),
       { numRuns: 300 },
     );
