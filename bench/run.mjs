@@ -56,6 +56,8 @@ const FORWARD_SCRIPT = `export default {
   },
 };`;
 
+// stripCfConnectingIp: Miniflare otherwise sends every outbound fetch through an extra worker of
+// its own that strips one header, a hop that production does not have. Both workers go without it.
 const mf = new Miniflare({
   host: "127.0.0.1",
   port: 0,
@@ -69,6 +71,7 @@ const mf = new Miniflare({
       compatibilityFlags,
       d1Databases: { DB: "bench" },
       workerLoaders: { LOADER: {} },
+      stripCfConnectingIp: false,
       bindings: {
         HEADER_PREFIX: "SVC",
         VAULT_MASTER_KEY: masterKey,
@@ -83,6 +86,7 @@ const mf = new Miniflare({
       script: FORWARD_SCRIPT,
       compatibilityDate,
       routes: [`*${FORWARD_PATH}*`],
+      stripCfConnectingIp: false,
     },
   ],
 });

@@ -31,6 +31,17 @@ const authenticateKnownRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
   await authenticate(c, next);
 };
 
+const OPENAPI_OBJECT = {
+  openapi: "3.1.0",
+  info: {
+    title: "Token vault",
+    version: "1.0.0",
+    description: "Tokens, token search, pre-configured proxies and reactors. See README.md.",
+  },
+};
+/** The header prefix the route descriptions are written with; replaced by HEADER_PREFIX when served. */
+const DOCUMENTED_PREFIX = "SVC";
+
 export function buildApp() {
   const app = new OpenAPIHono<AppEnv>({ strict: false });
 
@@ -51,19 +62,25 @@ export function buildApp() {
   app.get("/health", (c) => c.json({ status: "ok" }));
   app.route("/", tenantRoutes);
   app.route("/", proxyInvocationRoutes);
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "Token vault",
-      version: "1.0.0",
-      description: "Tokens, token search, pre-configured proxies and reactors. See README.md.",
-    },
+  // The document is written with the default prefix and served with this deployment's own header
+  // names, so that a client generated from it sends the headers the vault reads.
+  const documents = new Map<string, unknown>();
+  app.get("/openapi.json", (c) => {
+    const prefix = c.var.config.HEADER_PREFIX;
+    let document = documents.get(prefix);
+    if (!document) {
+      const text = JSON.stringify(app.getOpenAPI31Document(OPENAPI_OBJECT));
+      document = JSON.parse(
+        text.replaceAll(`${DOCUMENTED_PREFIX}-`, `${prefix.toUpperCase()}-`).replaceAll(`${DOCUMENTED_PREFIX.toLowerCase()}-`, `${prefix.toLowerCase()}-`),
+      );
+      documents.set(prefix, document);
+    }
+    return c.json(document);
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",
     in: "header",
     name: "SVC-API-KEY",
-    description: "The header name follows HEADER_PREFIX (default SVC).",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "OperatorKey", {
     type: "apiKey",

@@ -196,4 +196,17 @@ describe("OpenAPI", () => {
     expect(routes.length).toBeGreaterThan(5);
     for (const route of new Set(routes)) expect(documented, route).toContain(route);
   });
+
+  it("names the headers and the proxy key parameter with the deployment's HEADER_PREFIX", async () => {
+    const standard = await call("GET", "/openapi.json");
+    expect(standard.body.components.securitySchemes.ApiKey.name).toBe("SVC-API-KEY");
+    const renamed = await callConfigured({ HEADER_PREFIX: "XYZ" }, "GET", "/openapi.json");
+    expect(renamed.body.components.securitySchemes).toMatchObject({
+      ApiKey: { name: "XYZ-API-KEY" },
+      OperatorKey: { name: "XYZ-OPERATOR-KEY" },
+    });
+    const text = JSON.stringify(renamed.body);
+    expect(text).toContain("xyz-proxy-key");
+    expect(text).not.toMatch(/svc-/i);
+  });
 });
