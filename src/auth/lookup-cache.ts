@@ -51,10 +51,10 @@ export class LookupCache<V> {
   /**
    * The value under `key`: from memory while younger than `ttlMs`, else from `load`. A loaded value
    * is kept only when `keep` says it grants something and no credential changed meanwhile.
-   * `ttlMs` 0 reads on every call.
+   * `ttlMs` 0 neither reads nor keeps: every call loads.
    */
   async lookup(key: string, ttlMs: number, load: () => Promise<V>, keep: (value: V) => boolean): Promise<V> {
-    const cached = this.entries.get(key);
+    const cached = ttlMs > 0 ? this.entries.get(key) : undefined;
     if (cached && cached.expiresAt > Date.now()) return cached.value;
     if (cached) this.remove(key, cached);
     const startedAt = generation;

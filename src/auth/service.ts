@@ -6,17 +6,24 @@ import { apiKeys, applications } from "../db/schema";
 import type { AccessRule, Principal } from "./access";
 import type { Permission } from "./permissions";
 
+/** Longer strings are not keys: refused without hashing or remembering them. */
+const API_KEY_MAX_LENGTH = 256;
+
 /**
  * Recent API key lookups, by the key itself (which this isolate holds for the request anyway), so
- * that a reused lookup costs no hashing. A principal is small, so entries alone bound the memory.
+ * that a reused lookup costs no hashing. An application may hold long rules, so entries are weighed
+ * by their characters as well as counted.
  */
-const recentPrincipals = new LookupCache<Principal | null>({ entries: 10_000, weight: 10_000 }, () => 1);
+const recentPrincipals = new LookupCache<Principal | null>({ entries: 10_000, weight: 4_000_000 }, (principal) =>
+  JSON.stringify(principal).length,
+);
 
 /**
  * The principal an API key stands for, or null for an unknown or revoked key: one indexed lookup,
  * which an isolate reuses for `ttlMs` (0: never; see LookupCache for how staleness is bounded).
  */
 export async function principalForKey(db: Database, apiKey: string, ttlMs = 0): Promise<Principal | null> {
+  if (apiKey.length > API_KEY_MAX_LENGTH) return null;
   return recentPrincipals.lookup(
     apiKey,
     ttlMs,

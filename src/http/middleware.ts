@@ -24,7 +24,7 @@ export const traceAndConfigure: MiddlewareHandler<AppEnv> = async (c, next) => {
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const apiKey = c.req.header(c.var.config.headers.apiKey);
   if (!apiKey) throw new UnauthenticatedError(`The ${c.var.config.HEADER_PREFIX}-API-KEY header is required`);
-  const principal = apiKey.length <= 256 ? await principalForKey(databaseOf(c.env), apiKey, c.var.config.CREDENTIAL_CACHE_TTL_MS) : null;
+  const principal = await principalForKey(databaseOf(c.env), apiKey, c.var.config.CREDENTIAL_CACHE_TTL_MS);
   if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
   c.set("principal", principal);
   await next();

@@ -1,4 +1,6 @@
 import { holdsPermission, type Principal } from "../auth/access";
+import { principalForKey } from "../auth/service";
+import { databaseOf } from "../db/client";
 import { EgressTimeoutError, fetchThroughEgress } from "../egress/policy";
 import { configOf, type Bindings, type Config } from "../env";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../http/problem";
@@ -65,15 +67,17 @@ async function authorise(env: Bindings, config: Config, request: Request): Promi
       `A proxy key is required: header ${config.HEADER_PREFIX}-PROXY-KEY or query parameter ${config.proxyKeyParam}`,
     );
   }
-  const apiKey = request.headers.get(config.headers.apiKey);
-  const found = await proxyForKey(env, proxyKey, apiKey);
-  if (!found) throw new UnauthenticatedError("The proxy key is unknown");
-  const { proxy, caller } = found;
+  const proxy = await proxyForKey(env, proxyKey);
+  if (!proxy) throw new UnauthenticatedError("The proxy key is unknown");
   const target = callerTarget(url, config.proxyKeyParam);
   if (!proxy.requireAuth) return { proxy, detokenizer: proxy.application, target };
 
+  const apiKey = request.headers.get(config.headers.apiKey);
   if (!apiKey) throw new UnauthenticatedError(`This proxy requires the ${config.HEADER_PREFIX}-API-KEY header`);
-  if (!caller) throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
+  const caller = await principalForKey(databaseOf(env), apiKey, config.CREDENTIAL_CACHE_TTL_MS);
+  if (!caller || caller.tenantId !== proxy.tenantId) {
+    throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
+  }
   if (!holdsPermission(caller, "token:use")) throw ForbiddenError.missing("token:use");
   return { proxy, detokenizer: caller, target };
 }

@@ -1,5 +1,4 @@
 import { and, desc, eq, inArray, type SQL } from "drizzle-orm";
-import { alias } from "drizzle-orm/sqlite-core";
 import type { Principal } from "../auth/access";
 import { credentialsChanged, LookupCache } from "../auth/lookup-cache";
 import { principalForApplication, principalOf } from "../auth/service";
@@ -7,7 +6,7 @@ import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf } from "../db/client";
 import { nameMatches } from "../db/filters";
-import { apiKeys, applications, proxies } from "../db/schema";
+import { applications, proxies } from "../db/schema";
 import { egressRefusal } from "../egress/policy";
 import { configOf, type Bindings } from "../env";
 import { NotFoundError, ValidationError } from "../http/problem";
@@ -249,44 +248,33 @@ export interface InvocableProxy extends ProxyRow {
 
 /** Longer strings are not keys: refused without hashing them. */
 const KEY_MAX_LENGTH = 256;
-const callerKeys = alias(apiKeys, "caller_keys");
-const callerApplications = alias(applications, "caller_applications");
-
-export interface ProxyLookup {
-  proxy: InvocableProxy;
-  /** The principal of the caller's API key, when one was given and belongs to the proxy's tenant. */
-  caller: Principal | null;
-}
 
 /**
- * Recent lookups, by the proxy key and the API key. An entry holds the proxy's
- * transform code, so the memory is bounded in characters as well as in entries.
+ * Recent proxies, by their key. An entry holds transform code, an encrypted configuration and the
+ * application's rules, so it is weighed by the characters it holds, not only counted.
  */
-const recentLookups = new LookupCache<ProxyLookup | null>({ entries: 500, weight: 4_000_000 }, (found) =>
-  found ? 1_000 + (found.proxy.requestTransformCode?.length ?? 0) + (found.proxy.responseTransformCode?.length ?? 0) : 0,
+const recentProxies = new LookupCache<InvocableProxy | null>({ entries: 500, weight: 4_000_000 }, (proxy) =>
+  JSON.stringify(proxy).length,
 );
 
 /**
- * The proxy a key invokes (null for an unknown key), the principal of its application, and the
- * principal of the caller's API key if one was given and belongs to the proxy's tenant. One
- * statement, so a lookup costs one round trip to the database, and an isolate reuses a lookup that
- * grants the call for `CREDENTIAL_CACHE_TTL_MS` (see LookupCache for how staleness is bounded). A proxy
- * whose application was deleted acts as one without an application.
+ * The proxy a key invokes (null for an unknown key) with the principal of its application. One
+ * statement, and an isolate reuses a found proxy for `CREDENTIAL_CACHE_TTL_MS` (see LookupCache for
+ * how staleness is bounded). Keyed by the key itself, which this isolate holds for the request
+ * anyway, so that a reused lookup costs no hashing. A proxy whose application was deleted acts as
+ * one without an application.
  */
-export async function proxyForKey(env: Bindings, proxyKey: string, apiKey: string | null): Promise<ProxyLookup | null> {
+export async function proxyForKey(env: Bindings, proxyKey: string): Promise<InvocableProxy | null> {
   if (proxyKey.length > KEY_MAX_LENGTH) return null;
-  const callerKey = apiKey && apiKey.length <= KEY_MAX_LENGTH ? apiKey : null;
-  // Keyed by the keys themselves, which this isolate holds for the request anyway, so that a
-  // reused lookup costs no hashing.
-  return recentLookups.lookup(
-    `${proxyKey}\n${callerKey ?? ""}`,
+  return recentProxies.lookup(
+    proxyKey,
     configOf(env).CREDENTIAL_CACHE_TTL_MS,
-    async () => readProxyLookup(env, await sha256Hex(proxyKey), callerKey && (await sha256Hex(callerKey))),
-    (found) => found !== null && (!found.proxy.requireAuth || found.caller !== null),
+    async () => readInvocableProxy(env, await sha256Hex(proxyKey)),
+    (proxy) => proxy !== null,
   );
 }
 
-async function readProxyLookup(env: Bindings, proxyKeyHash: string, callerKeyHash: string | null): Promise<ProxyLookup | null> {
+async function readInvocableProxy(env: Bindings, keyHash: string): Promise<InvocableProxy | null> {
   const [found] = await databaseOf(env)
     .select({
       proxy: proxies,
@@ -297,28 +285,13 @@ async function readProxyLookup(env: Bindings, proxyKeyHash: string, callerKeyHas
         permissions: applications.permissions,
         rules: applications.rules,
       },
-      caller: {
-        tenantId: callerApplications.tenantId,
-        applicationId: callerApplications.id,
-        type: callerApplications.type,
-        permissions: callerApplications.permissions,
-        rules: callerApplications.rules,
-      },
     })
     .from(proxies)
     .leftJoin(applications, and(eq(applications.tenantId, proxies.tenantId), eq(applications.id, proxies.applicationId)))
-    .leftJoin(callerKeys, and(eq(callerKeys.tenantId, proxies.tenantId), eq(callerKeys.hash, callerKeyHash ?? "")))
-    .leftJoin(
-      callerApplications,
-      and(eq(callerApplications.tenantId, callerKeys.tenantId), eq(callerApplications.id, callerKeys.applicationId)),
-    )
-    .where(eq(proxies.keyHash, proxyKeyHash))
+    .where(eq(proxies.keyHash, keyHash))
     .limit(1);
   if (!found) return null;
-  return {
-    proxy: { ...found.proxy, application: found.application ? principalOf(found.application) : null },
-    caller: found.caller ? principalOf(found.caller) : null,
-  };
+  return { ...found.proxy, application: found.application ? principalOf(found.application) : null };
 }
 
 /** The proxy's configuration for its transforms, decrypted; empty when it has none. */

@@ -351,7 +351,6 @@ async function sealToken(
   };
 }
 
-/** The token as the caller may see it: data revealed, masked (absent without a mask) or redacted. */
 /** The data a transform shows: all of it, its mask (when the token has one), or none at all. */
 async function shownData(row: Pick<TokenRow, "mask">, transform: Transform, data: () => unknown): Promise<{ data?: unknown }> {
   if (transform === "reveal") return { data: await data() };
@@ -359,6 +358,7 @@ async function shownData(row: Pick<TokenRow, "mask">, transform: Transform, data
   return {};
 }
 
+/** The token as the caller may see it: data revealed, masked (absent without a mask) or redacted. */
 async function present(row: TokenRow, transform: Transform, data: () => unknown): Promise<TokenResponse> {
   const shown = await shownData(row, transform, data);
   return {

@@ -3,14 +3,18 @@ import { describe, expect, it } from "vitest";
 import { credentialsChanged, LookupCache } from "../../src/auth/lookup-cache";
 import { callConfigured } from "../support/configured";
 import { createApplication, expectProblem, seedTenant, type Reply } from "../support/harness";
-import { createProxy } from "../support/proxies";
+import { createProxy, loopback } from "../support/proxies";
+import { createToken } from "../support/tokens";
 
 // An isolate reuses a credential lookup for CREDENTIAL_CACHE_TTL_MS. A write made through this
 // isolate clears it at once; a write another isolate makes (here: straight into D1, which this
 // isolate never hears of) is seen once the entry is older than the time to live. Every call below
 // goes through one module instance (callConfigured), so the cache the test fills is the one it reads.
 
-const TTL = { CREDENTIAL_CACHE_TTL_MS: "300" };
+// One second: long enough that the calls between a change and the check stay inside it even on a
+// slow machine, short enough to wait out.
+const TTL = { CREDENTIAL_CACHE_TTL_MS: "1000" };
+const PAST_TTL_MS = 1_200;
 const NO_CACHE = { CREDENTIAL_CACHE_TTL_MS: "0" };
 const LONG = { CREDENTIAL_CACHE_TTL_MS: "60000" };
 
@@ -18,7 +22,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function keyHolder() {
   const tenant = await seedTenant();
-  const app = await createApplication(tenant, { type: "private", permissions: ["token:read", "token:use"] });
+  const app = await createApplication(tenant, { type: "private", permissions: ["token:create", "token:read", "token:use"] });
   // An authenticated, permitted read of a token that does not exist answers 404; without the key 401,
   // without token:read 403.
   const readTokens = (overrides: Record<string, string>) =>
@@ -31,12 +35,14 @@ async function revokeElsewhere(applicationId: string) {
   await env.DB.prepare("DELETE FROM api_keys WHERE application_id = ?").bind(applicationId).run();
 }
 
-function invokeConfigured(overrides: Record<string, string>, proxyKey: string, apiKey?: string): Promise<Reply> {
+function invokeConfigured(overrides: Record<string, string>, proxyKey: string, apiKey?: string, body: unknown = { amount: 1 }): Promise<Reply> {
   return callConfigured(overrides, "POST", "/proxy/cached", {
     headers: { "SVC-PROXY-KEY": proxyKey, ...(apiKey ? { "SVC-API-KEY": apiKey } : {}) },
-    body: { amount: 1 },
+    body,
   });
 }
+
+const asManagement = (tenant: { managementKey: string }) => ({ headers: { "SVC-API-KEY": tenant.managementKey } });
 
 describe("credential lookups reused by an isolate", () => {
   it("sees a key revoked by another isolate once the time to live has passed", async () => {
@@ -45,7 +51,7 @@ describe("credential lookups reused by an isolate", () => {
     await revokeElsewhere(app.id);
     // Within the time to live this isolate still knows the key: the documented bound.
     expect((await readTokens(TTL)).status).toBe(404);
-    await sleep(400);
+    await sleep(PAST_TTL_MS);
     expectProblem(await readTokens(TTL), 401);
   });
 
@@ -93,13 +99,39 @@ describe("credential lookups reused by an isolate", () => {
     expect(refused.body).toHaveProperty("proxy_error");
   });
 
+  it("applies a proxy replaced through this isolate at once", async () => {
+    const tenant = await seedTenant();
+    const proxy = await createProxy(tenant, { require_auth: false });
+    expect((await invokeConfigured(LONG, proxy.key)).status).toBe(200);
+    const replaced = await callConfigured(LONG, "PUT", `/proxies/${proxy.id}`, {
+      ...asManagement(tenant),
+      body: { name: "now closed", destination_url: loopback(), require_auth: true },
+    });
+    expect(replaced.status, JSON.stringify(replaced.body)).toBe(200);
+    expect((await invokeConfigured(LONG, proxy.key)).status).toBe(401);
+  });
+
+  it("applies an application deleted through this isolate at once, to its keys and its proxies", async () => {
+    const { tenant, app, readTokens } = await keyHolder();
+    const token = await createToken(app.key, { type: "token", data: "secret" });
+    const proxy = await createProxy(tenant, { require_auth: false, application: { id: app.id } });
+    const withReference = { value: `{{ ${token.id} }}` };
+    expect((await readTokens(LONG)).status).toBe(404);
+    expect((await invokeConfigured(LONG, proxy.key, undefined, withReference)).status).toBe(200);
+    const deleted = await callConfigured(LONG, "DELETE", `/applications/${app.id}`, asManagement(tenant));
+    expect(deleted.status).toBe(204);
+    expectProblem(await readTokens(LONG), 401);
+    // The proxy now acts without an application, so a request holding references is refused.
+    expect((await invokeConfigured(LONG, proxy.key, undefined, withReference)).status).toBe(403);
+  });
+
   it("sees a proxy deleted by another isolate once the time to live has passed", async () => {
     const tenant = await seedTenant();
     const proxy = await createProxy(tenant, { require_auth: false });
     expect((await invokeConfigured(TTL, proxy.key)).status).toBe(200);
     await env.DB.prepare("DELETE FROM proxies WHERE id = ?").bind(proxy.id).run();
     expect((await invokeConfigured(TTL, proxy.key)).status).toBe(200);
-    await sleep(400);
+    await sleep(PAST_TTL_MS);
     expect((await invokeConfigured(TTL, proxy.key)).status).toBe(401);
   });
 
@@ -108,7 +140,7 @@ describe("credential lookups reused by an isolate", () => {
     const proxy = await createProxy(tenant);
     expect((await invokeConfigured(TTL, proxy.key, app.key)).status).toBe(200);
     await revokeElsewhere(app.id);
-    await sleep(400);
+    await sleep(PAST_TTL_MS);
     expect((await invokeConfigured(TTL, proxy.key, app.key)).status).toBe(401);
   });
 
@@ -131,6 +163,13 @@ describe("LookupCache", () => {
     release();
     expect(await slow).toBe("before");
     expect(await cache.lookup("k", 60_000, async () => "after", grants)).toBe("after");
+  });
+
+  it("neither reads nor keeps an entry when the time to live is 0", async () => {
+    const cache = new LookupCache<string | null>({ entries: 10, weight: 10 }, () => 1);
+    await cache.lookup("k", 60_000, async () => "kept", grants);
+    expect(await cache.lookup("k", 0, async () => "fresh", grants)).toBe("fresh");
+    expect(await cache.lookup("k", 60_000, async () => "other", grants)).toBe("kept");
   });
 
   it("keeps only lookups that grant something", async () => {
