@@ -6,6 +6,15 @@ import { apiKeys, applications } from "../db/schema";
 import type { AccessRule, Principal } from "./access";
 import type { Permission } from "./permissions";
 
+/** The columns of an application that `principalOf` reads: select them, or nest them in a join. */
+export const principalColumns = {
+  tenantId: applications.tenantId,
+  applicationId: applications.id,
+  type: applications.type,
+  permissions: applications.permissions,
+  rules: applications.rules,
+};
+
 /** Longer strings are not keys: refused without hashing or remembering them. */
 const API_KEY_MAX_LENGTH = 256;
 
@@ -34,13 +43,7 @@ export async function principalForKey(db: Database, apiKey: string, ttlMs = 0): 
 
 async function readPrincipalForKey(db: Database, hash: string): Promise<Principal | null> {
   const [row] = await db
-    .select({
-      tenantId: applications.tenantId,
-      applicationId: applications.id,
-      type: applications.type,
-      permissions: applications.permissions,
-      rules: applications.rules,
-    })
+    .select(principalColumns)
     .from(apiKeys)
     .innerJoin(applications, and(eq(applications.id, apiKeys.applicationId), eq(applications.tenantId, apiKeys.tenantId)))
     .where(eq(apiKeys.hash, hash))
@@ -72,13 +75,7 @@ export async function principalForApplication(
   applicationId: string,
 ): Promise<Principal | null> {
   const [row] = await db
-    .select({
-      tenantId: applications.tenantId,
-      applicationId: applications.id,
-      type: applications.type,
-      permissions: applications.permissions,
-      rules: applications.rules,
-    })
+    .select(principalColumns)
     .from(applications)
     .where(and(eq(applications.tenantId, tenantId), eq(applications.id, applicationId)))
     .limit(1);

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, type SQL } from "drizzle-orm";
 import type { Principal } from "../auth/access";
 import { credentialsChanged, LookupCache } from "../auth/lookup-cache";
-import { principalForApplication, principalOf } from "../auth/service";
+import { principalColumns, principalForApplication, principalOf } from "../auth/service";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf } from "../db/client";
@@ -278,13 +278,7 @@ async function readInvocableProxy(env: Bindings, keyHash: string): Promise<Invoc
   const [found] = await databaseOf(env)
     .select({
       proxy: proxies,
-      application: {
-        tenantId: applications.tenantId,
-        applicationId: applications.id,
-        type: applications.type,
-        permissions: applications.permissions,
-        rules: applications.rules,
-      },
+      application: principalColumns,
     })
     .from(proxies)
     .leftJoin(applications, and(eq(applications.tenantId, proxies.tenantId), eq(applications.id, proxies.applicationId)))

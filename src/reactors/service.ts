@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Principal } from "../auth/access";
-import { principalForApplication, principalOf } from "../auth/service";
+import { principalColumns, principalForApplication, principalOf } from "../auth/service";
 import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf } from "../db/client";
 import { nameMatches } from "../db/filters";
@@ -228,13 +228,7 @@ async function findRunnableReactor(env: Bindings, tenantId: string, id: string) 
     .select({
       reactor: reactors,
       formula: reactorFormulas,
-      application: {
-        tenantId: applications.tenantId,
-        applicationId: applications.id,
-        type: applications.type,
-        permissions: applications.permissions,
-        rules: applications.rules,
-      },
+      application: principalColumns,
     })
     .from(reactors)
     .innerJoin(reactorFormulas, and(eq(reactorFormulas.id, reactors.formulaId), visibleTo(reactors.tenantId)))
