@@ -23,7 +23,7 @@ interface Entry<V> {
 interface Limits {
   /** Most entries kept; the oldest goes first. */
   entries: number;
-  /** Most total weight kept (the caller's measure, e.g. characters of code held). */
+  /** Most total weight kept (the caller's measure, e.g. characters held). */
   weight: number;
 }
 

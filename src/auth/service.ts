@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import { sha256Hex } from "../crypto/secrets";
+import { SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
 import { LookupCache } from "./lookup-cache";
 import type { Database } from "../db/client";
 import { apiKeys, applications } from "../db/schema";
@@ -15,9 +15,6 @@ export const principalColumns = {
   rules: applications.rules,
 };
 
-/** Longer strings are not keys: refused without hashing or remembering them. */
-const API_KEY_MAX_LENGTH = 256;
-
 /**
  * Recent API key lookups, by the key itself (which this isolate holds for the request anyway), so
  * that a reused lookup costs no hashing. An application may hold long rules, so entries are weighed
@@ -32,7 +29,7 @@ const recentPrincipals = new LookupCache<Principal | null>({ entries: 10_000, we
  * which an isolate reuses for `ttlMs` (0: never; see LookupCache for how staleness is bounded).
  */
 export async function principalForKey(db: Database, apiKey: string, ttlMs = 0): Promise<Principal | null> {
-  if (apiKey.length > API_KEY_MAX_LENGTH) return null;
+  if (apiKey.length > SECRET_MAX_LENGTH) return null;
   return recentPrincipals.lookup(
     apiKey,
     ttlMs,

@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, type SQL } from "drizzle-orm";
 import type { Principal } from "../auth/access";
 import { credentialsChanged, LookupCache } from "../auth/lookup-cache";
 import { principalColumns, principalForApplication, principalOf } from "../auth/service";
-import { generateSecret, sha256Hex } from "../crypto/secrets";
+import { generateSecret, SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
 import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf } from "../db/client";
 import { nameMatches } from "../db/filters";
@@ -246,9 +246,6 @@ export interface InvocableProxy extends ProxyRow {
   application: Principal | null;
 }
 
-/** Longer strings are not keys: refused without hashing them. */
-const KEY_MAX_LENGTH = 256;
-
 /**
  * Recent proxies, by their key. An entry holds transform code, an encrypted configuration and the
  * application's rules, so it is weighed by the characters it holds, not only counted.
@@ -265,7 +262,7 @@ const recentProxies = new LookupCache<InvocableProxy | null>({ entries: 500, wei
  * one without an application.
  */
 export async function proxyForKey(env: Bindings, proxyKey: string): Promise<InvocableProxy | null> {
-  if (proxyKey.length > KEY_MAX_LENGTH) return null;
+  if (proxyKey.length > SECRET_MAX_LENGTH) return null;
   return recentProxies.lookup(
     proxyKey,
     configOf(env).CREDENTIAL_CACHE_TTL_MS,

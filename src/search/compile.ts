@@ -167,7 +167,7 @@ class Compiler {
       case "modified_by":
         return `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND ${term.field} = ${v(term.value.toLowerCase())})`;
       case "data":
-        return `t.id IN (SELECT token_id FROM token_search_index WHERE tenant_id = ?1 AND blind_index = ${v(this.blindIndex(term.value))}) AND ${this.dataTypes()}`;
+        return `t.id IN (SELECT token_id FROM token_search_index WHERE tenant_id = ?1 AND blind_index = ${v(this.blindIndex(term.value))}) AND ${DATA_TYPES_CONDITION}`;
       case "metadata":
         return `t.id IN (SELECT token_id FROM token_metadata WHERE tenant_id = ?1 AND key = ${v(term.key.toLowerCase())} AND value = ${v(term.value.toLowerCase())})`;
       case "container":
@@ -189,7 +189,7 @@ class Compiler {
       case "fingerprint":
         return `t.${term.field} = ${v(term.value)}`;
       case "data":
-        return `EXISTS (SELECT 1 FROM token_search_index AS s WHERE s.tenant_id = ?1 AND s.blind_index = ${v(this.blindIndex(term.value))} AND s.token_id = t.id) AND ${this.dataTypes()}`;
+        return `EXISTS (SELECT 1 FROM token_search_index AS s WHERE s.tenant_id = ?1 AND s.blind_index = ${v(this.blindIndex(term.value))} AND s.token_id = t.id) AND ${DATA_TYPES_CONDITION}`;
       case "metadata":
         return `EXISTS (SELECT 1 FROM token_metadata AS m WHERE m.tenant_id = ?1 AND m.key = ${v(term.key.toLowerCase())} AND m.value = ${v(term.value.toLowerCase())} AND m.token_id = t.id)`;
       case "container":
@@ -222,10 +222,6 @@ class Compiler {
   private containerMatch(column: string, term: ContainerTerm): string {
     const path = term.value.toLowerCase();
     return term.subtree ? prefixMatch(column, path, this.values) : `${column} = ${this.values.ref(path)}`;
-  }
-
-  private dataTypes(): string {
-    return DATA_TYPES_CONDITION;
   }
 
   private blindIndex(value: string): string {
