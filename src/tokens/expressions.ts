@@ -1,4 +1,4 @@
-import { Liquid, type Context, type Template } from "liquidjs";
+import { Context, Liquid, toValueSync, Value, type Template } from "liquidjs";
 
 /**
  * Liquid expressions over token data: search indexes, fingerprint expressions and masks. Tenants
@@ -98,6 +98,37 @@ export function evaluateExpression(source: string, scope: ExpressionScope): stri
   } catch (error) {
     throw new ExpressionError(`could not be evaluated: ${messageOf(error)}`);
   }
+}
+
+const WHOLE_OUTPUT = /^\s*\{\{(?!-)([\s\S]*?)(?<!-)\}\}\s*$/;
+const values = new Map<string, Value>();
+
+/**
+ * Like evaluateExpression, but a source that is exactly one output (`{{ data.month }}`, with
+ * filters) gives the value itself, with its JSON type (a number stays a number, an object an
+ * object); any other source renders to a string. Object masks and detokenization use this.
+ */
+export function evaluateValue(source: string, scope: ExpressionScope): unknown {
+  const whole = WHOLE_OUTPUT.exec(source);
+  if (!whole || whole[1]!.includes("{{") || whole[1]!.includes("}}")) return evaluateExpression(source, scope);
+  compileExpression(source);
+  let value = values.get(source);
+  if (!value) {
+    value = new Value(whole[1]!, engine);
+    if (values.size >= CACHE_LIMIT) values.delete(values.keys().next().value as string);
+    values.set(source, value);
+  }
+  try {
+    const context = new Context(scope, engine.options, RENDER_LIMITS, { liquid: engine });
+    return plainValue(toValueSync(value.value(context)));
+  } catch (error) {
+    throw new ExpressionError(`could not be evaluated: ${messageOf(error)}`);
+  }
+}
+
+/** Undefined (a missing member) is null in JSON. */
+function plainValue(value: unknown): unknown {
+  return value === undefined ? null : value;
 }
 
 /** The original message of a filter's error, not liquidjs's wrapper around it. */
