@@ -8,10 +8,11 @@ export interface Bindings {
   DISPATCHER?: DispatchNamespace;
 }
 
-const flag = z
-  .enum(["true", "false"])
-  .default("false")
-  .transform((value) => value === "true");
+const flag = (fallback: "true" | "false" = "false") =>
+  z
+    .enum(["true", "false"])
+    .default(fallback)
+    .transform((value) => value === "true");
 
 const positiveInteger = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
@@ -25,13 +26,17 @@ export const ConfigSchema = z.object({
     .refine((value) => decodedLength(value) === 32, "must be 32 random bytes encoded as base64"),
   BOOTSTRAP_API_KEY: z.string().min(32, "must be at least 32 characters").optional(),
   OPERATOR_API_KEY: z.string().min(32, "must be at least 32 characters").optional(),
-  ALLOW_INSECURE_DESTINATIONS: flag,
+  ALLOW_INSECURE_DESTINATIONS: flag(),
   SANDBOX_HOST: z.enum(["loader", "dispatch"]).default("loader"),
   SANDBOX_WALL_TIME_MS: positiveInteger(30_000),
   SANDBOX_CPU_MS: positiveInteger(200),
   PROXY_TIMEOUT_MS: positiveInteger(25_000),
   /** How long an isolate may reuse an API key's or proxy key's lookup (src/auth/lookup-cache.ts); 0: never. */
   CREDENTIAL_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
+  /** Seconds a card's cvc is kept after the token is created or updated; the cron then drops it (PCI DSS 3.3.1). */
+  CARD_CVC_RETENTION_S: z.coerce.number().int().min(0).default(3_600),
+  /** A /proxy call without a proxy key forwards to its {P}-PROXY-URL header (an ephemeral proxy). */
+  EPHEMERAL_PROXY: flag("true"),
   CLOUDFLARE_ACCOUNT_ID: z.string().optional(),
   CLOUDFLARE_API_TOKEN: z.string().optional(),
   CLOUDFLARE_API_BASE: z.url().default("https://api.cloudflare.com/client/v4"),
@@ -40,7 +45,7 @@ export const ConfigSchema = z.object({
 
 export type Config = z.infer<typeof ConfigSchema> & {
   /** Header names derived from HEADER_PREFIX, lower-cased as the Fetch API reports them. */
-  headers: { apiKey: string; proxyKey: string; traceId: string; idempotencyKey: string; operatorKey: string };
+  headers: { apiKey: string; proxyKey: string; proxyUrl: string; traceId: string; idempotencyKey: string; operatorKey: string };
   /** Query parameter that may carry the proxy key. */
   proxyKeyParam: string;
 };
@@ -70,6 +75,7 @@ export function configOf(env: object): Config {
     headers: {
       apiKey: `${prefix}-api-key`,
       proxyKey: `${prefix}-proxy-key`,
+      proxyUrl: `${prefix}-proxy-url`,
       traceId: `${prefix}-trace-id`,
       idempotencyKey: `${prefix}-idempotency-key`,
       operatorKey: `${prefix}-operator-key`,

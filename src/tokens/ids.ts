@@ -1,0 +1,35 @@
+/**
+ * Token ids. The vault gives a token a random UUID; a client may choose its own id (or an alias
+ * expression that renders one) when it creates the token. Ids are unique within a tenant.
+ *
+ * A chosen id is 3 to 400 characters, without the characters that would make it ambiguous in a
+ * URL path or inside a detokenization expression `{{ <id> | filter }}`, without control characters,
+ * and without leading or trailing white space (an expression's id is read trimmed).
+ */
+export const TOKEN_ID_MIN_LENGTH = 3;
+export const TOKEN_ID_MAX_LENGTH = 400;
+export const TOKEN_ID_FORBIDDEN = "#/\\+?[]|&=%<>{}^";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Why the text cannot be a token id, or null when it can. */
+export function tokenIdProblem(id: string): string | null {
+  if (id.length < TOKEN_ID_MIN_LENGTH || id.length > TOKEN_ID_MAX_LENGTH) {
+    return `must be ${TOKEN_ID_MIN_LENGTH} to ${TOKEN_ID_MAX_LENGTH} characters`;
+  }
+  if (id.trim() !== id) return "must not start or end with white space";
+  if (CONTROL.test(id)) return "must not hold control characters";
+  const forbidden = [...new Set([...id].filter((character) => TOKEN_ID_FORBIDDEN.includes(character)))];
+  if (forbidden.length > 0) return `must not hold any of ${TOKEN_ID_FORBIDDEN} (found ${forbidden.join(" ")})`;
+  return null;
+}
+
+/**
+ * The stored form of an id: UUIDs are compared case-insensitively (stored lower case), chosen ids
+ * exactly as given.
+ */
+export function normalTokenId(id: string): string {
+  return UUID.test(id) ? id.toLowerCase() : id;
+}
