@@ -19,6 +19,8 @@ export default defineConfig({
   ],
   test: {
     include: ["test/**/*.test.ts"],
+    // Run from Node against a bundled vault: vitest.clients.config.ts.
+    exclude: ["test/clients/**"],
     setupFiles: ["./test/support/apply-migrations.ts"],
     globalSetup: ["./test/support/loopback-server.ts"],
   },

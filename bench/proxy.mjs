@@ -1,7 +1,10 @@
 // Proxy overhead: the same loopback echo destination called directly, through a worker that only
-// forwards (the runtime's own floor on this machine), and through /proxy, in the same run. Scenarios: no transform (anonymous and authenticated), 1 and 10 detokenized references,
-// request and response transforms. Prints p50/p95 (and the latency the vault adds) and throughput
-// under 32 concurrent connections, each next to the direct call.
+// forwards (the runtime's own floor on this machine), and through /proxy, in the same run.
+// Scenarios: no transform (anonymous and authenticated), 1 and 10 detokenized references, a card
+// token used through four `json` expressions and a `card_exp`, request and response transforms.
+// Prints p50/p95 (and the latency the vault adds) and throughput under 32 concurrent connections,
+// each next to the direct call. Scenarios that detokenize are also measured next to a fair floor: a
+// bare worker that makes one indexed D1 read by primary key and then forwards.
 //   npm run bench proxy [--iterations=500] [--duration=3000]
 // Direct, forwarded and proxied calls are measured turn about (latency in rounds, throughput in windows).
 import { createServer } from "node:http";
@@ -32,13 +35,37 @@ export default async function proxy(bench) {
       return reply.body.key;
     };
 
+    const card = await bench.request("POST", "/tokens", {
+      key: caller.key,
+      body: { type: "card", data: { number: CARD, expiration_month: 11, expiration_year: 2030, cvc: "123" } },
+    });
+    if (card.status !== 201) throw new Error(`card token creation failed: ${card.status} ${JSON.stringify(card.body)}`);
+    const cardExpressions = {
+      number: `{{ ${card.body.id} | json: '$.number' }}`,
+      month: `{{ ${card.body.id} | json: '$.expiration_month' }}`,
+      year: `{{ ${card.body.id} | json: '$.expiration_year' }}`,
+      cvc: `{{ ${card.body.id} | json: '$.cvc' }}`,
+      expiry: `{{ ${card.body.id} | card_exp: 'MM/YY' }}`,
+    };
+    const cardRevealed = { number: CARD, month: "11", year: "2030", cvc: "123", expiry: "11/30" };
+
     const references = (count) => Object.fromEntries(tokenIds.slice(0, count).map((id, i) => [`card_${i}`, `{{ ${id} }}`]));
     const revealed = (count) => Object.fromEntries(tokenIds.slice(0, count).map((_, i) => [`card_${i}`, CARD]));
     const scenarios = [
       { label: "no transform, anonymous", proxy: { require_auth: false }, body: { amount: 100 } },
       { label: "no transform, authenticated", proxy: {}, apiKey: caller.key, body: { amount: 100 } },
-      { label: "1 detokenized reference", proxy: {}, apiKey: caller.key, body: references(1), direct: revealed(1) },
-      { label: "10 detokenized references", proxy: {}, apiKey: caller.key, body: references(10), direct: revealed(10) },
+      { label: "1 detokenized reference", proxy: {}, apiKey: caller.key, body: references(1), direct: revealed(1), reads: tokenIds[0] },
+      { label: "10 detokenized references", proxy: {}, apiKey: caller.key, body: references(10), direct: revealed(10), reads: tokenIds[0] },
+      {
+        label: "card: 4 json expressions + card_exp",
+        proxy: {},
+        apiKey: caller.key,
+        body: cardExpressions,
+        direct: cardRevealed,
+        reads: card.body.id,
+        expect: '\\"expiry\\":\\"11/30\\"',
+        compareTo: "1 detokenized reference",
+      },
       {
         label: "request + response transforms",
         proxy: { require_auth: false, request_transform: { code: TRANSFORM }, response_transform: { code: TRANSFORM } },
@@ -52,6 +79,7 @@ export default async function proxy(bench) {
     const echo = await bench.latency(() => send(`${destination.url}/charges`, { amount: 100 }, {}), { iterations });
     bench.report("GET /health (worker floor) p50", health.p50, "direct p50", echo.p50, "ms");
 
+    const measured = new Map();
     for (const scenario of scenarios) {
       const proxyKey = await createProxy(scenario.proxy);
       const viaProxy = () =>
@@ -70,8 +98,14 @@ export default async function proxy(bench) {
 
       // The runtime's own floor: a worker that does nothing but forward the same request.
       const forwarded = () => send(bench.forwardUrl(`${destination.url}/charges`), scenario.direct ?? scenario.body, {});
-      const [directLatency, forwardLatency, proxyLatency] = await interleavedLatency(bench, [direct, forwarded, viaProxy], iterations);
-      const [directRate, forwardRate, proxyRate] = await interleavedThroughput(bench, [direct, forwarded, viaProxy], durationMs);
+      // The fair floor of a detokenizing call: one indexed D1 read by primary key, then forwarding.
+      const readForwarded = scenario.reads
+        ? () => send(bench.readForwardUrl(`${destination.url}/charges`, tenant.tenantId, scenario.reads), scenario.direct, {})
+        : null;
+      const calls = [direct, forwarded, viaProxy, ...(readForwarded ? [readForwarded] : [])];
+      const [directLatency, forwardLatency, proxyLatency, readLatency] = await interleavedLatency(bench, calls, iterations);
+      const [directRate, forwardRate, proxyRate, readRate] = await interleavedThroughput(bench, calls, durationMs);
+      measured.set(scenario.label, { directLatency, proxyLatency, proxyRate });
 
       console.log(`  ${scenario.label}`);
       bench.report("  through the proxy p50", proxyLatency.p50, "direct p50", directLatency.p50, "ms");
@@ -86,6 +120,17 @@ export default async function proxy(bench) {
       bench.report("  throughput, 32 connections", proxyRate.rps, "direct", directRate.rps, "req/s");
       bench.report("  throughput of bare forwarding", forwardRate.rps, "direct", directRate.rps, "req/s");
       bench.report("  throughput of the proxy", proxyRate.rps, "bare forwarding", forwardRate.rps, "req/s");
+      if (readForwarded) {
+        bench.report("  through one D1 read + forwarding p50", readLatency.p50, "direct p50", directLatency.p50, "ms");
+        bench.report("  throughput of the proxy", proxyRate.rps, "one D1 read + forwarding", readRate.rps, "req/s");
+      }
+      const reference = scenario.compareTo && measured.get(scenario.compareTo);
+      if (reference) {
+        const addedHere = proxyLatency.p50 - directLatency.p50;
+        const addedThere = reference.proxyLatency.p50 - reference.directLatency.p50;
+        bench.report("  added p50", addedHere, `added p50, ${scenario.compareTo}`, addedThere, "ms");
+        bench.report("  throughput of the proxy", proxyRate.rps, scenario.compareTo, reference.proxyRate.rps, "req/s");
+      }
     }
   } finally {
     await destination.close();

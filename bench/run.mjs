@@ -3,12 +3,11 @@
 // memory, Worker Loader), each figure printed next to a baseline measured in the same run.
 //   npm run bench                 every benchmark
 //   npm run bench auth search     the named ones; extra --flags are passed to them as bench.args
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { Miniflare } from "miniflare";
+import { buildWorker, startLocalVault } from "../scripts/local-vault.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const benchDir = join(root, "bench");
@@ -37,16 +36,11 @@ for (const name of selected) {
 
 process.env.WRANGLER_SEND_METRICS = "false";
 console.log("building the worker bundle…");
-execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", buildDir], { cwd: root, stdio: "ignore" });
+buildWorker(buildDir);
 
-const masterKey = randomBytes(32).toString("base64");
-const operatorKey = `operator-${randomBytes(24).toString("hex")}`;
-const wrangler = readFileSync(join(root, "wrangler.toml"), "utf8");
-const compatibilityDate = /compatibility_date\s*=\s*"([^"]+)"/.exec(wrangler)[1];
-const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.exec(wrangler)[1]);
-
-// The runtime's own floor, for baselines: a worker that only forwards the request to `?to=` and
-// returns the answer, in the same workerd.
+// The runtime's own floors, for baselines, in the same workerd: a worker that only forwards the
+// request to `?to=` and returns the answer, and one that first makes one indexed D1 read by primary
+// key (`?tenant=&id=`, a token row of the vault's database) and then forwards.
 const FORWARD_SCRIPT = `export default {
   async fetch(request) {
     const target = new URL(request.url).searchParams.get("to");
@@ -54,56 +48,28 @@ const FORWARD_SCRIPT = `export default {
     return new Response(response.body, response);
   },
 };`;
+const READ_AND_FORWARD_SCRIPT = `export default {
+  async fetch(request, env) {
+    const params = new URL(request.url).searchParams;
+    const row = await env.DB.prepare("SELECT ciphertext FROM tokens WHERE tenant_id = ? AND id = ?")
+      .bind(params.get("tenant"), params.get("id"))
+      .first();
+    if (!row) return new Response("no such row", { status: 500 });
+    const response = await fetch(params.get("to"), { method: request.method, headers: request.headers, body: request.body });
+    return new Response(response.body, response);
+  },
+};`;
 
-// Two hops of Miniflare's own are left out, for both workers, because production has neither:
-// - unsafeDirectSockets: requests reach each worker on its own socket instead of through
-//   Miniflare's entry worker (which routes and adds CF-* headers; about 0.7 ms a request here);
-// - stripCfConnectingIp: outbound fetches go straight out instead of through another worker of
-//   Miniflare's that strips one header.
-// `npm start` (wrangler dev) keeps both hops; the tests do not measure time.
-const DIRECT_SOCKET = [{ host: "127.0.0.1", port: 0 }];
-const mf = new Miniflare({
-  host: "127.0.0.1",
-  port: 0,
+const vault = await startLocalVault({
+  buildDir,
   workers: [
-    {
-      name: "vault",
-      modules: true,
-      scriptPath: join(buildDir, "index.js"),
-      modulesRoot: buildDir,
-      compatibilityDate,
-      compatibilityFlags,
-      d1Databases: { DB: "bench" },
-      workerLoaders: { LOADER: {} },
-      stripCfConnectingIp: false,
-      unsafeDirectSockets: DIRECT_SOCKET,
-      bindings: {
-        HEADER_PREFIX: "SVC",
-        VAULT_MASTER_KEY: masterKey,
-        OPERATOR_API_KEY: operatorKey,
-        ALLOW_INSECURE_DESTINATIONS: "true",
-        SANDBOX_HOST: "loader",
-      },
-    },
-    {
-      name: "bench-forward",
-      modules: true,
-      script: FORWARD_SCRIPT,
-      compatibilityDate,
-      stripCfConnectingIp: false,
-      unsafeDirectSockets: DIRECT_SOCKET,
-    },
+    { name: "bench-forward", modules: true, script: FORWARD_SCRIPT },
+    { name: "bench-read-forward", modules: true, script: READ_AND_FORWARD_SCRIPT, d1Databases: { DB: "vault" } },
   ],
 });
-await mf.ready;
-const urlOf = async (worker) => (await mf.unsafeGetDirectURL(worker)).toString().replace(/\/$/, "");
-const baseUrl = await urlOf("vault");
-const forwarderUrl = await urlOf("bench-forward");
-const db = await mf.getD1Database("DB", "vault");
-for (const file of readdirSync(join(root, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {
-  const statements = readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint");
-  for (const statement of statements) if (statement.trim()) await db.prepare(statement).run();
-}
+const { db, masterKey, operatorKey, baseUrl } = vault;
+const forwarderUrl = await vault.urlOf("bench-forward");
+const readForwarderUrl = await vault.urlOf("bench-read-forward");
 
 const bench = {
   args,
@@ -113,6 +79,9 @@ const bench = {
   url: (path) => `${baseUrl}${path}`,
   /** The URL that reaches `target` through a worker that only forwards: the runtime's floor. */
   forwardUrl: (target) => `${forwarderUrl}/?to=${encodeURIComponent(target)}`,
+  /** Reaches `target` through a worker that reads one token row by primary key, then forwards. */
+  readForwardUrl: (target, tenantId, tokenId) =>
+    `${readForwarderUrl}/?to=${encodeURIComponent(target)}&tenant=${encodeURIComponent(tenantId)}&id=${encodeURIComponent(tokenId)}`,
   async request(method, path, { key, body, headers = {}, raw } = {}) {
     const sent = { ...headers };
     if (key) sent["SVC-API-KEY"] = key;
@@ -207,6 +176,6 @@ try {
     }
   }
 } finally {
-  await mf.dispose();
+  await vault.dispose();
 }
 process.exit(failed ? 1 : 0);
