@@ -4,6 +4,7 @@ import type { Permission } from "../auth/permissions";
 import { principalForKey } from "../auth/service";
 import { databaseOf } from "../db/client";
 import { configOf } from "../env";
+import { checkBodyText } from "./body";
 import type { AppEnv } from "./context";
 import { ForbiddenError, UnauthenticatedError, UnsupportedMediaTypeError } from "./problem";
 
@@ -39,14 +40,17 @@ export function requirePermission(permission: Permission): MiddlewareHandler<App
 }
 
 /**
- * A request that carries a body must send it in one of the accepted media types (415 otherwise).
- * A bodiless request passes, and the body schema then reports the missing fields.
+ * A request that carries a body must send it in one of the accepted media types (415 otherwise),
+ * as valid UTF-8 and, for JSON, nested no deeper than the one bound (400 otherwise). Every route
+ * that reads a body has this gate, after authentication and the permission check. A bodiless
+ * request passes, and the body schema then reports the missing fields.
  */
 export function requireContentType(...accepted: string[]): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const hasBody = Number(c.req.header("content-length") ?? 0) > 0 || c.req.header("transfer-encoding") !== undefined;
     const mediaType = c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase();
     if ((hasBody || mediaType) && !accepted.includes(mediaType ?? "")) throw new UnsupportedMediaTypeError(accepted);
+    if (c.req.raw.body !== null) checkBodyText(new Uint8Array(await c.req.arrayBuffer()), mediaType ?? "");
     await next();
   };
 }

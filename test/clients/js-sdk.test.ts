@@ -44,10 +44,10 @@ beforeAll(async () => {
       permissions: ["token:create", "token:read", "token:search", "token:use"],
     }),
   }).then((reply) => reply.json() as Promise<any>);
-  bt = await new BasisTheory().init(application.keys[0].key, {
+  bt = (await new BasisTheory().init(application.keys[0].key, {
     apiBaseUrl: vault.baseUrl.replace("127.0.0.1", "localhost"),
     disableTelemetry: true,
-  });
+  })) as BasisTheory;
 });
 
 afterAll(async () => {
