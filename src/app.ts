@@ -15,6 +15,7 @@ import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
 import { reactorRoutes } from "./reactors/routes";
 import { searchRoutes } from "./search/routes";
 import { tenantRoutes } from "./tenants/routes";
+import { detokenizeRoutes } from "./tokens/detokenize-routes";
 import { tokenRoutes } from "./tokens/routes";
 import { ensureBootstrap } from "./tenants/service";
 
@@ -94,6 +95,7 @@ export function buildApp() {
   api.route("/", permissionRoutes);
   api.route("/", proxyRoutes);
   api.route("/", tokenRoutes);
+  api.route("/", detokenizeRoutes);
   api.route("/", searchRoutes);
   api.route("/", reactorRoutes);
   app.route("/", api);

@@ -21,12 +21,12 @@ const RECOMPUTED = new Set(["host", "content-length"]);
 const FORWARDABLE_NAME = /^[A-Za-z0-9_-]+$/;
 
 /**
- * The caller's headers as the destination should see them: without the vault's own credentials,
+ * The caller's headers as the destination should see them: without the vault's own headers,
  * hop-by-hop headers, the Cloudflare edge's `cf-*` headers, and names holding anything but
  * letters, digits, `-` and `_`.
  */
 export function forwardableRequestHeaders(headers: Headers, config: Config): Record<string, string> {
-  const vaultOwn = new Set([config.headers.apiKey, config.headers.proxyKey, config.headers.operatorKey]);
+  const vaultOwn = new Set([config.headers.apiKey, config.headers.proxyKey, config.headers.proxyUrl, config.headers.operatorKey]);
   const namedByConnection = new Set(
     (headers.get("connection") ?? "")
       .split(",")

@@ -1,7 +1,7 @@
 import { holdsPermission, type Principal } from "../auth/access";
 import { principalForKey } from "../auth/service";
 import { databaseOf } from "../db/client";
-import { EgressTimeoutError, fetchThroughEgress } from "../egress/policy";
+import { EgressRefusedError, egressRefusal, EgressTimeoutError, fetchThroughEgress } from "../egress/policy";
 import { configOf, type Bindings, type Config } from "../env";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../http/problem";
 import { CustomResponseError, runScript, ScriptFailedError, type ScriptKind, type TransformResult } from "../sandbox";
@@ -25,7 +25,9 @@ export const INVOCATION_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as c
 const NULL_BODY_STATUSES = new Set([204, 205]);
 
 interface Invocation {
-  proxy: InvocableProxy;
+  /** The pre-configured proxy, or null for an ephemeral one (no transforms, no configuration). */
+  proxy: InvocableProxy | null;
+  destinationUrl: string;
   /** Whose `token:use` detokenization acts with: the caller, the proxy's application, or nobody. */
   detokenizer: Principal | null;
   target: CallerTarget;
@@ -34,7 +36,8 @@ interface Invocation {
 }
 
 /**
- * The proxy pipeline (ARCHITECTURE §7): find the proxy by its key, authenticate, detokenize the body
+ * The proxy pipeline (ARCHITECTURE §7): find the proxy by its key (or take an ephemeral proxy's
+ * destination from `{P}-PROXY-URL`), authenticate, detokenize the body
  * and headers, run the request transform, forward through the egress policy, run the response
  * transform, and return the destination's response. Every failure is thrown as a ProblemError,
  * which the route answers as `proxy_error`; a transform's CustomHttpResponseError is the answer.
@@ -59,27 +62,82 @@ export async function invokeProxy(env: Bindings, request: Request): Promise<Resp
   }
 }
 
+/**
+ * A proxy key chooses a pre-configured proxy; without one, `{P}-PROXY-URL` (when EPHEMERAL_PROXY is
+ * on) makes an ephemeral proxy to that URL. A proxy key wins over the header, which is never
+ * forwarded either way.
+ */
 async function authorise(env: Bindings, config: Config, request: Request): Promise<Invocation> {
   const url = new URL(request.url);
+  const target = callerTarget(url, config.proxyKeyParam);
   const proxyKey = request.headers.get(config.headers.proxyKey) ?? proxyKeyInQuery(url, config.proxyKeyParam);
-  if (!proxyKey) {
-    throw new UnauthenticatedError(
-      `A proxy key is required: header ${config.HEADER_PREFIX}-PROXY-KEY or query parameter ${config.proxyKeyParam}`,
-    );
-  }
+  if (proxyKey) return authoriseProxy(env, config, request, proxyKey, target);
+  const proxyUrl = config.EPHEMERAL_PROXY ? request.headers.get(config.headers.proxyUrl) : null;
+  if (proxyUrl !== null) return authoriseEphemeral(env, config, request, proxyUrl, target);
+  const prefix = config.HEADER_PREFIX;
+  const ephemeral = config.EPHEMERAL_PROXY ? `, or ${prefix}-PROXY-URL with ${prefix}-API-KEY for an ephemeral proxy` : "";
+  throw new UnauthenticatedError(
+    `A proxy key is required: header ${prefix}-PROXY-KEY or query parameter ${config.proxyKeyParam}${ephemeral}`,
+  );
+}
+
+async function authoriseProxy(
+  env: Bindings,
+  config: Config,
+  request: Request,
+  proxyKey: string,
+  target: CallerTarget,
+): Promise<Invocation> {
   const proxy = await proxyForKey(env, proxyKey);
   if (!proxy) throw new UnauthenticatedError("The proxy key is unknown");
-  const target = callerTarget(url, config.proxyKeyParam);
-  if (!proxy.requireAuth) return { proxy, detokenizer: proxy.application, target };
+  const invocation = { proxy, destinationUrl: proxy.destinationUrl, target };
+  if (!proxy.requireAuth) return { ...invocation, detokenizer: proxy.application };
 
-  const apiKey = request.headers.get(config.headers.apiKey);
-  if (!apiKey) throw new UnauthenticatedError(`This proxy requires the ${config.HEADER_PREFIX}-API-KEY header`);
-  const caller = await principalForKey(databaseOf(env), apiKey, config.CREDENTIAL_CACHE_TTL_MS);
-  if (!caller || caller.tenantId !== proxy.tenantId) {
+  const caller = await callerOf(env, config, request, "This proxy requires");
+  if (caller.tenantId !== proxy.tenantId) {
     throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
   }
   if (!holdsPermission(caller, "token:use")) throw ForbiddenError.missing("token:use");
-  return { proxy, detokenizer: caller, target };
+  return { ...invocation, detokenizer: caller };
+}
+
+/**
+ * An ephemeral proxy acts like an authenticated pre-configured proxy without transforms: the
+ * caller needs `token:use`, and the destination is judged by the egress policy before any token is
+ * read.
+ */
+async function authoriseEphemeral(
+  env: Bindings,
+  config: Config,
+  request: Request,
+  proxyUrl: string,
+  target: CallerTarget,
+): Promise<Invocation> {
+  const caller = await callerOf(env, config, request, "An ephemeral proxy call requires");
+  if (!holdsPermission(caller, "token:use")) throw ForbiddenError.missing("token:use");
+  const header = `${config.HEADER_PREFIX}-PROXY-URL`;
+  if (!isAbsoluteUrl(proxyUrl)) throw ValidationError.field(`headers.${header}`, "must be an absolute URL");
+  const refusal = egressRefusal(proxyUrl, { allowInsecure: config.ALLOW_INSECURE_DESTINATIONS });
+  if (refusal !== null) throw new EgressRefusedError(refusal);
+  return { proxy: null, destinationUrl: proxyUrl, detokenizer: caller, target };
+}
+
+function isAbsoluteUrl(text: string): boolean {
+  try {
+    new URL(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The principal of the caller's `{P}-API-KEY` (401 when it is missing or unknown). */
+async function callerOf(env: Bindings, config: Config, request: Request, requirer: string): Promise<Principal> {
+  const apiKey = request.headers.get(config.headers.apiKey);
+  if (!apiKey) throw new UnauthenticatedError(`${requirer} the ${config.HEADER_PREFIX}-API-KEY header`);
+  const caller = await principalForKey(databaseOf(env), apiKey, config.CREDENTIAL_CACHE_TTL_MS);
+  if (!caller) throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
+  return caller;
 }
 
 /**
@@ -88,7 +146,8 @@ async function authorise(env: Bindings, config: Config, request: Request): Promi
  */
 async function outgoingRequest(env: Bindings, config: Config, invocation: Invocation, request: Request): Promise<Request> {
   const mediaType = structuredMediaTypeOf(request.headers.get("content-type"));
-  const transformCode = mediaType ? invocation.proxy.requestTransformCode : null;
+  const { proxy } = invocation;
+  const transformCode = mediaType && proxy ? proxy.requestTransformCode : null;
   const body = await readRequestBody(request, mediaType, transformCode !== null);
   let message = (await detokenizeJson(
     env,
@@ -97,10 +156,10 @@ async function outgoingRequest(env: Bindings, config: Config, invocation: Invoca
     "",
   )) as { headers: Record<string, unknown>; body: unknown };
 
-  if (transformCode !== null) {
+  if (proxy && transformCode !== null) {
     const { path, query } = invocation.target;
     const args = { body: message.body, headers: textHeaders(message.headers), method: request.method, path, query };
-    message = await runTransform(env, invocation, "request-transform", transformCode, args);
+    message = await runTransform(env, invocation, proxy, "request-transform", transformCode, args);
   }
   const transformed = transformCode !== null;
   const headers = headersFrom(message.headers, (name) =>
@@ -111,7 +170,7 @@ async function outgoingRequest(env: Bindings, config: Config, invocation: Invoca
   let payload: BodyInit | null = body.read ? serialisedRequestBody(mediaType, message.body) : body.bytes;
   if (request.method === "GET") payload = null;
   if (payload !== null && mediaType && !headers.has("content-type")) headers.set("content-type", mediaType);
-  return new Request(destinationFor(invocation.proxy.destinationUrl, invocation.target), {
+  return new Request(destinationFor(invocation.destinationUrl, invocation.target), {
     method: request.method,
     headers,
     body: payload,
@@ -155,15 +214,16 @@ function textHeaders(values: Record<string, unknown>): Record<string, string> {
  * transform, the transform's body (serialised in the same type) and headers, with the same status.
  */
 async function answer(env: Bindings, invocation: Invocation, response: Response): Promise<Response> {
-  const code = invocation.proxy.responseTransformCode;
+  const proxy = invocation.proxy;
+  const code = proxy?.responseTransformCode ?? null;
   const mediaType = structuredMediaTypeOf(response.headers.get("content-type"));
-  if (code === null || mediaType === null || response.status < 200 || response.status > 299) {
+  if (!proxy || code === null || mediaType === null || response.status < 200 || response.status > 299) {
     return new Response(response.body, response);
   }
   const refuse = (reason: string) => new DestinationResponseError(`The destination's response is not valid JSON: ${reason}`);
   const parsed = parseStructured(mediaType, await response.text(), refuse);
   const args = { body: parsed, headers: headersObject(response.headers) };
-  const result = await runTransform(env, invocation, "response-transform", code, args);
+  const result = await runTransform(env, invocation, proxy, "response-transform", code, args);
   const headers = headersFrom(
     result.headers,
     (name) => new ScriptFailedError("response-transform", `returned a header that HTTP does not allow: ${name}`),
@@ -184,11 +244,11 @@ async function answer(env: Bindings, invocation: Invocation, response: Response)
 async function runTransform(
   env: Bindings,
   invocation: Invocation,
+  proxy: InvocableProxy,
   kind: Extract<ScriptKind, "request-transform" | "response-transform">,
   code: string,
   args: Record<string, unknown>,
 ): Promise<TransformResult> {
-  const { proxy } = invocation;
   invocation.configuration ??= configurationOf(env, proxy);
   // The sandbox checks a transform's result against the {body, headers} contract of its kind.
   return (await runScript(env, {

@@ -114,7 +114,8 @@ const ProxyErrorSchema = z.object({ proxy_error: z.any() }).openapi("ProxyError"
 
 /**
  * Invocation does its own authentication (the proxy key, then `{P}-API-KEY` when the proxy requires
- * it), so it is mounted outside the authenticated API; every failure answers as `proxy_error`.
+ * it; an ephemeral proxy needs `{P}-API-KEY`), so it is mounted outside the authenticated API; every
+ * failure answers as `proxy_error`.
  */
 export const proxyInvocationRoutes = createRouter();
 proxyInvocationRoutes.onError(proxyErrorResponse);
@@ -137,8 +138,10 @@ for (const method of INVOCATION_METHODS) {
     tags: ["Proxy invocation"],
     summary: "Invoke a proxy: the request is detokenized, transformed and forwarded to its destination",
     description:
-      "The proxy is chosen by the SVC-PROXY-KEY header or the svc-proxy-key query parameter. `{path}` (optional, any " +
-      "depth) and the query string are appended to the destination URL. The destination's response is returned as it is.",
+      "The proxy is chosen by the SVC-PROXY-KEY header or the svc-proxy-key query parameter. Without a proxy key, the " +
+      "SVC-PROXY-URL header with SVC-API-KEY (token:use) makes an ephemeral proxy to that URL (when the deployment " +
+      "enables it). `{path}` (optional, any depth) and the query string are appended to the destination URL. The " +
+      "destination's response is returned as it is.",
     request: { params: z.object({ path: z.string().openapi({ description: "Optional sub-path, any depth" }) }) },
     responses: {
       default: { description: "The destination's response, unchanged" },

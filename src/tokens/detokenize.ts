@@ -2,26 +2,54 @@ import type { Principal } from "../auth/access";
 import type { Bindings } from "../env";
 import { ForbiddenError, ValidationError, type FieldErrors } from "../http/problem";
 import { fieldPath } from "../http/validation";
+import { evaluateValue, ExpressionError, expressionProblem } from "./expressions";
+import { normalTokenId, tokenIdProblem } from "./ids";
 import { useTokens } from "./service";
 
-/** More references than this in one request is refused: each one is a decryption. */
+/** More expressions than this in one request is refused: each one is a token read and a render. */
 export const MAX_REFERENCES = 100;
 
 const EXPRESSION = /\{\{([\s\S]*?)\}\}/g;
-const TOKEN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const WHOLE_REFERENCE = /^\{\{\s*([0-9a-f-]{36})\s*\}\}$/i;
 const EXPRESSION_ECHO_LIMIT = 60;
 
 /**
- * Replaces every `{{ <token_id> }}` inside the strings of a JSON value with the token's data, as
- * the principal may use it (`token:use`). Inside a string the data is inserted as text, so the JSON
- * escaping happens when the value is serialised again; a string that is exactly one reference to a
- * token whose data is an object or array becomes that value. Object keys are left alone.
+ * One `{{ <token id> | filter: args | … }}`: the token it reads and, when it has filters, the Liquid
+ * source that applies them to the token's data (`{{ data | filter: args | … }}`).
+ */
+interface Expression {
+  /** As the caller wrote it, for error messages. */
+  text: string;
+  tokenId: string;
+  source: string | null;
+}
+
+/** A string holding expressions, as literal text and expressions in their order. */
+type Piece = string | Expression;
+
+interface ParsedText {
+  pieces: Piece[];
+  expressions: number;
+  problems: string[];
+}
+
+/** Every string holding `{{`, parsed once per distinct text, and the distinct tokens they read. */
+interface Plan {
+  texts: Map<string, ParsedText>;
+  tokenIds: Set<string>;
+}
+
+/**
+ * Replaces every detokenization expression inside the strings of a JSON value with the token's
+ * data, as the principal may use it (`token:use`), passed through the expression's filters. Inside
+ * a longer string the result is inserted as text (objects as their JSON), so the JSON escaping
+ * happens when the value is serialised again; a string that is exactly one expression whose result
+ * is an object or array becomes that value. Object keys are left alone.
  *
  * Text (a non-JSON body, a header value) is a JSON string like any other, so the proxy detokenizes
- * its body and headers in one call, with one token lookup.
+ * its body and headers in one call, with one token lookup. Every expression is parsed (filters
+ * included) before any token is read, and each distinct token is read and decrypted once.
  *
- * `principal` null means nobody may detokenize: a value holding references is refused with 403.
+ * `principal` null means nobody may detokenize: a value holding expressions is refused with 403.
  * Errors name the JSON path of the string, under `root`.
  */
 export async function detokenizeJson(
@@ -30,38 +58,82 @@ export async function detokenizeJson(
   value: unknown,
   root = "body",
 ): Promise<unknown> {
-  const ids = collectReferences(value, root);
-  if (ids.length === 0) return value;
-  const data = await reveal(env, principal, ids);
-  return substitute(value, data);
+  const plan = planOf(value, root);
+  if (plan.tokenIds.size === 0) return value;
+  const data = await reveal(env, principal, [...plan.tokenIds]);
+  const errors: FieldErrors = {};
+  const substituted = substitute(value, [], new Substitution(plan, data, root, errors));
+  if (Object.keys(errors).length > 0) {
+    throw new ValidationError("A detokenization expression could not be evaluated", errors);
+  }
+  return substituted;
 }
 
-/** Every token id referenced in the value, lower-cased; refuses invalid expressions and too many references. */
-function collectReferences(value: unknown, root: string): string[] {
-  const ids: string[] = [];
+/** Parses every expression; refuses invalid ones and too many expressions before anything is read. */
+function planOf(value: unknown, root: string): Plan {
+  const plan: Plan = { texts: new Map(), tokenIds: new Set() };
   const errors: FieldErrors = {};
+  let count = 0;
   walkStrings(value, [], (text, path) => {
     if (!text.includes("{{")) return;
-    for (const [expression, inside] of text.matchAll(EXPRESSION)) {
-      const id = inside!.trim();
-      if (TOKEN_ID.test(id)) ids.push(id.toLowerCase());
-      else (errors[fieldPath(path, root)] ??= []).push(`invalid detokenization expression ${echo(expression)}`);
+    let parsed = plan.texts.get(text);
+    if (!parsed) {
+      parsed = parseText(text);
+      plan.texts.set(text, parsed);
     }
+    count += parsed.expressions;
+    if (parsed.problems.length > 0) (errors[fieldPath(path, root)] ??= []).push(...parsed.problems);
   });
   if (Object.keys(errors).length > 0) {
-    throw new ValidationError("Invalid detokenization expression: a reference must be {{ <token id> }}", errors);
+    throw new ValidationError(
+      "Invalid detokenization expression: an expression must be {{ <token id> }} or {{ <token id> | <filters> }}",
+      errors,
+    );
   }
-  if (ids.length > MAX_REFERENCES) {
-    throw new ValidationError(`At most ${MAX_REFERENCES} token references are allowed in one request; found ${ids.length}`);
+  if (count > MAX_REFERENCES) {
+    throw new ValidationError(`At most ${MAX_REFERENCES} token references are allowed in one request; found ${count}`);
   }
-  return ids;
+  for (const { pieces } of plan.texts.values()) {
+    for (const piece of pieces) if (typeof piece !== "string") plan.tokenIds.add(piece.tokenId);
+  }
+  return plan;
+}
+
+function parseText(text: string): ParsedText {
+  const parsed: ParsedText = { pieces: [], expressions: 0, problems: [] };
+  let at = 0;
+  for (const match of text.matchAll(EXPRESSION)) {
+    if (match.index > at) parsed.pieces.push(text.slice(at, match.index));
+    const expression = parseExpression(match[0], match[1]!);
+    if (typeof expression === "string") parsed.problems.push(`invalid detokenization expression ${echo(match[0])}: ${expression}`);
+    else parsed.pieces.push(expression);
+    parsed.expressions += 1;
+    at = match.index + match[0].length;
+  }
+  if (at < text.length) parsed.pieces.push(text.slice(at));
+  return parsed;
+}
+
+/**
+ * The expression inside the braces, or why it is invalid. Token ids cannot hold `|`, so the id is
+ * the text before the first one, trimmed; the rest is a Liquid filter chain, parsed here.
+ */
+function parseExpression(text: string, inside: string): Expression | string {
+  const bar = inside.indexOf("|");
+  const id = (bar === -1 ? inside : inside.slice(0, bar)).trim();
+  const idProblem = tokenIdProblem(id);
+  if (idProblem !== null) return `the token id ${idProblem}`;
+  if (bar === -1) return { text, tokenId: normalTokenId(id), source: null };
+  const source = `{{ data ${inside.slice(bar)} }}`;
+  const problem = expressionProblem(source);
+  return problem === null ? { text, tokenId: normalTokenId(id), source } : `its filters ${problem}`;
 }
 
 async function reveal(env: Bindings, principal: Principal | null, ids: string[]): Promise<Map<string, unknown>> {
   if (principal === null) {
     throw new ForbiddenError("Token references cannot be detokenized here: no application may use tokens for this request");
   }
-  return useTokens(env, principal, [...new Set(ids)]);
+  return useTokens(env, principal, ids);
 }
 
 /** Visits every string with its path; the path array is reused, so `visit` must not keep it. */
@@ -76,26 +148,82 @@ function walkStrings(value: unknown, path: PropertyKey[], visit: (text: string, 
   }
 }
 
-function substitute(value: unknown, data: Map<string, unknown>): unknown {
-  if (typeof value === "string") {
-    if (!value.includes("{{")) return value;
-    const whole = WHOLE_REFERENCE.exec(value);
-    const revealed = whole ? data.get(whole[1]!.toLowerCase()) : undefined;
-    if (revealed !== null && typeof revealed === "object") return revealed;
-    return insertData(value, data);
+type Outcome = { value: unknown } | { problem: string };
+
+/** The revealed data and the results of the expressions: each distinct expression is evaluated once. */
+class Substitution {
+  private readonly outcomes = new Map<string, Outcome>();
+
+  constructor(
+    readonly plan: Plan,
+    private readonly data: Map<string, unknown>,
+    private readonly root: string,
+    private readonly errors: FieldErrors,
+  ) {}
+
+  /** The expression's result; a failure is recorded under the path and gives null. */
+  resultOf(expression: Expression, path: PropertyKey[]): unknown {
+    const data = this.data.get(expression.tokenId);
+    if (expression.source === null) return data;
+    const key = `${expression.source}\u0000${expression.tokenId}`;
+    let outcome = this.outcomes.get(key);
+    if (!outcome) {
+      outcome = evaluate(expression, data);
+      this.outcomes.set(key, outcome);
+    }
+    if ("value" in outcome) return outcome.value;
+    (this.errors[fieldPath(path, this.root)] ??= []).push(outcome.problem);
+    return null;
   }
-  if (Array.isArray(value)) return value.map((item) => substitute(item, data));
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substitute(item, data)]));
-  }
-  return value;
 }
 
-function insertData(text: string, data: Map<string, unknown>): string {
-  return text.replace(EXPRESSION, (_expression, inside: string) => {
-    const revealed = data.get(inside.trim().toLowerCase());
-    return typeof revealed === "string" ? revealed : JSON.stringify(revealed);
-  });
+function evaluate(expression: Expression, data: unknown): Outcome {
+  try {
+    return { value: evaluateValue(expression.source!, { data }) };
+  } catch (error) {
+    if (!(error instanceof ExpressionError)) throw error;
+    return { problem: `the expression ${echo(expression.text)} ${error.message}` };
+  }
+}
+
+function substitute(value: unknown, path: PropertyKey[], substitution: Substitution): unknown {
+  if (typeof value === "string") {
+    const parsed = substitution.plan.texts.get(value);
+    return parsed ? substituteText(parsed.pieces, path, substitution) : value;
+  }
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    return value.map((item, index) => {
+      path.push(index);
+      const substituted = substitute(item, path, substitution);
+      path.pop();
+      return substituted;
+    });
+  }
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => {
+      path.push(key);
+      const substituted = substitute(item, path, substitution);
+      path.pop();
+      return [key, substituted];
+    }),
+  );
+}
+
+function substituteText(pieces: Piece[], path: PropertyKey[], substitution: Substitution): unknown {
+  const [only] = pieces;
+  if (pieces.length === 1 && typeof only !== "string") {
+    const result = substitution.resultOf(only!, path);
+    return result !== null && typeof result === "object" ? result : textOf(result);
+  }
+  return pieces.map((piece) => (typeof piece === "string" ? piece : textOf(substitution.resultOf(piece, path)))).join("");
+}
+
+/** A result as text inside a string: numbers and booleans as written, objects as JSON, null as nothing. */
+function textOf(result: unknown): string {
+  if (typeof result === "string") return result;
+  if (result === null || result === undefined) return "";
+  return typeof result === "object" ? JSON.stringify(result) : String(result);
 }
 
 function echo(expression: string): string {

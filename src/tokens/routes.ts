@@ -13,8 +13,8 @@ const tags = ["Tokens"];
 const security = [{ ApiKey: [] }];
 const json = requireContentType("application/json");
 
-/** Tokenize accepts any JSON, so an absent body would otherwise read as `{}` and succeed. */
-const requireBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+/** Tokenize and detokenize accept any JSON, so an absent body would otherwise read as `{}` and succeed. */
+export const requireBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   const hasBody = Number(c.req.header("content-length") ?? 0) > 0 || c.req.header("transfer-encoding") !== undefined;
   if (!hasBody) throw ValidationError.field("body", "is required");
   await next();

@@ -179,15 +179,27 @@ describe("proxy invocation: detokenization (rule 3)", () => {
   });
 
   it.each([
-    ["a name that is not a token id", "{{ card_number }}"],
-    ["empty braces", "{{}}"],
-    ["a Liquid filter", "{{ data | last4 }}"],
-    ["a token id with trailing text", "{{ 00000000-0000-4000-8000-000000000000 x }}"],
-  ])("refuses %s as an invalid detokenization expression (400)", async (_case, expression) => {
+    ["empty braces", "{{}}", "must be 3 to 400 characters"],
+    ["an id too short to be a token id", "{{ ab }}", "must be 3 to 400 characters"],
+    ["an id holding a character token ids cannot hold", "{{ cards/visa }}", "must not hold any of"],
+    ["an unknown filter", "{{ 00000000-0000-4000-8000-000000000000 | no_such_filter }}", "no_such_filter"],
+  ])("refuses %s as an invalid detokenization expression (400)", async (_case, expression, reason) => {
     const { send } = await setUp("/invalid-expression-marker");
     const problem = expectProxyError(await send({ payment: { card: `pay ${expression}` } }), 400);
-    expect(problem.errors?.["body.payment.card"]?.[0]).toContain("invalid detokenization expression");
+    expect(problem.errors?.["body.payment.card"]?.[0]).toContain(`invalid detokenization expression ${expression}`);
+    expect(problem.errors?.["body.payment.card"]?.[0]).toContain(reason);
     expect(await destinationSaw("invalid-expression-marker")).toBe(0);
+  });
+
+  it.each([
+    ["a name that is no token's id", "card_number"],
+    ["a name that is not a UUID", "not-a-uuid"],
+    ["a token id with trailing text", "00000000-0000-4000-8000-000000000000 x"],
+  ])("refuses %s as an unknown token (400)", async (_case, id) => {
+    const { send } = await setUp("/unknown-name-marker");
+    const problem = expectProxyError(await send({ payment: { card: `pay {{ ${id} }}` } }), 400);
+    expect(problem.detail).toContain(`Token ${id} does not exist`);
+    expect(await destinationSaw("unknown-name-marker")).toBe(0);
   });
 
   it("refuses a JSON body that does not parse when it holds references (400)", async () => {

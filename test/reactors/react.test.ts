@@ -51,6 +51,19 @@ describe("react: detokenizing args", () => {
     expect(raw).toEqual({ pan: VISA, text: `card ${VISA}!`, profile: { name: "Ada", tier: 2 } });
   });
 
+  it("applies the filters of {{ token_id | filter }} expressions in args", async () => {
+    const tenant = await seedTokenTenant();
+    const profile = await createToken(tenant.key, { type: "token", data: { name: "Ada", address: { city: "London" } } });
+    const { reactor } = await reactorRunning(ARGS_CODE, { tenant });
+    const raw = expectRaw(
+      await react(tenant.key, reactor.id, {
+        name: `{{ ${profile.id} | json: '$.name' | upcase }}`,
+        address: `{{ ${profile.id} | json: '$.address' }}`,
+      }),
+    );
+    expect(raw).toEqual({ name: "ADA", address: { city: "London" } });
+  });
+
   it("needs token:use on the container of every token it detokenizes (403)", async () => {
     const tenant = await seedTokenTenant();
     const card = await createToken(tenant.key, { type: "card_number", data: VISA });
@@ -75,9 +88,9 @@ describe("react: detokenizing args", () => {
     expectProblem(await react(caller.key, reactor.id, { pan: `{{ ${card.id} }}` }), 400);
   });
 
-  it("an expression that is not a token reference is a 400 naming the args path", async () => {
+  it("an expression whose id breaks the token id rule is a 400 naming the args path", async () => {
     const { caller, reactor } = await reactorRunning(ARGS_CODE);
-    const problem = expectProblem(await react(caller.key, reactor.id, { card: { number: "{{ not-a-token }}" } }), 400);
+    const problem = expectProblem(await react(caller.key, reactor.id, { card: { number: "{{ not/a/token }}" } }), 400);
     expect(Object.keys(problem.errors!)).toEqual(["args.card.number"]);
   });
 });
