@@ -115,8 +115,7 @@ async function authoriseEphemeral(
 ): Promise<Invocation> {
   const caller = await callerOf(env, config, request, "An ephemeral proxy call requires");
   if (!holdsPermission(caller, "token:use")) throw ForbiddenError.missing("token:use");
-  const header = `${config.HEADER_PREFIX}-PROXY-URL`;
-  if (!isAbsoluteUrl(proxyUrl)) throw ValidationError.field(`headers.${header}`, "must be an absolute URL");
+  if (!isAbsoluteUrl(proxyUrl)) throw ValidationError.field(`headers.${config.headers.proxyUrl}`, "must be an absolute URL");
   const refusal = egressRefusal(proxyUrl, { allowInsecure: config.ALLOW_INSECURE_DESTINATIONS });
   if (refusal !== null) throw new EgressRefusedError(refusal);
   return { proxy: null, destinationUrl: proxyUrl, detokenizer: caller, target };
