@@ -69,7 +69,7 @@ export async function detokenizeJson(
   return substituted;
 }
 
-/** Parses every expression; refuses invalid ones and too many expressions before anything is read. */
+/** Parses every expression; refuses too many expressions and invalid ones before anything is read. */
 function planOf(value: unknown, root: string): Plan {
   const plan: Plan = { texts: new Map(), tokenIds: new Set() };
   const errors: FieldErrors = {};
@@ -77,21 +77,23 @@ function planOf(value: unknown, root: string): Plan {
   walkStrings(value, [], (text, path) => {
     if (!text.includes("{{")) return;
     let parsed = plan.texts.get(text);
+    // Past the limit expressions are only counted, so a body full of them costs at most 100 parses.
+    count += parsed ? parsed.expressions : (text.match(EXPRESSION)?.length ?? 0);
+    if (count > MAX_REFERENCES) return;
     if (!parsed) {
       parsed = parseText(text);
       plan.texts.set(text, parsed);
     }
-    count += parsed.expressions;
     if (parsed.problems.length > 0) (errors[fieldPath(path, root)] ??= []).push(...parsed.problems);
   });
+  if (count > MAX_REFERENCES) {
+    throw new ValidationError(`At most ${MAX_REFERENCES} token references are allowed in one request; found ${count}`);
+  }
   if (Object.keys(errors).length > 0) {
     throw new ValidationError(
       "Invalid detokenization expression: an expression must be {{ <token id> }} or {{ <token id> | <filters> }}",
       errors,
     );
-  }
-  if (count > MAX_REFERENCES) {
-    throw new ValidationError(`At most ${MAX_REFERENCES} token references are allowed in one request; found ${count}`);
   }
   for (const { pieces } of plan.texts.values()) {
     for (const piece of pieces) if (typeof piece !== "string") plan.tokenIds.add(piece.tokenId);

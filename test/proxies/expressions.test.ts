@@ -183,4 +183,12 @@ describe("detokenization expressions: {{ <token id> | filter: args | … }}", ()
     expect(forwardedJson(accepted)).toEqual(Array.from({ length: 100 }, () => "123"));
     expect(expectProxyError(await send(expressions(101)), 400).detail).toContain("100");
   });
+
+  it("refuses more than 100 expressions before judging them, however many there are", async () => {
+    const { send } = await setUp();
+    const many = Array.from({ length: 5000 }, (_, i) => `{{ ${i} | no_such_filter_${i} }}`).join("");
+    const problem = expectProxyError(await send({ many }), 400);
+    expect(problem.detail).toBe("At most 100 token references are allowed in one request; found 5000");
+    expect(problem.errors).toBeUndefined();
+  });
 });
