@@ -8,6 +8,9 @@ export const ALLOWED_BUILTINS = ["crypto", "buffer", "querystring", "url", "util
 
 /** The module tenant code requires for the typed errors it may throw. */
 export const ERRORS_MODULE = "@token-vault/errors";
+/** The same module under the original product's package name, which existing transforms and formulas require. */
+export const ORIGINAL_ERRORS_MODULE = "@basis-theory/basis-theory-reactor-formulas-sdk-js";
+const ERRORS_MODULE_NAMES: readonly string[] = [ERRORS_MODULE, ORIGINAL_ERRORS_MODULE];
 
 /** Called by the instrumented code at every loop iteration and function entry. */
 const TICK = "$$vaultTick";
@@ -147,11 +150,11 @@ function refusedConstruct(node: Node): string | null {
 
 function isAllowedModule(specifier: string): boolean {
   const name = specifier.replace(/^node:/, "");
-  return specifier === ERRORS_MODULE || (ALLOWED_BUILTINS as readonly string[]).includes(name);
+  return ERRORS_MODULE_NAMES.includes(specifier) || (ALLOWED_BUILTINS as readonly string[]).includes(name);
 }
 
 export function unknownModuleMessage(specifier: string): string {
-  return `cannot use module "${specifier}": tenant code may use only ${[...ALLOWED_BUILTINS, ERRORS_MODULE].join(", ")}`;
+  return `cannot use module "${specifier}": tenant code may use only ${[...ALLOWED_BUILTINS, ...ERRORS_MODULE_NAMES].join(", ")}`;
 }
 
 const NOT_FUNCTIONS = new Set(["ObjectExpression", "ArrayExpression", "Literal", "TemplateLiteral", "ClassExpression", "ClassDeclaration"]);

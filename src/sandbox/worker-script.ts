@@ -2,6 +2,7 @@ import {
   ALLOWED_BUILTINS,
   ERRORS_MODULE,
   instrumentCode,
+  ORIGINAL_ERRORS_MODULE,
   parseCode,
   REQUIRE,
   TICK_GLOBAL,
@@ -15,7 +16,7 @@ import { EGRESS_FAILURE_HEADER } from "../egress/entrypoint";
  * The worker script that hosts tenant code, as modules. Bump the version whenever these sources
  * change: it is part of every isolate id and published script, so old isolates are not reused.
  */
-export const WRAPPER_VERSION = "4";
+export const WRAPPER_VERSION = "5";
 export const SANDBOX_COMPATIBILITY_DATE = "2025-11-10";
 export const SANDBOX_COMPATIBILITY_FLAGS = ["nodejs_compat"];
 export const MAIN_MODULE = "sandbox.js";
@@ -45,6 +46,9 @@ export function buildScriptModules(code: string, limits: ScriptLimits): ScriptMo
     { name: "prelude.js", format: "esm", source: preludeSource(limits) },
     { name: "builtins.js", format: "commonjs", source: BUILTINS_SOURCE },
     { name: ERRORS_MODULE, format: "esm", source: ERRORS_SOURCE },
+    // A re-export, not a copy: both names must yield the same classes for the wrapper's instanceof.
+    // Module names resolve like paths, so the specifier climbs out of the alias's "@basis-theory/".
+    { name: ORIGINAL_ERRORS_MODULE, format: "esm", source: `export * from ${JSON.stringify(`../${ERRORS_MODULE}`)};\n` },
     { name: "tenant.js", format: parsed.format, source: instrumentCode(code, parsed) },
   ];
 }
@@ -87,7 +91,7 @@ for (const name of ${JSON.stringify(ALLOWED_BUILTINS)}) {
 const UNKNOWN_MODULE = ${JSON.stringify(unknownModuleMessage("\u0000"))};
 define(${JSON.stringify(REQUIRE)}, function require(specifier) {
   const text = typeof specifier === "string" ? specifier : "" + specifier;
-  if (text === ${JSON.stringify(ERRORS_MODULE)}) return errors;
+  if (text === ${JSON.stringify(ERRORS_MODULE)} || text === ${JSON.stringify(ORIGINAL_ERRORS_MODULE)}) return errors;
   const name = BUILTINS[text];
   if (name !== undefined) return loadBuiltin(name);
   throw new intrinsics.Error(UNKNOWN_MODULE.split("\\u0000").join(text));

@@ -41,6 +41,7 @@ describe("Workers for Platforms host", () => {
       { name: "prelude.js", type: "application/javascript+module" },
       { name: "builtins.js", type: "application/javascript" },
       { name: "@token-vault/errors", type: "application/javascript+module" },
+      { name: "@basis-theory/basis-theory-reactor-formulas-sdk-js", type: "application/javascript+module" },
       { name: "tenant.js", type: "application/javascript" },
     ]);
     expect(JSON.parse(upload!.parts[0]!.text)).toEqual({
@@ -50,7 +51,7 @@ describe("Workers for Platforms host", () => {
       bindings: [],
       tags: ["tenant-tenant-dispatch", "reactor"],
     });
-    expect(upload!.parts[5]!.text).toContain("{ raw: { doubled: req.args.n * 2 } }");
+    expect(upload!.parts[6]!.text).toContain("{ raw: { doubled: req.args.n * 2 } }");
   });
 
   it("an ES module is uploaded as a module part", async () => {
