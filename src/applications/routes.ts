@@ -52,6 +52,16 @@ const list = createRoute({
   responses: { 200: jsonContent(paginated(ApplicationSchema), "A page of applications"), ...problemResponses(400, 401, 403) },
 });
 
+const getByKey = createRoute({
+  method: "get",
+  path: "/applications/key",
+  tags,
+  security,
+  summary: "Get the application of the calling API key",
+  description: "Any valid API key may read its own application (its permissions and rules, never its keys).",
+  responses: { 200: jsonContent(ApplicationSchema, "The caller's application"), ...problemResponses(401) },
+});
+
 const get = createRoute({
   method: "get",
   path: "/applications/{id}",
@@ -96,6 +106,21 @@ const createKey = createRoute({
   responses: { 201: jsonContent(ApplicationKeySchema, "The new key"), ...problemResponses(400, 401, 403, 404, 409) },
 });
 
+const regenerateKey = createRoute({
+  method: "post",
+  path: "/applications/{id}/regenerate",
+  tags,
+  security,
+  summary: "Replace all of the application's keys with one new key (shown once)",
+  description: "Every previous key of the application stops working with the next request.",
+  middleware: [requirePermission("application:update"), idempotent] as const,
+  request: { params: IdParams },
+  responses: {
+    200: jsonContent(CreatedApplicationSchema, "The application, with its new plaintext key"),
+    ...problemResponses(400, 401, 403, 404, 409),
+  },
+});
+
 const listKeys = createRoute({
   method: "get",
   path: "/applications/{id}/keys",
@@ -128,6 +153,10 @@ export const applicationRoutes = createRouter()
   .openapi(list, async (c) =>
     c.json(await applications.listApplications(databaseOf(c.env), c.var.principal, c.req.valid("query")), 200),
   )
+  // Before /applications/{id}, which would refuse "key" as an id.
+  .openapi(getByKey, async (c) =>
+    c.json(await applications.getApplication(databaseOf(c.env), c.var.principal, c.var.principal.applicationId), 200),
+  )
   .openapi(get, async (c) =>
     c.json(await applications.getApplication(databaseOf(c.env), c.var.principal, c.req.valid("param").id), 200),
   )
@@ -143,6 +172,9 @@ export const applicationRoutes = createRouter()
   })
   .openapi(createKey, async (c) =>
     c.json(await applications.createApplicationKey(databaseOf(c.env), c.var.principal, c.req.valid("param").id), 201),
+  )
+  .openapi(regenerateKey, async (c) =>
+    c.json(await applications.regenerateApplicationKey(databaseOf(c.env), c.var.principal, c.req.valid("param").id), 200),
   )
   .openapi(listKeys, async (c) =>
     c.json({ data: await applications.listApplicationKeys(databaseOf(c.env), c.var.principal, c.req.valid("param").id) }, 200),

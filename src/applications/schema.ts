@@ -52,9 +52,11 @@ export const ApplicationSchema = z
   })
   .openapi("Application");
 
-export const CreatedApplicationSchema = ApplicationSchema.extend({ keys: z.array(ApplicationKeySchema) }).openapi(
-  "CreatedApplication",
-);
+/** `key` is the original interface's member; `keys` holds the same key with its id. Both are shown once. */
+export const CreatedApplicationSchema = ApplicationSchema.extend({
+  key: z.string().openapi({ description: "The new API key in plaintext; it is never shown again" }),
+  keys: z.array(ApplicationKeySchema),
+}).openapi("CreatedApplication");
 
 export type ApplicationResponse = z.infer<typeof ApplicationSchema>;
 export type ApplicationKeyResponse = z.infer<typeof ApplicationKeySchema>;

@@ -98,7 +98,12 @@ export async function insertApplication(
   };
   const key = await newKey(tenantId, row.id, now);
   await db.batch([db.insert(applications).values(row), db.insert(apiKeys).values(key.row)]);
-  return { ...toApplicationResponse(row), keys: [key.response] };
+  return withNewKey(toApplicationResponse(row), key.response);
+}
+
+/** The application as answered when a key was just made for it: the only time the key is shown. */
+function withNewKey(application: ApplicationResponse, key: Required<ApplicationKeyResponse>) {
+  return { ...application, key: key.key, keys: [key] };
 }
 
 async function findApplication(db: Database, tenantId: string, id: string): Promise<ApplicationRow> {
@@ -113,6 +118,16 @@ async function findApplication(db: Database, tenantId: string, id: string): Prom
 
 export async function getApplication(db: Database, principal: Principal, id: string) {
   return toApplicationResponse(await findApplication(db, principal.tenantId, id));
+}
+
+/** The applications of the tenant among `ids`, by id (for responses that embed an application). */
+export async function applicationsById(db: Database, tenantId: string, ids: string[]): Promise<Map<string, ApplicationResponse>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .select()
+    .from(applications)
+    .where(and(eq(applications.tenantId, tenantId), inArray(applications.id, [...new Set(ids)])));
+  return new Map(rows.map((row) => [row.id, toApplicationResponse(row)]));
 }
 
 export async function listApplications(
@@ -175,6 +190,32 @@ export async function createApplicationKey(db: Database, principal: Principal, i
   const key = await newKey(principal.tenantId, id, Date.now());
   await db.insert(apiKeys).values(key.row);
   return key.response;
+}
+
+/**
+ * Replaces every key of the application with one new key, in one batch: the old keys stop working
+ * with the next request (README "Credential lookups"), as the original interface documents.
+ */
+export async function regenerateApplicationKey(db: Database, principal: Principal, id: string) {
+  await findApplication(db, principal.tenantId, id);
+  const now = Date.now();
+  const key = await newKey(principal.tenantId, id, now);
+  const [, [row]] = await db.batch([
+    db.delete(apiKeys).where(and(eq(apiKeys.tenantId, principal.tenantId), eq(apiKeys.applicationId, id))),
+    db
+      .update(applications)
+      .set({ modifiedBy: principal.applicationId, modifiedAt: now })
+      .where(and(eq(applications.tenantId, principal.tenantId), eq(applications.id, id)))
+      .returning(),
+    db.insert(apiKeys).values(key.row),
+  ]);
+  credentialsChanged();
+  if (!row) {
+    // Deleted meanwhile: the new key must not outlive it.
+    await db.delete(apiKeys).where(and(eq(apiKeys.tenantId, principal.tenantId), eq(apiKeys.id, key.row.id)));
+    throw new NotFoundError(`Application ${id}`);
+  }
+  return withNewKey(toApplicationResponse(row), key.response);
 }
 
 export async function listApplicationKeys(db: Database, principal: Principal, id: string): Promise<ApplicationKeyResponse[]> {

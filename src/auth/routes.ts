@@ -13,7 +13,15 @@ const list = createRoute({
   tags: ["Applications"],
   security: [{ ApiKey: [] }],
   summary: "List every permission and the application types that may hold it",
-  responses: { 200: jsonContent(z.array(PermissionSchema), "The permissions"), ...problemResponses(401) },
+  request: {
+    query: z.object({
+      application_type: z
+        .enum(APPLICATION_TYPES, { error: `must be one of ${APPLICATION_TYPES.join(", ")}` })
+        .optional()
+        .openapi({ description: "Only the permissions an application of this type may hold" }),
+    }),
+  },
+  responses: { 200: jsonContent(z.array(PermissionSchema), "The permissions"), ...problemResponses(400, 401) },
 });
 
 const PERMISSION_LIST = PERMISSIONS.map((permission) => ({
@@ -22,4 +30,7 @@ const PERMISSION_LIST = PERMISSIONS.map((permission) => ({
   application_types: APPLICATION_TYPES.filter((type) => mayHold(type, permission)),
 }));
 
-export const permissionRoutes = createRouter().openapi(list, (c) => c.json(PERMISSION_LIST, 200));
+export const permissionRoutes = createRouter().openapi(list, (c) => {
+  const type = c.req.valid("query").application_type;
+  return c.json(type ? PERMISSION_LIST.filter((permission) => permission.application_types.includes(type)) : PERMISSION_LIST, 200);
+});

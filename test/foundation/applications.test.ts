@@ -238,3 +238,151 @@ describe("applications: update and delete", () => {
     expectProblem(await call("DELETE", `/applications/${tenant.managementApplicationId}`, { key: tenant.managementKey }), 409);
   });
 });
+
+describe("applications: the original interface's key member", () => {
+  it("the create response holds the new key as key, and the same key with its id in keys", async () => {
+    const tenant = await seedTenant();
+    const reply = await call("POST", "/applications", {
+      key: tenant.managementKey,
+      body: { name: "Checkout", type: "private", permissions: ["token:create"] },
+    });
+    expect(reply.status).toBe(201);
+    expect(reply.body.key).toMatch(/^key_[A-Za-z0-9_-]{43}$/);
+    expect(reply.body.keys).toEqual([{ id: expect.stringMatching(/^[0-9a-f-]{36}$/), key: reply.body.key, created_at: reply.body.created_at }]);
+    expect((await call("GET", "/permissions", { key: reply.body.key })).status).toBe(200);
+  });
+});
+
+describe("applications: GET /applications/key", () => {
+  it("answers the calling key's own application, without keys", async () => {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { name: "Checkout", type: "private", permissions: ["token:read"] });
+    const reply = await call("GET", "/applications/key", { key: app.key });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body).toEqual({
+      id: app.id,
+      tenant_id: tenant.tenantId,
+      name: "Checkout",
+      type: "private",
+      permissions: ["token:read"],
+      rules: [],
+      created_by: tenant.managementApplicationId,
+      created_at: expect.any(String),
+      modified_by: null,
+      modified_at: null,
+    });
+  });
+
+  it("needs no permission beyond a valid key: a public application reads itself", async () => {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
+    expect((await call("GET", "/applications/key", { key: app.key })).body.id).toBe(app.id);
+  });
+
+  it("is 401 without a key or with an unknown one", async () => {
+    expectProblem(await call("GET", "/applications/key"), 401);
+    expectProblem(await call("GET", "/applications/key", { key: `key_${"x".repeat(43)}` }), 401);
+  });
+
+  it("accepts a trailing slash", async () => {
+    const tenant = await seedTenant();
+    expect((await call("GET", "/applications/key/", { key: tenant.managementKey })).body.id).toBe(tenant.managementApplicationId);
+  });
+});
+
+describe("applications: POST /applications/{id}/regenerate", () => {
+  it("answers the application with one new key and revokes every previous key at once", async () => {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    const second = await call("POST", `/applications/${app.id}/keys`, { key: tenant.managementKey });
+    expect((await call("GET", "/applications/key", { key: app.key })).status).toBe(200);
+
+    const reply = await call("POST", `/applications/${app.id}/regenerate`, { key: tenant.managementKey });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body).toMatchObject({
+      id: app.id,
+      type: "private",
+      permissions: ["token:read"],
+      key: expect.stringMatching(/^key_[A-Za-z0-9_-]{43}$/),
+      modified_by: tenant.managementApplicationId,
+      modified_at: expect.any(String),
+    });
+    expect(reply.body.keys).toEqual([{ id: expect.any(String), key: reply.body.key, created_at: expect.any(String) }]);
+    expect([app.key, second.body.key]).not.toContain(reply.body.key);
+
+    expectProblem(await call("GET", "/applications/key", { key: app.key }), 401);
+    expectProblem(await call("GET", "/applications/key", { key: second.body.key }), 401);
+    expect((await call("GET", "/applications/key", { key: reply.body.key })).body.id).toBe(app.id);
+    const keys = await call("GET", `/applications/${app.id}/keys`, { key: tenant.managementKey });
+    expect(keys.body.data.map((key: { id: string }) => key.id)).toEqual([reply.body.keys[0].id]);
+  });
+
+  it("with an idempotency key, a retry answers the same new key instead of replacing it again", async () => {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    const headers = { "SVC-IDEMPOTENCY-KEY": "regenerate-1" };
+    const first = await call("POST", `/applications/${app.id}/regenerate`, { key: tenant.managementKey, headers });
+    const retry = await call("POST", `/applications/${app.id}/regenerate`, { key: tenant.managementKey, headers });
+    expect(retry.status).toBe(200);
+    expect(retry.body.key).toBe(first.body.key);
+    expect((await call("GET", "/applications/key", { key: first.body.key })).status).toBe(200);
+  });
+
+  it("needs application:update (403 naming it)", async () => {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    const creator = await createApplication(tenant, { type: "management", permissions: ["application:create", "application:read"] });
+    const problem = expectProblem(await call("POST", `/applications/${app.id}/regenerate`, { key: creator.key }), 403);
+    expect(problem.detail).toContain("application:update");
+    expect((await call("GET", "/applications/key", { key: app.key })).status).toBe(200);
+  });
+
+  it("is 401 without a key", async () => {
+    expectProblem(await call("POST", `/applications/${UNKNOWN_ID}/regenerate`), 401);
+  });
+
+  it("is 404 for an unknown id and for another tenant's application, whose keys keep working", async () => {
+    const [tenant, stranger] = [await seedTenant(), await seedTenant()];
+    const foreign = await createApplication(stranger, { type: "private", permissions: ["token:read"] });
+    expectProblem(await call("POST", `/applications/${UNKNOWN_ID}/regenerate`, { key: tenant.managementKey }), 404);
+    expectProblem(await call("POST", `/applications/${foreign.id}/regenerate`, { key: tenant.managementKey }), 404);
+    expect((await call("GET", "/applications/key", { key: foreign.key })).status).toBe(200);
+  });
+
+  it("is 400 for an id that is not a UUID", async () => {
+    const tenant = await seedTenant();
+    const problem = expectProblem(await call("POST", "/applications/not-a-uuid/regenerate", { key: tenant.managementKey }), 400);
+    expect(problem.errors).toEqual({ id: ["must be a UUID"] });
+  });
+});
+
+describe("permissions: GET /permissions?application_type=", () => {
+  it.each([
+    ["public", ["token:create", "token:update"]],
+    ["private", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
+  ])("lists only the permissions a %s application may hold", async (type, expected) => {
+    const tenant = await seedTenant();
+    const reply = await call("GET", `/permissions?application_type=${type}`, { key: tenant.managementKey });
+    expect(reply.status).toBe(200);
+    expect(reply.body.map((permission: { type: string }) => permission.type)).toEqual(expected);
+    for (const permission of reply.body) expect(permission.application_types).toContain(type);
+  });
+
+  it("lists the management permissions for management", async () => {
+    const tenant = await seedTenant();
+    const reply = await call("GET", "/permissions?application_type=management", { key: tenant.managementKey });
+    expect(reply.body).toHaveLength(12);
+    expect(reply.body[0]).toEqual({ type: "application:create", description: "Create applications and their keys", application_types: ["management"] });
+  });
+
+  it("lists every permission without the filter", async () => {
+    const tenant = await seedTenant();
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(18);
+  });
+
+  it("refuses an unknown application type with a 400 naming the field", async () => {
+    const tenant = await seedTenant();
+    const problem = expectProblem(await call("GET", "/permissions?application_type=expiring", { key: tenant.managementKey }), 400);
+    expect(problem.errors).toEqual({ application_type: ["must be one of private, public, management"] });
+  });
+});
