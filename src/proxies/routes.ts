@@ -78,10 +78,10 @@ const patch = createRoute({
   path: "/proxies/{id}",
   tags,
   security,
-  summary: "Change some fields of a proxy (JSON merge patch)",
+  summary: "Change some fields of a proxy (JSON merge patch); answers 204 like the original interface",
   middleware: [requirePermission("proxy:update"), requireContentType("application/merge-patch+json")] as const,
   request: { params: IdParams, ...mergePatchBody(ProxyPatchBody) },
-  responses: { 200: jsonContent(ProxySchema, "The proxy"), ...problemResponses(400, 401, 403, 404, 413, 415) },
+  responses: { 204: { description: "Patched" }, ...problemResponses(400, 401, 403, 404, 413, 415) },
 });
 
 const remove = createRoute({
@@ -102,9 +102,10 @@ export const proxyRoutes = createRouter()
   .openapi(update, async (c) =>
     c.json(await proxies.replaceProxy(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )
-  .openapi(patch, async (c) =>
-    c.json(await proxies.patchProxy(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
-  )
+  .openapi(patch, async (c) => {
+    await proxies.patchProxy(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json"));
+    return c.body(null, 204);
+  })
   .openapi(remove, async (c) => {
     await proxies.deleteProxy(c.env, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);

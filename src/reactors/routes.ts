@@ -126,10 +126,10 @@ const patchReactor = createRoute({
   path: "/reactors/{id}",
   tags: reactorTags,
   security,
-  summary: "Change some of a reactor's fields (JSON merge patch; null removes a configuration value or the application)",
+  summary: "Change some of a reactor's fields (JSON merge patch; null removes a configuration value or the application); answers 204",
   middleware: [requirePermission("reactor:update"), requireContentType("application/merge-patch+json")] as const,
   request: { params: IdParams, ...mergePatchBody(ReactorPatchBody) },
-  responses: { 200: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
+  responses: { 204: { description: "Patched" }, ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
 });
 
 const deleteReactor = createRoute({
@@ -182,9 +182,10 @@ export const reactorRoutes = createRouter()
   .openapi(replaceReactor, async (c) =>
     c.json(await reactors.replaceReactor(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )
-  .openapi(patchReactor, async (c) =>
-    c.json(await reactors.patchReactor(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
-  )
+  .openapi(patchReactor, async (c) => {
+    await reactors.patchReactor(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json"));
+    return c.body(null, 204);
+  })
   .openapi(deleteReactor, async (c) => {
     await reactors.deleteReactor(c.env, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);

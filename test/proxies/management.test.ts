@@ -340,13 +340,27 @@ describe("proxies: update", () => {
 describe("proxies: patch", () => {
   const patch = (key: string, id: string, body: unknown) =>
     call("PATCH", `/proxies/${id}`, { key, body, contentType: "application/merge-patch+json" });
+  /** Patches (204, no body, as the original interface answers) and reads the proxy back. */
+  const patched = async (key: string, id: string, body: unknown) => {
+    const reply = await patch(key, id, body);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(204);
+    expect(reply.body).toBeNull();
+    return (await call("GET", `/proxies/${id}`, { key })).body;
+  };
+
+  it("answers 204 with no body, as the original interface does", async () => {
+    const tenant = await seedTenant();
+    const proxy = await createProxy(tenant);
+    const reply = await patch(tenant.managementKey, proxy.id, { name: "patched" });
+    expect(reply.status).toBe(204);
+    expect(reply.body).toBeNull();
+    expect(reply.headers.get("content-type")).toBeNull();
+  });
 
   it("changes only the members given", async () => {
     const tenant = await seedTenant();
     const proxy = await createProxy(tenant, { configuration: { a: "1" }, require_auth: false });
-    const reply = await patch(tenant.managementKey, proxy.id, { name: "patched" });
-    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
-    expect(reply.body).toMatchObject({
+    expect(await patched(tenant.managementKey, proxy.id, { name: "patched" })).toMatchObject({
       name: "patched",
       key: proxy.key,
       destination_url: proxy.destination_url,
@@ -359,8 +373,8 @@ describe("proxies: patch", () => {
   it("merges configuration entry by entry; null removes an entry", async () => {
     const tenant = await seedTenant();
     const proxy = await createProxy(tenant, { configuration: { keep: "1", change: "2", drop: "3" } });
-    const reply = await patch(tenant.managementKey, proxy.id, { configuration: { change: "two", drop: null, add: "4" } });
-    expect(reply.body.configuration).toEqual({ keep: "1", change: "two", add: "4" });
+    const reply = await patched(tenant.managementKey, proxy.id, { configuration: { change: "two", drop: null, add: "4" } });
+    expect(reply.configuration).toEqual({ keep: "1", change: "two", add: "4" });
   });
 
   it("removes optional members set to null", async () => {
@@ -371,8 +385,8 @@ describe("proxies: patch", () => {
       application: { id: application.id },
       configuration: { a: "1" },
     });
-    const reply = await patch(tenant.managementKey, proxy.id, { request_transform: null, application: null, configuration: null });
-    expect(reply.body).toMatchObject({ request_transform: null, application_id: null, configuration: null });
+    const reply = await patched(tenant.managementKey, proxy.id, { request_transform: null, application: null, configuration: null });
+    expect(reply).toMatchObject({ request_transform: null, application_id: null, configuration: null });
   });
 
   it.each([
@@ -391,8 +405,8 @@ describe("proxies: patch", () => {
   it("keeps configuration entries named like Object internals as data", async () => {
     const tenant = await seedTenant();
     const proxy = await createProxy(tenant, { configuration: { toString: "t" } });
-    const merged = await patch(tenant.managementKey, proxy.id, { configuration: { constructor: "c", hasOwnProperty: "h" } });
-    expect(Object.entries(merged.body.configuration)).toEqual([
+    const merged = await patched(tenant.managementKey, proxy.id, { configuration: { constructor: "c", hasOwnProperty: "h" } });
+    expect(Object.entries(merged.configuration)).toEqual([
       ["toString", "t"],
       ["constructor", "c"],
       ["hasOwnProperty", "h"],
@@ -405,6 +419,15 @@ describe("proxies: patch", () => {
     const proxy = await createProxy(tenant, { configuration: full });
     const problem = expectProblem(await patch(tenant.managementKey, proxy.id, { configuration: { one_more: "v" } }), 400);
     expect(problem.errors).toHaveProperty(["configuration"]);
+  });
+
+  it("needs a key (401) and proxy:update (403 naming it), changing nothing", async () => {
+    const tenant = await seedTenant();
+    const proxy = await createProxy(tenant);
+    const reader = await createApplication(tenant, { type: "management", permissions: ["proxy:read"] });
+    expectProblem(await call("PATCH", `/proxies/${proxy.id}`, { body: { name: "x" }, contentType: "application/merge-patch+json" }), 401);
+    expect(expectProblem(await patch(reader.key, proxy.id, { name: "x" }), 403).detail).toContain("proxy:update");
+    expect((await call("GET", `/proxies/${proxy.id}`, { key: tenant.managementKey })).body.name).toBe(proxy.name);
   });
 
   it("needs the merge-patch media type", async () => {

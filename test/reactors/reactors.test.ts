@@ -181,16 +181,30 @@ describe("reactors", () => {
     const reactor = await createReactor(tenant, formula.id, { configuration: { merchant_id: "m-1", limit: 5 }, applicationId: application.id });
     const patch = (body: unknown) =>
       call("PATCH", `/reactors/${reactor.id}`, { key: tenant.managementKey, body, contentType: "application/merge-patch+json" });
+    const read = async () => (await call("GET", `/reactors/${reactor.id}`, { key: tenant.managementKey })).body;
 
     const merged = await patch({ configuration: { limit: "10" } });
-    expect(merged.status, JSON.stringify(merged.body)).toBe(200);
-    expect(merged.body).toMatchObject({ name: "reactor", configuration: { merchant_id: "m-1", limit: 10 }, application_id: application.id });
+    expect(merged.status, JSON.stringify(merged.body)).toBe(204);
+    expect(await read()).toMatchObject({ name: "reactor", configuration: { merchant_id: "m-1", limit: 10 }, application_id: application.id });
 
     const removed = await patch({ configuration: { limit: null } });
     expect(expectProblem(removed, 400).errors).toHaveProperty(["configuration.limit"]);
 
-    const detached = await patch({ application: null, name: "Renamed" });
-    expect(detached.body).toMatchObject({ name: "Renamed", application_id: null, configuration: { merchant_id: "m-1", limit: 10 } });
+    expect((await patch({ application: null, name: "Renamed" })).status).toBe(204);
+    expect(await read()).toMatchObject({ name: "Renamed", application_id: null, configuration: { merchant_id: "m-1", limit: 10 } });
+  });
+
+  it("PATCH answers 204 with no body, as the original interface does", async () => {
+    const tenant = await seedTenant();
+    const reactor = await createReactor(tenant, (await createFormula(tenant)).id);
+    const reply = await call("PATCH", `/reactors/${reactor.id}`, {
+      key: tenant.managementKey,
+      body: { name: "Renamed" },
+      contentType: "application/merge-patch+json",
+    });
+    expect(reply.status).toBe(204);
+    expect(reply.body).toBeNull();
+    expect(reply.headers.get("content-type")).toBeNull();
   });
 
   it("PATCH takes application/merge-patch+json (415 otherwise)", async () => {
