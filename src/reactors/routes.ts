@@ -11,10 +11,21 @@ import {
   PageQuery,
   paginated,
   problemResponses,
+  repeatable,
+  Uuid,
 } from "../http/schemas";
 import * as formulas from "./formulas";
 import { CustomResponseError } from "../sandbox";
-import { FormulaBody, FormulaSchema, ReactBody, ReactorBody, ReactorPatchBody, ReactorSchema, ReactResultSchema } from "./schema";
+import {
+  FormulaBody,
+  FormulaSchema,
+  ReactBody,
+  ReactorBody,
+  ReactorPatchBody,
+  ReactorReplacementBody,
+  ReactorSchema,
+  ReactResultSchema,
+} from "./schema";
 import * as reactors from "./service";
 
 const security = [{ ApiKey: [] }];
@@ -95,7 +106,7 @@ const listReactors = createRoute({
   security,
   summary: "List reactors",
   middleware: [requirePermission("reactor:read")] as const,
-  request: { query: PageQuery.extend({ name: NameFilter }) },
+  request: { query: PageQuery.extend({ id: repeatable(Uuid), name: NameFilter }) },
   responses: { 200: jsonContent(paginated(ReactorSchema), "A page of reactors"), ...problemResponses(400, 401, 403) },
 });
 
@@ -115,9 +126,9 @@ const replaceReactor = createRoute({
   path: "/reactors/{id}",
   tags: reactorTags,
   security,
-  summary: "Replace a reactor",
+  summary: "Replace a reactor (without formula it keeps its own)",
   middleware: [requirePermission("reactor:update"), json] as const,
-  request: { params: IdParams, ...jsonBody(ReactorBody) },
+  request: { params: IdParams, ...jsonBody(ReactorReplacementBody) },
   responses: { 200: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
 });
 

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { ApplicationSchema } from "../applications/schema";
 import { Uuid } from "../http/schemas";
 import { iconProblem } from "./icon";
 
@@ -138,6 +139,11 @@ export const ReactorBody = z
   })
   .openapi("ReactorInput");
 
+/** PUT: as on creation, except that without `formula` the reactor keeps its formula (the original interface's update sends none). */
+export const ReactorReplacementBody = ReactorBody.extend({ formula: ReactorBody.shape.formula.optional() }).openapi(
+  "ReactorReplacement",
+);
+
 /** RFC 7396: a member set to null is removed (a configuration value, or the application). */
 export const ReactorPatchBody = z
   .object({
@@ -149,6 +155,7 @@ export const ReactorPatchBody = z
   .openapi("ReactorPatch");
 
 export type ReactorInput = z.infer<typeof ReactorBody>;
+export type ReactorReplacement = z.infer<typeof ReactorReplacementBody>;
 export type ReactorPatch = z.infer<typeof ReactorPatchBody>;
 
 export const ReactorSchema = z
@@ -158,6 +165,7 @@ export const ReactorSchema = z
     name: z.string(),
     formula: FormulaSchema,
     configuration: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    application: ApplicationSchema.nullable().openapi({ description: "The application whose key `bt` uses; null without one" }),
     application_id: z.string().nullable(),
     ...audit,
   })

@@ -1,4 +1,6 @@
 import { and, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { applicationsById } from "../applications/service";
+import type { ApplicationResponse } from "../applications/schema";
 import type { Principal } from "../auth/access";
 import { principalColumns, principalForApplication, principalOf } from "../auth/service";
 import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
@@ -15,22 +17,34 @@ import { decryptConfiguration, encryptConfiguration } from "./configuration";
 import { conformArgs, conformConfiguration, describeFieldErrors, type Configuration } from "./contract";
 import { findFormula, nextVersion, toFormulaResponse, versionOf, visibleTo, type FormulaRow } from "./formulas";
 import { ensureOfficialFormulas } from "./official/seed";
-import type { ReactorInput, ReactorPatch, ReactorResponse, ReactResult } from "./schema";
+import type { ReactorInput, ReactorPatch, ReactorReplacement, ReactorResponse, ReactResult } from "./schema";
 import { scriptOwnerOf } from "./script-owner";
 import { selectPage } from "../db/pages";
 
 type ReactorRow = typeof reactors.$inferSelect;
 
-async function toReactorResponse(keys: TenantKeys, row: ReactorRow, formula: FormulaRow): Promise<ReactorResponse> {
+async function toReactorResponse(
+  keys: TenantKeys,
+  row: ReactorRow,
+  formula: FormulaRow,
+  application: ApplicationResponse | null,
+): Promise<ReactorResponse> {
   return {
     id: row.id,
     tenant_id: row.tenantId,
     name: row.name,
     formula: toFormulaResponse(formula),
     configuration: await decryptConfiguration(keys, row),
+    application,
     application_id: row.applicationId,
     ...auditFieldsOf(row),
   };
+}
+
+/** The reactor's application as responses show it; null without one (or once it was deleted). */
+async function applicationOf(env: Bindings, row: ReactorRow): Promise<ApplicationResponse | null> {
+  if (row.applicationId === null) return null;
+  return (await applicationsById(databaseOf(env), row.tenantId, [row.applicationId])).get(row.applicationId) ?? null;
 }
 
 /** A formula a reactor can be made from: visible to the tenant and generally available. */
@@ -105,7 +119,7 @@ export async function createReactor(env: Bindings, principal: Principal, input: 
       .returning({ id: reactors.id }),
   ]);
   if (undone.length > 0) throw formulaChanged(formula.id);
-  return toReactorResponse(keys, row, formula);
+  return toReactorResponse(keys, row, formula, await applicationOf(env, row));
 }
 
 async function findReactor(env: Bindings, tenantId: string, id: string): Promise<ReactorRow> {
@@ -121,15 +135,16 @@ async function findReactor(env: Bindings, tenantId: string, id: string): Promise
 export async function getReactor(env: Bindings, principal: Principal, id: string): Promise<ReactorResponse> {
   const row = await findReactor(env, principal.tenantId, id);
   const formula = await findFormula(env, principal.tenantId, row.formulaId);
-  return toReactorResponse(await tenantKeysOf(env, principal.tenantId), row, formula);
+  return toReactorResponse(await tenantKeysOf(env, principal.tenantId), row, formula, await applicationOf(env, row));
 }
 
 export async function listReactors(
   env: Bindings,
   principal: Principal,
-  filter: { name?: string; page: number; size: number },
+  filter: { id: string[]; name?: string; page: number; size: number },
 ): Promise<Page<ReactorResponse>> {
   const conditions: SQL[] = [eq(reactors.tenantId, principal.tenantId)];
+  if (filter.id.length > 0) conditions.push(inArray(reactors.id, filter.id));
   if (filter.name) conditions.push(nameMatches(reactors.name, filter.name));
   const where = and(...conditions);
   const db = databaseOf(env);
@@ -143,8 +158,14 @@ export async function listReactors(
           .from(reactorFormulas)
           .where(and(visibleTo(principal.tenantId), inArray(reactorFormulas.id, formulaIds)));
   const formulaById = new Map(formulas.map((formula) => [formula.id, formula]));
+  const applicationIds = rows.flatMap((row) => (row.applicationId === null ? [] : [row.applicationId]));
+  const applicationById = await applicationsById(db, principal.tenantId, applicationIds);
   const keys = await tenantKeysOf(env, principal.tenantId);
-  const data = await Promise.all(rows.map((row) => toReactorResponse(keys, row, formulaById.get(row.formulaId)!)));
+  const data = await Promise.all(
+    rows.map((row) =>
+      toReactorResponse(keys, row, formulaById.get(row.formulaId)!, (row.applicationId && applicationById.get(row.applicationId)) || null),
+    ),
+  );
   return pageOf(data, total, filter.page, filter.size);
 }
 
@@ -169,11 +190,13 @@ async function saveReactor(env: Bindings, principal: Principal, existing: Reacto
     await findReactor(env, principal.tenantId, id);
     throw formulaChanged(formula.id);
   }
-  return toReactorResponse(keys, row, formula);
+  return toReactorResponse(keys, row, formula, await applicationOf(env, row));
 }
 
-export async function replaceReactor(env: Bindings, principal: Principal, id: string, input: ReactorInput) {
-  return saveReactor(env, principal, await findReactor(env, principal.tenantId, id), input);
+/** The original interface's update sends no formula: the reactor then keeps its own. */
+export async function replaceReactor(env: Bindings, principal: Principal, id: string, input: ReactorReplacement) {
+  const existing = await findReactor(env, principal.tenantId, id);
+  return saveReactor(env, principal, existing, { ...input, formula: input.formula ?? { id: existing.formulaId } });
 }
 
 /** RFC 7396 over the stored reactor: configuration merges per name (null removes one), the rest replaces. */

@@ -119,7 +119,7 @@ describe("reactor validation", () => {
 });
 
 describe("reactors", () => {
-  it("the response holds the formula and application_id", async () => {
+  it("the response holds the formula, the application object and application_id", async () => {
     const tenant = await seedTenant();
     const formula = await formulaWithContract(tenant);
     const application = await createApplication(tenant, { type: "private", permissions: ["token:create"] });
@@ -129,10 +129,33 @@ describe("reactors", () => {
       tenant_id: tenant.tenantId,
       formula: { id: formula.id, name: formula.name, configuration: formula.configuration },
       configuration: VALID_CONFIGURATION,
+      application: {
+        id: application.id,
+        tenant_id: tenant.tenantId,
+        name: "private app",
+        type: "private",
+        permissions: ["token:create"],
+        rules: [],
+      },
       application_id: application.id,
       created_by: tenant.managementApplicationId,
     });
+    expect(reactor.application).not.toHaveProperty("key");
+    expect(reactor.application).not.toHaveProperty("keys");
     expect((await call("GET", `/reactors/${reactor.id}`, { key: tenant.managementKey })).body).toEqual(reactor);
+    const listed = await call("GET", "/reactors", { key: tenant.managementKey });
+    expect(listed.body.data).toEqual([reactor]);
+  });
+
+  it("application is null without one, and once the application is deleted", async () => {
+    const tenant = await seedTenant();
+    const formula = await createFormula(tenant);
+    expect((await createReactor(tenant, formula.id)).application).toBeNull();
+    const application = await createApplication(tenant, { type: "private", permissions: ["token:create"] });
+    const reactor = await createReactor(tenant, formula.id, { applicationId: application.id });
+    expect((await call("DELETE", `/applications/${application.id}`, { key: tenant.managementKey })).status).toBe(204);
+    const read = await call("GET", `/reactors/${reactor.id}`, { key: tenant.managementKey });
+    expect(read.body).toMatchObject({ application: null, application_id: application.id });
   });
 
   it("a reactor can be made from an official formula", async () => {
@@ -167,6 +190,27 @@ describe("reactors", () => {
     expect(moved.status, JSON.stringify(moved.body)).toBe(200);
     expect(moved.body).toMatchObject({ name: "Moved", formula: { id: other.id }, configuration: {}, application_id: null });
     expect(moved.body.modified_by).toBe(tenant.managementApplicationId);
+  });
+
+  it("PUT without formula keeps the reactor's formula, as the original interface's update sends none", async () => {
+    const tenant = await seedTenant();
+    const formula = await formulaWithContract(tenant);
+    const application = await createApplication(tenant, { type: "private", permissions: ["token:create"] });
+    const reactor = await createReactor(tenant, formula.id, { configuration: VALID_CONFIGURATION });
+    const reply = await call("PUT", `/reactors/${reactor.id}`, {
+      key: tenant.managementKey,
+      body: { name: "Renamed", configuration: { ...VALID_CONFIGURATION, limit: 10 }, application: { id: application.id } },
+    });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body).toMatchObject({
+      name: "Renamed",
+      formula: { id: formula.id },
+      configuration: { ...VALID_CONFIGURATION, limit: 10 },
+      application: { id: application.id, type: "private" },
+      application_id: application.id,
+    });
+    const unfit = await call("PUT", `/reactors/${reactor.id}`, { key: tenant.managementKey, body: { name: "Renamed", configuration: {} } });
+    expect(Object.keys(expectProblem(unfit, 400).errors!).sort()).toEqual(["configuration.limit", "configuration.live", "configuration.merchant_id"]);
   });
 
   it("PATCH merges configuration; null removes a value or the application", async () => {
@@ -226,6 +270,20 @@ describe("reactors", () => {
     const alphas = await call("GET", "/reactors?name=alpha*&size=1&page=2", { key: tenant.managementKey });
     expect(alphas.body.pagination).toEqual({ total_items: 2, page_number: 2, page_size: 1, total_pages: 2 });
     expect(alphas.body.data.map((reactor: { name: string }) => reactor.name)).toEqual(["Alpha one"]);
+  });
+
+  it("lists filtered by repeated id", async () => {
+    const tenant = await seedTenant();
+    const formula = await createFormula(tenant);
+    const [first, , third] = [
+      await createReactor(tenant, formula.id, { name: "one" }),
+      await createReactor(tenant, formula.id, { name: "two" }),
+      await createReactor(tenant, formula.id, { name: "three" }),
+    ];
+    const reply = await call("GET", `/reactors?id=${first.id}&id=${third.id}`, { key: tenant.managementKey });
+    expect(reply.body.data.map((reactor: { name: string }) => reactor.name)).toEqual(["three", "one"]);
+    const problem = expectProblem(await call("GET", "/reactors?id=nope", { key: tenant.managementKey }), 400);
+    expect(Object.keys(problem.errors!)[0]).toMatch(/^id/);
   });
 
   it("another tenant's reactor is 404 for every operation", async () => {
