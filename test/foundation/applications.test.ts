@@ -386,3 +386,16 @@ describe("permissions: GET /permissions?application_type=", () => {
     expect(problem.errors).toEqual({ application_type: ["must be one of private, public, management"] });
   });
 });
+
+describe("applications: OpenAPI", () => {
+  it("documents /applications/key, regenerate, the created key and the application_type filter", async () => {
+    const { paths, components } = (await call("GET", "/openapi.json")).body;
+    expect(Object.keys(paths["/applications/key"])).toEqual(["get"]);
+    expect(Object.keys(paths["/applications/{id}/regenerate"].post.responses)).toContain("200");
+    expect(paths["/applications/{id}/regenerate"].post.tags).toEqual(["Applications"]);
+    expect(components.schemas.CreatedApplication.allOf[1].required).toEqual(["key", "keys"]);
+    expect(paths["/permissions"].get.parameters).toContainEqual(
+      expect.objectContaining({ name: "application_type", in: "query", schema: expect.objectContaining({ enum: ["private", "public", "management"] }) }),
+    );
+  });
+});
