@@ -317,6 +317,15 @@ describe("applications: POST /applications/{id}/regenerate", () => {
     expect(keys.body.data.map((key: { id: string }) => key.id)).toEqual([reply.body.keys[0].id]);
   });
 
+  it("regenerating the caller's own application revokes the calling key too; the answered key takes over", async () => {
+    const tenant = await seedTenant();
+    const admin = await createApplication(tenant, { type: "management", permissions: ["application:update"] });
+    const reply = await call("POST", `/applications/${admin.id}/regenerate`, { key: admin.key });
+    expect(reply.status).toBe(200);
+    expectProblem(await call("GET", "/applications/key", { key: admin.key }), 401);
+    expect((await call("GET", "/applications/key", { key: reply.body.key })).body.id).toBe(admin.id);
+  });
+
   it("with an idempotency key, a retry answers the same new key instead of replacing it again", async () => {
     const tenant = await seedTenant();
     const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
