@@ -150,7 +150,7 @@ describe("detokenization expressions: {{ <token id> | filter: args | … }}", ()
   it("refuses a filter that fails when evaluated with proxy_error 400 naming the path, never echoing the data", async () => {
     const { tenant, send } = await setUp("/failing-filter-marker");
     const card = await tokenOf(tenant, CARD);
-    const problem = expectProxyError(await send({ card: { month: `{{ ${card.id} | json: '$.missing' }}` } }), 400);
+    const problem = expectProxyError(await send({ card: { month: `{{ ${card.id} | json: '$.number' | to_boolean }}` } }), 400);
     expect(problem.detail).toBe("A detokenization expression could not be evaluated");
     expect(Object.keys(problem.errors!)).toEqual(["body.card.month"]);
     expect(problem.errors!["body.card.month"]![0]).toContain("could not be evaluated");

@@ -115,7 +115,7 @@ describe("POST /detokenize", () => {
   it("refuses a filter that fails when evaluated (400 naming the path), never echoing the data", async () => {
     const tenant = await seedTokenTenant();
     const card = await createToken(tenant.key, { type: "token", data: CARD });
-    const problem = expectProblem(await detokenize(tenant.key, { month: `{{ ${card.id} | json: '$.month' }}` }), 400);
+    const problem = expectProblem(await detokenize(tenant.key, { month: `{{ ${card.id} | json: '$.number' | to_boolean }}` }), 400);
     expect(Object.keys(problem.errors!)).toEqual(["month"]);
     expect(JSON.stringify(problem)).not.toContain(VISA);
   });
