@@ -19,14 +19,20 @@ export function revealLast(text: string, count: number, maskChar: string): strin
 }
 
 /**
- * `reveal`: keeps the first `first` and last `last` characters (separators count, as positions)
- * and masks the rest, except the characters in `preserved`.
+ * `reveal`: keeps the first `first` and the last `last` letters and digits and masks the others.
+ * Separators stay, as with reveal_last (the issue's rule, where the original docs masked them), and
+ * so do the characters in `preserved`; neither counts towards first or last.
  */
 export function revealEnds(text: string, first: number, last: number, maskChar: string, preserved: ReadonlySet<string>): string {
   const characters = [...text];
-  const hideable = characters.map((character) => !preserved.has(character));
-  const end = characters.length - last;
-  const revealed = characters.map((_, index) => index < first || index >= end);
+  const hideable = characters.map((character) => LETTER_OR_DIGIT.test(character) && !preserved.has(character));
+  const total = hideable.filter(Boolean).length;
+  let ordinal = 0;
+  const revealed = hideable.map((canHide) => {
+    if (!canHide) return false;
+    const position = ordinal++;
+    return position < first || position >= total - last;
+  });
   return applyMask(characters, hideable, revealed, maskChar);
 }
 

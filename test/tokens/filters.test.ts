@@ -92,14 +92,15 @@ describe("reveal_last: length, mask_char", () => {
 describe("reveal: reveal_first = 0, reveal_last = 0, mask_char = X, preserve_chars = ''", () => {
   const DATA = "3622-7206-2716-5567";
 
-  it("keeps the first and last characters by position and masks the rest, separators included", async () => {
-    expect(await evaluated(DATA, "reveal: 6")).toBe("3622-7XXXXXXXXXXXXX");
-    expect(await evaluated(DATA, "reveal: 7, 5")).toBe("3622-72XXXXXXX-5567");
-    expect(await evaluated(DATA, "reveal: 7, 5, '#'")).toBe("3622-72#######-5567");
+  it("keeps the first and last letters and digits, masks the others and keeps separators", async () => {
+    expect(await evaluated(DATA, "reveal: 6")).toBe("3622-72XX-XXXX-XXXX");
+    expect(await evaluated(DATA, "reveal: 7, 5")).toBe("3622-720X-XXX6-5567");
+    expect(await evaluated(DATA, "reveal: 7, 5, '#'")).toBe("3622-720#-###6-5567");
+    expect(await evaluated("12-3456789", "reveal: 0, 4")).toBe("XX-XXX6789");
   });
 
-  it("keeps the preserved characters", async () => {
-    expect(await evaluated(DATA, `reveal: 7, 4, '#', "-"`)).toBe("3622-72##-####-5567");
+  it("keeps the preserved characters, which do not count", async () => {
+    expect(await evaluated("ab.cd.ef", `reveal: 1, 1, '#', "c"`)).toBe("a#.c#.#f");
   });
 
   it("masks everything without arguments", async () => {
@@ -107,8 +108,8 @@ describe("reveal: reveal_first = 0, reveal_last = 0, mask_char = X, preserve_cha
   });
 
   it("masks everything when first + last covers the value", async () => {
-    expect(await evaluated(DATA, "reveal: 10, 9")).toBe("XXXXXXXXXXXXXXXXXXX");
-    expect(await evaluated(DATA, "reveal: 10, 9, 'X', '-'")).toBe("XXXX-XXXX-XXXX-XXXX");
+    expect(await evaluated(DATA, "reveal: 10, 9")).toBe("XXXX-XXXX-XXXX-XXXX");
+    expect(await evaluated(DATA, "reveal: 16")).toBe("XXXX-XXXX-XXXX-XXXX");
   });
 
   it("masks everything when the preserved characters would leave the value as it is", async () => {
