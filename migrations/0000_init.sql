@@ -119,7 +119,7 @@ CREATE TABLE `token_search_index` (
 --> statement-breakpoint
 CREATE INDEX `token_search_index_token` ON `token_search_index` (`token_id`);--> statement-breakpoint
 CREATE TABLE `tokens` (
-	`id` text PRIMARY KEY NOT NULL,
+	`id` text NOT NULL,
 	`tenant_id` text NOT NULL,
 	`type` text NOT NULL,
 	`ciphertext` text NOT NULL,
@@ -133,7 +133,8 @@ CREATE TABLE `tokens` (
 	`created_by` text,
 	`created_at` integer NOT NULL,
 	`modified_by` text,
-	`modified_at` integer NOT NULL
+	`modified_at` integer NOT NULL,
+	PRIMARY KEY(`tenant_id`, `id`)
 );
 --> statement-breakpoint
 CREATE INDEX `tokens_tenant_created` ON `tokens` (`tenant_id`,`created_at`,`id`);--> statement-breakpoint

@@ -73,7 +73,8 @@ export const idempotencyRecords = sqliteTable(
 export const tokens = sqliteTable(
   "tokens",
   {
-    id: text("id").primaryKey(),
+    /** A random UUID or an id the client chose: unique within the tenant only. */
+    id: text("id").notNull(),
     tenantId: text("tenant_id").notNull(),
     type: text("type").notNull(),
     /** AES-256-GCM ciphertext of the JSON-encoded data, with its key version. */
@@ -92,6 +93,7 @@ export const tokens = sqliteTable(
     modifiedAt: integer("modified_at").notNull(),
   },
   (table) => [
+    primaryKey({ columns: [table.tenantId, table.id] }),
     index("tokens_tenant_created").on(table.tenantId, table.createdAt, table.id),
     index("tokens_tenant_modified").on(table.tenantId, table.modifiedAt),
     index("tokens_tenant_fingerprint").on(table.tenantId, table.fingerprint, table.type),

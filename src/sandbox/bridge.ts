@@ -7,6 +7,7 @@ import { internalProblem, ProblemError, UnauthenticatedError, ValidationError, t
 import { validationErrorOf } from "../http/validation";
 import { searchTokens } from "../search/service";
 import type { SearchRequest } from "../search/schema";
+import { TOKEN_ID_MAX_LENGTH } from "../tokens/ids";
 import { UpdateTokenBody } from "../tokens/schema";
 import { createToken, deleteToken, getToken, parseCreateToken, tokenize, updateToken } from "../tokens/service";
 
@@ -19,7 +20,6 @@ export interface BridgeProps {
 /** Failures travel as problem details: the wrapper rethrows them inside the sandbox as `ApiError`. */
 export type BridgeReply = { ok: true; value: unknown } | { ok: false; problem: Problem };
 
-const MAX_ID_LENGTH = 200;
 
 /**
  * The vault as tenant code sees it through `bt`: the token services, acting as the application in
@@ -73,8 +73,8 @@ async function reply(env: Bindings, props: BridgeProps, action: (principal: Prin
 }
 
 function tokenId(id: unknown): string {
-  if (typeof id !== "string" || id.length === 0 || id.length > MAX_ID_LENGTH) {
-    throw ValidationError.field("id", `must be a token id (a string of 1-${MAX_ID_LENGTH} characters)`);
+  if (typeof id !== "string" || id.length === 0 || id.length > TOKEN_ID_MAX_LENGTH) {
+    throw ValidationError.field("id", `must be a token id (a string of 1-${TOKEN_ID_MAX_LENGTH} characters)`);
   }
   return id;
 }

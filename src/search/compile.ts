@@ -1,5 +1,6 @@
 import { getTableColumns } from "drizzle-orm";
 import { tokens } from "../db/schema";
+import { normalTokenId } from "../tokens/ids";
 import { TOKEN_TYPE_RULES, TOKEN_TYPES } from "../tokens/types";
 import type { ContainerTerm, Query, Range, Term } from "./ast";
 import { timeSpanOf } from "./dates";
@@ -160,7 +161,8 @@ class Compiler {
     const v = (value: string | number) => this.values.ref(value);
     switch (term.field) {
       case "id":
-        return `t.id = ${v(term.value.toLowerCase())}`;
+        // Through the (tenant_id, id) primary key: the driven statement keeps t.tenant_id off indexes.
+        return `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND id = ${v(normalTokenId(term.value))})`;
       case "fingerprint":
         return `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND fingerprint = ${v(term.value)})`;
       case "created_by":
@@ -182,6 +184,7 @@ class Compiler {
     const v = (value: string | number) => this.values.ref(value);
     switch (term.field) {
       case "id":
+        return `t.id = ${v(normalTokenId(term.value))}`;
       case "created_by":
       case "modified_by":
         return `t.${term.field} = ${v(term.value.toLowerCase())}`;

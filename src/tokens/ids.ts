@@ -1,3 +1,5 @@
+import { evaluateExpression, ExpressionError } from "./expressions";
+
 /**
  * Token ids. The vault gives a token a random UUID; a client may choose its own id (or an alias
  * expression that renders one) when it creates the token. Ids are unique within a tenant.
@@ -27,9 +29,31 @@ export function tokenIdProblem(id: string): string | null {
 }
 
 /**
+ * A chosen id holding `{{` or `{%` is an alias expression, rendered over the token's data; a
+ * literal id cannot hold braces, so the two never overlap.
+ */
+export function isAliasExpression(id: string): boolean {
+  return id.includes("{{") || id.includes("{%");
+}
+
+/**
  * The stored form of an id: UUIDs are compared case-insensitively (stored lower case), chosen ids
  * exactly as given.
  */
 export function normalTokenId(id: string): string {
   return UUID.test(id) ? id.toLowerCase() : id;
+}
+
+/** The id an alias expression renders for the token's data, or why that cannot be a token id. */
+export function renderAliasId(source: string, data: unknown): { id: string } | { problem: string } {
+  let rendered: string;
+  try {
+    rendered = evaluateExpression(source, { data });
+  } catch (error) {
+    if (!(error instanceof ExpressionError)) throw error;
+    return { problem: error.message };
+  }
+  // The rendered id is not quoted: an alias may reveal parts of the data.
+  const problem = tokenIdProblem(rendered);
+  return problem ? { problem: `the rendered id ${problem}` } : { id: normalTokenId(rendered) };
 }

@@ -5,8 +5,17 @@ import { idempotent } from "../http/idempotency";
 import { requireContentType, requirePermission } from "../http/middleware";
 import { ValidationError } from "../http/problem";
 import { createRouter } from "../http/router";
-import { IdParams, jsonBody, jsonContent, mergePatchBody, problemResponses } from "../http/schemas";
-import { CreatedTokenSchema, CreateTokenBody, TokenizePayload, TokenSchema, UpdateTokenBody } from "./schema";
+import { jsonBody, jsonContent, mergePatchBody, paginated, problemResponses } from "../http/schemas";
+import {
+  CreatedTokenSchema,
+  CreateTokenBody,
+  ListTokensQuery,
+  TokenIdParams,
+  TokenizePayload,
+  TokenSchema,
+  UpdatedTokenSchema,
+  UpdateTokenBody,
+} from "./schema";
 import * as tokens from "./service";
 
 const tags = ["Tokens"];
@@ -35,6 +44,20 @@ const create = createRoute({
   },
 });
 
+const list = createRoute({
+  method: "get",
+  path: "/tokens",
+  tags,
+  security,
+  summary: "List tokens",
+  description:
+    "Newest first, among the containers where the caller holds token:read, with data per its access transform. " +
+    "Filters: `id` and `type` (repeatable), and `metadata.<key>=<value>` (case-insensitive exact match; several are ANDed).",
+  middleware: [requirePermission("token:read")] as const,
+  request: { query: ListTokensQuery },
+  responses: { 200: jsonContent(paginated(TokenSchema), "A page of tokens, newest first"), ...problemResponses(400, 401, 403) },
+});
+
 const get = createRoute({
   method: "get",
   path: "/tokens/{id}",
@@ -42,7 +65,7 @@ const get = createRoute({
   security,
   summary: "Get a token",
   middleware: [requirePermission("token:read")] as const,
-  request: { params: IdParams },
+  request: { params: TokenIdParams },
   responses: { 200: jsonContent(TokenSchema, "The token"), ...problemResponses(400, 401, 403, 404) },
 });
 
@@ -53,8 +76,11 @@ const update = createRoute({
   security,
   summary: "Update a token with a JSON merge patch",
   middleware: [requirePermission("token:update"), requireContentType("application/merge-patch+json")] as const,
-  request: { params: IdParams, ...mergePatchBody(UpdateTokenBody) },
-  responses: { 200: jsonContent(TokenSchema, "The updated token"), ...problemResponses(400, 401, 403, 404, 409, 415) },
+  request: { params: TokenIdParams, ...mergePatchBody(UpdateTokenBody) },
+  responses: {
+    200: jsonContent(UpdatedTokenSchema, "The updated token, or the token it duplicates (deduplicate_token)"),
+    ...problemResponses(400, 401, 403, 404, 409, 415),
+  },
 });
 
 const remove = createRoute({
@@ -64,7 +90,7 @@ const remove = createRoute({
   security,
   summary: "Delete a token, its ciphertext and its indexes",
   middleware: [requirePermission("token:delete")] as const,
-  request: { params: IdParams },
+  request: { params: TokenIdParams },
   responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
 });
 
@@ -77,7 +103,7 @@ const tokenize = createRoute({
   middleware: [requirePermission("token:create"), json, requireBody, idempotent] as const,
   request: jsonBody(TokenizePayload),
   responses: {
-    201: jsonContent(TokenizePayload, "The payload with each tokenized value replaced by its token"),
+    201: jsonContent(TokenizePayload, "The payload with each primitive leaf replaced by its token's id, each create request by its token"),
     ...problemResponses(400, 401, 403, 409, 413, 415),
   },
 });
@@ -87,6 +113,7 @@ export const tokenRoutes = createRouter()
     const token = await tokens.createToken(c.env, c.var.principal, c.req.valid("json"));
     return c.json(token, token.deduplicated ? 200 : 201);
   })
+  .openapi(list, async (c) => c.json(await tokens.listTokens(c.env, c.var.principal, c.req.valid("query")), 200))
   .openapi(get, async (c) => c.json(await tokens.getToken(c.env, c.var.principal, c.req.valid("param").id), 200))
   .openapi(update, async (c) =>
     c.json(await tokens.updateToken(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),

@@ -1,6 +1,8 @@
 import { z } from "@hono/zod-openapi";
+import { PageQuery, repeatable } from "../http/schemas";
 import { ContainerPath } from "./containers";
 import { EXPRESSION_MAX_LENGTH, expressionProblem } from "./expressions";
+import { isAliasExpression, normalTokenId, tokenIdProblem } from "./ids";
 import { TOKEN_TYPE_RULES, TOKEN_TYPES } from "./types";
 
 export const MAX_CONTAINERS = 20;
@@ -59,6 +61,37 @@ const FutureTime = z
   .refine((time) => Date.parse(time) > Date.now(), "must be in the future")
   .openapi({ type: "string", format: "date-time", description: "ISO 8601 with a time zone, in the future" });
 
+/**
+ * A chosen token id: a literal id, or an alias expression over `data` whose rendered value must
+ * then satisfy the same rule (checked when the token is created).
+ */
+const ChosenTokenId = z
+  .string({ error: "must be a string" })
+  .superRefine((id, ctx) => {
+    const problem = isAliasExpression(id)
+      ? id.length > EXPRESSION_MAX_LENGTH
+        ? `must be at most ${EXPRESSION_MAX_LENGTH} characters`
+        : expressionProblem(id)
+      : tokenIdProblem(id);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  })
+  .openapi({
+    description:
+      "The token's id: 3 to 400 characters without # / \\ + ? [ ] | & = % < > { } ^, or an alias expression " +
+      "such as `{{ data | alias_preserve_format: 0, 4 }}`. A random UUID when absent.",
+  });
+
+/** A token id in a path or a filter: the id rule applies, UUIDs compare case-insensitively. */
+export const TokenIdText = z
+  .string()
+  .superRefine((id, ctx) => {
+    const problem = tokenIdProblem(id);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  })
+  .transform(normalTokenId);
+
+export const TokenIdParams = z.object({ id: TokenIdText.openapi({ param: { name: "id", in: "path" }, type: "string" }) });
+
 /** The members a token is defined by; null or absent means the type's default. */
 const definition = {
   metadata: Metadata.nullish(),
@@ -72,6 +105,7 @@ const definition = {
 export const CreateTokenBody = z
   .strictObject(
     {
+      id: ChosenTokenId.nullish(),
       type: TokenTypeSchema,
       data: JsonValue.refine((data) => data !== undefined, "is required").openapi({
         description: "A string for the typed types, any JSON value but null for type token",
@@ -112,6 +146,10 @@ export const UpdateTokenBody = z
       fingerprint_expression: definition.fingerprint_expression,
       mask: definition.mask,
       expires_at: definition.expires_at,
+      deduplicate_token: z
+        .boolean({ error: "must be true or false" })
+        .nullish()
+        .openapi({ description: "When the updated token duplicates another token, answer that one and leave this token as it was" }),
     },
     strict,
   )
@@ -151,3 +189,57 @@ export const CreatedTokenSchema = TokenSchema.extend({
 }).openapi("CreatedToken");
 
 export type CreatedTokenResponse = z.infer<typeof CreatedTokenSchema>;
+
+/**
+ * A PATCH answer: the updated token, or with `deduplicate_token` the existing token it would have
+ * duplicated, whose definition is left out when the caller may not read that token.
+ */
+export const UpdatedTokenSchema = TokenSchema.partial({
+  metadata: true,
+  search_indexes: true,
+  fingerprint_expression: true,
+  mask: true,
+})
+  .extend({
+    deduplicated: z.boolean().openapi({ description: "True when an existing token was returned and this token left as it was" }),
+  })
+  .openapi("UpdatedToken");
+
+export type UpdatedTokenResponse = z.infer<typeof UpdatedTokenSchema>;
+
+const METADATA_FILTER_PREFIX = "metadata.";
+
+/** `GET /tokens`. Members `metadata.<key>=value` filter by metadata; metadataFilterOf reads them. */
+export const ListTokensQuery = z
+  .looseObject({
+    page: PageQuery.shape.page,
+    size: PageQuery.shape.size,
+    id: repeatable(TokenIdText).openapi({ description: "Token ids; repeat for several (`?id=a&id=b`)" }),
+    type: repeatable(TokenTypeSchema).openapi({ description: "Token types; repeat for several (`?type=a&type=b`)" }),
+  })
+  .superRefine((query, ctx) => {
+    const names = Object.keys(query).filter((name) => name.startsWith(METADATA_FILTER_PREFIX));
+    if (names.length > MAX_METADATA_ENTRIES) {
+      ctx.addIssue({ code: "custom", path: ["metadata"], message: `at most ${MAX_METADATA_ENTRIES} metadata filters are allowed` });
+    }
+    for (const name of names) {
+      const key = name.slice(METADATA_FILTER_PREFIX.length);
+      if (key.length === 0 || key.length > METADATA_KEY_MAX_LENGTH) {
+        ctx.addIssue({ code: "custom", path: [name], message: `must name a metadata key of 1 to ${METADATA_KEY_MAX_LENGTH} characters` });
+      }
+    }
+  });
+
+export type ListTokens = z.infer<typeof ListTokensQuery>;
+
+/**
+ * The query's `metadata.<key>=value` filters as lower-cased pairs (metadata matches
+ * case-insensitively). A key given twice counts once, with its first value.
+ */
+export function metadataFilterOf(query: ListTokens): [string, string][] {
+  return Object.entries(query).flatMap(([name, value]) => {
+    if (!name.startsWith(METADATA_FILTER_PREFIX)) return [];
+    const first = Array.isArray(value) ? value[0] : value;
+    return [[name.slice(METADATA_FILTER_PREFIX.length).toLowerCase(), String(first).toLowerCase()] as [string, string]];
+  });
+}

@@ -1,22 +1,33 @@
-import { and, asc, eq, gt, isNull, or, sql, type AnyColumn, type SQL } from "drizzle-orm";
-import { accessTo, type Principal, type Transform } from "../auth/access";
+import { and, asc, desc, eq, gt, isNull, ne, or, sql, type AnyColumn, type SQL } from "drizzle-orm";
+import { accessTo, grantedContainers, type Principal, type Transform } from "../auth/access";
 import type { TokenPermission } from "../auth/permissions";
 import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf, type Database } from "../db/client";
+import { selectPage } from "../db/pages";
 import { tokens } from "../db/schema";
 import type { Bindings } from "../env";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
-import { auditFieldsOf, isoTime } from "../http/schemas";
+import { auditFieldsOf, isoTime, pageOf, type Page } from "../http/schemas";
 import { fieldPath, validationErrorOf } from "../http/validation";
 import { evaluateExpression, ExpressionError, type ExpressionScope } from "./expressions";
-import { CreateTokenBody, type CreatedTokenResponse, type CreateToken, type TokenResponse, type UpdateToken } from "./schema";
+import {
+  CreateTokenBody,
+  metadataFilterOf,
+  type CreatedTokenResponse,
+  type CreateToken,
+  type ListTokens,
+  type TokenResponse,
+  type UpdatedTokenResponse,
+  type UpdateToken,
+} from "./schema";
 import * as storage from "./storage";
 import type { SealedToken, TokenRow } from "./storage";
+import { isAliasExpression, normalTokenId, renderAliasId } from "./ids";
 import { findTokenRequests, jsonPath, substituteTokens, type JsonPath } from "./tokenize";
 import { TOKEN_TYPE_RULES, type TokenType } from "./types";
 
 export type { TokenRow } from "./storage";
-export type { CreatedTokenResponse, CreateToken, TokenResponse, UpdateToken } from "./schema";
+export type { CreatedTokenResponse, CreateToken, TokenResponse, UpdatedTokenResponse, UpdateToken } from "./schema";
 
 /** A token as the request defines it, with the type's defaults filled in. */
 interface TokenDefinition {
@@ -55,7 +66,8 @@ export async function createToken(env: Bindings, principal: Principal, input: Cr
 
 /**
  * Tokenizes any JSON, all or nothing: every request is validated and evaluated before anything is
- * written, and the new tokens go in one batch.
+ * written, and the new tokens go in one batch. A primitive leaf is answered with its token's id,
+ * a create request with its token.
  */
 export async function tokenize(env: Bindings, principal: Principal, payload: unknown): Promise<unknown> {
   const found = findTokenRequests(payload);
@@ -70,7 +82,7 @@ export async function tokenize(env: Bindings, principal: Principal, payload: unk
   const created = await createTokens(env, principal, requests);
   return substituteTokens(
     payload,
-    found.map(({ path }, i) => ({ path, token: created[i] })),
+    found.map(({ path, leaf }, i) => ({ path, token: leaf ? created[i]!.id : created[i] })),
   );
 }
 
@@ -87,7 +99,7 @@ export async function getToken(env: Bindings, principal: Principal, id: string):
  * member to the type's default. The result is validated as a new token would be, and indexes and
  * fingerprint are recomputed. Moving between containers needs token:update on both sides.
  */
-export async function updateToken(env: Bindings, principal: Principal, id: string, patch: UpdateToken): Promise<TokenResponse> {
+export async function updateToken(env: Bindings, principal: Principal, id: string, patch: UpdateToken): Promise<UpdatedTokenResponse> {
   const db = databaseOf(env);
   const now = Date.now();
   const row = await findLiveToken(db, principal.tenantId, id, now);
@@ -119,13 +131,82 @@ export async function updateToken(env: Bindings, principal: Principal, id: strin
     modifiedBy: principal.applicationId,
     modifiedAt: now,
   });
+  if (patch.deduplicate_token) {
+    const duplicate = await findDuplicateOf(db, principal, sealed.row, now);
+    if (duplicate) return { ...(await presentDuplicate(keys, principal, duplicate)), deduplicated: true };
+  }
   const [update] = await db.$client.batch(storage.replaceToken(db.$client, sealed, row.ciphertext));
   if (update?.meta.changes !== 1) {
     await findLiveToken(db, principal.tenantId, id, Date.now());
     throw new ConflictError(`Token ${id} was changed by another request meanwhile; read it and retry`);
   }
   const transform = accessTo(principal, "token:update", definition.containers) ?? "redact";
-  return present(sealed.row, transform, () => definition.data);
+  return { ...(await present(sealed.row, transform, () => definition.data)), deduplicated: false };
+}
+
+/**
+ * The oldest other live token of the same type and fingerprint in a container where the principal
+ * may update tokens (as creation deduplicates only within the caller's reach).
+ */
+async function findDuplicateOf(db: Database, principal: Principal, updated: TokenRow, now: number): Promise<TokenRow | undefined> {
+  const candidates = await db
+    .select()
+    .from(tokens)
+    .where(
+      and(
+        eq(tokens.tenantId, principal.tenantId),
+        eq(tokens.fingerprint, updated.fingerprint),
+        eq(tokens.type, updated.type),
+        ne(tokens.id, updated.id),
+        tokenIsLive(now),
+      ),
+    )
+    .orderBy(asc(tokens.createdAt), asc(tokens.id));
+  return candidates.find((row) => accessTo(principal, "token:update", containersOf(row)) !== null);
+}
+
+/**
+ * The existing token an update duplicates, per the principal's token:read transform; without
+ * token:read on it, its definition is left out along with its data.
+ */
+async function presentDuplicate(keys: TenantKeys, principal: Principal, row: TokenRow): Promise<UpdatedTokenResponse> {
+  const transform = accessTo(principal, "token:read", containersOf(row));
+  const token = await present(row, transform ?? "redact", () => decryptData(keys, row));
+  if (transform !== null) return { ...token, deduplicated: true };
+  const { metadata: _metadata, search_indexes: _indexes, fingerprint_expression: _expression, mask: _mask, ...redacted } = token;
+  return { ...redacted, deduplicated: true };
+}
+
+/**
+ * A page of the tenant's live tokens, newest first, among the containers where the principal holds
+ * token:read, filtered by ids, types and metadata (every pair must match, case-insensitively).
+ * Each token's data follows the principal's token:read transform for it.
+ */
+export async function listTokens(env: Bindings, principal: Principal, query: ListTokens): Promise<Page<TokenResponse>> {
+  const granted = grantedContainers(principal, "token:read");
+  const metadata = new Map(metadataFilterOf(query).reverse());
+  const conditions = [
+    eq(tokens.tenantId, principal.tenantId),
+    tokenIsLive(Date.now()),
+    query.id.length > 0 ? inJsonArray(tokens.id, query.id) : undefined,
+    query.type.length > 0 ? inJsonArray(tokens.type, query.type) : undefined,
+    metadata.size > 0 ? holdsMetadata([...metadata]) : undefined,
+    granted === null ? undefined : inContainers(granted.map((grant) => grant.container)),
+  ];
+  const { rows, total } = await selectPage(databaseOf(env), tokens, and(...conditions), [desc(tokens.createdAt), desc(tokens.id)], query);
+  return pageOf(await presentTokens(env, principal, "token:read", rows), total, query.page, query.size);
+}
+
+/** Every (key, value) pair is among the token's (lower-cased) metadata; the pairs travel as one JSON parameter. */
+function holdsMetadata(pairs: [string, string][]): SQL {
+  return sql`(SELECT count(DISTINCT m.key) FROM token_metadata AS m, json_each(${JSON.stringify(pairs)}) AS f
+    WHERE m.tenant_id = ${tokens.tenantId} AND m.key = f.value ->> 0 AND m.value = f.value ->> 1 AND m.token_id = ${tokens.id}) = ${pairs.length}`;
+}
+
+/** One of the token's containers lies under one of the prefixes (a rule's container covers its sub-containers). */
+function inContainers(prefixes: string[]): SQL {
+  return sql`EXISTS (SELECT 1 FROM token_containers AS a, json_each(${JSON.stringify(prefixes)}) AS p
+    WHERE a.tenant_id = ${tokens.tenantId} AND a.token_id = ${tokens.id} AND substr(a.container, 1, length(p.value)) = p.value)`;
 }
 
 /** Removes the token, its ciphertext and its index rows at once. */
@@ -134,7 +215,7 @@ export async function deleteToken(env: Bindings, principal: Principal, id: strin
   const now = Date.now();
   const row = await findLiveToken(db, principal.tenantId, id, now);
   requireOnEveryContainer(principal, "token:delete", containersOf(row));
-  const results = await db.$client.batch(storage.deleteToken(db.$client, principal.tenantId, id, now));
+  const results = await db.$client.batch(storage.deleteToken(db.$client, principal.tenantId, row.id, now));
   if (results.at(-1)?.meta.changes !== 1) throw new NotFoundError(`Token ${id}`);
 }
 
@@ -159,7 +240,7 @@ export async function presentTokens(
  * that redacts it, or masks a token without a mask) is a 403. One query for all ids.
  */
 export async function useTokens(env: Bindings, principal: Principal, ids: string[]): Promise<Map<string, unknown>> {
-  const wanted = [...new Set(ids.map((id) => id.toLowerCase()))];
+  const wanted = [...new Set(ids.map(normalTokenId))];
   // Only the columns detokenization reads: this runs on every proxied call that holds references.
   const rows =
     wanted.length === 0
@@ -170,7 +251,7 @@ export async function useTokens(env: Bindings, principal: Principal, ids: string
           .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.id, wanted), tokenIsLive(Date.now())));
   const byId = new Map(rows.map((row) => [row.id, row]));
   const usable = ids.map((id) => {
-    const row = byId.get(id.toLowerCase());
+    const row = byId.get(normalTokenId(id));
     if (!row) throw new ValidationError(`Token ${id} does not exist or has expired`);
     const transform = useTransform(principal, id, containersOf(row));
     if (transform === "redact" || (transform === "mask" && row.mask === null)) {
@@ -195,18 +276,22 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
     requireOnEveryContainer(principal, "token:create", definition.containers, requests[i]!.path),
   );
   const errors: FieldErrors = {};
-  const evaluated = definitions.map((definition, i) =>
-    evaluate(definition, (field, message) => (errors[fieldNameOf(requests[i]!, field)] ??= []).push(message)),
-  );
+  const reportFor =
+    (i: number): Report =>
+    (field, message) =>
+      (errors[fieldNameOf(requests[i]!, field)] ??= []).push(message);
+  const evaluated = definitions.map((definition, i) => evaluate(definition, reportFor(i)));
+  const wanted = requests.map((request, i) => wantedIdOf(request.input, definitions[i]!.data, reportFor(i)));
   if (Object.keys(errors).length > 0) throw invalid(requests[0]!.path ? "Nothing was tokenized" : "The token was not created", errors);
 
   const db = databaseOf(env);
   const keys = await tenantKeysOf(env, principal.tenantId);
   const now = Date.now();
+  const ids = await claimTokenIds(db, principal.tenantId, wanted, definitions, now);
   const sealed = await Promise.all(
     definitions.map((definition, i) =>
       sealToken(keys, definition, evaluated[i]!, {
-        id: crypto.randomUUID(),
+        id: ids[i]!.id,
         tenantId: principal.tenantId,
         createdBy: principal.applicationId,
         createdAt: now,
@@ -216,8 +301,20 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
     ),
   );
   const outcomes = await deduplicate(db, principal, requests, sealed, definitions, now);
+  const refused = outcomes.flatMap((outcome, i) => (outcome.inserted && ids[i]!.taken ? [i] : []));
+  if (refused.length > 0) {
+    throw new ConflictError(refused.map((i) => `Token id ${ids[i]!.id} is already taken${whereIs(requests[i]!.path)}`).join("; "));
+  }
   const inserted = outcomes.flatMap((outcome) => (outcome.inserted ? [outcome.inserted] : []));
-  if (inserted.length > 0) await db.$client.batch(storage.insertTokens(db.$client, inserted));
+  const chosenIds = outcomes.flatMap((outcome, i) => (outcome.inserted && wanted[i]!.chosen ? [ids[i]!.id] : []));
+  if (inserted.length > 0) {
+    try {
+      await db.$client.batch(storage.insertTokens(db.$client, inserted, chosenIds, now));
+    } catch (error) {
+      if (storage.isTakenIdError(error)) throw new ConflictError("A chosen token id was taken by another request meanwhile; nothing was created");
+      throw error;
+    }
+  }
 
   return Promise.all(
     outcomes.map(async ({ row, data, inserted }) => {
@@ -226,6 +323,76 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
       return { ...token, deduplicated: inserted === undefined };
     }),
   );
+}
+
+/** A request's id before it is checked against the tenant's tokens. */
+interface WantedId {
+  id: string;
+  /** Chosen by the client (literally or by an alias), so it may be taken; a random UUID never is. */
+  chosen: boolean;
+  /** The alias expression that rendered the id: drawn again when the id is taken. */
+  alias?: string;
+}
+
+interface ClaimedId {
+  id: string;
+  /** A literal id that a live token, or an earlier request of the same call, already holds. */
+  taken: boolean;
+}
+
+/** How often a taken alias is drawn again before a random UUID stands in. */
+const ALIAS_DRAWS = 5;
+
+function wantedIdOf(input: CreateToken, data: unknown, report: Report): WantedId {
+  if (input.id === undefined || input.id === null) return { id: crypto.randomUUID(), chosen: false };
+  if (!isAliasExpression(input.id)) return { id: normalTokenId(input.id), chosen: true };
+  const rendered = renderAliasId(input.id, data);
+  if ("problem" in rendered) report(["id"], rendered.problem);
+  return { id: "id" in rendered ? rendered.id : "", chosen: true, alias: input.id };
+}
+
+/**
+ * Checks the chosen ids against the tenant's live tokens and each other, in request order. A taken
+ * alias is drawn again (alias filters are random) up to ALIAS_DRAWS times, then a random UUID
+ * stands in, as the original interface does when no unique alias can be generated. A taken literal
+ * id is marked: it is refused (409) unless deduplication answers the request with an existing token.
+ */
+async function claimTokenIds(
+  db: Database,
+  tenantId: string,
+  wanted: WantedId[],
+  definitions: TokenDefinition[],
+  now: number,
+): Promise<ClaimedId[]> {
+  const held = await storage.liveTokenIds(db.$client, tenantId, wanted.filter((w) => w.chosen).map((w) => w.id), now);
+  const claimed = new Set<string>();
+  const ids: ClaimedId[] = [];
+  let redraw: number[] = [];
+  wanted.forEach((w, i) => {
+    const taken = w.chosen && (held.has(w.id) || claimed.has(w.id));
+    if (taken && w.alias !== undefined) {
+      redraw.push(i);
+    } else {
+      claimed.add(w.id);
+      ids[i] = { id: w.id, taken };
+    }
+  });
+  for (let draw = 0; draw < ALIAS_DRAWS && redraw.length > 0; draw++) {
+    const drawn = redraw.map((i) => ({ i, rendered: renderAliasId(wanted[i]!.alias!, definitions[i]!.data) }));
+    const candidates = drawn.flatMap(({ rendered }) => ("id" in rendered ? [rendered.id] : []));
+    const heldNow = await storage.liveTokenIds(db.$client, tenantId, candidates, now);
+    redraw = [];
+    for (const { i, rendered } of drawn) {
+      if ("id" in rendered && !heldNow.has(rendered.id) && !claimed.has(rendered.id)) {
+        claimed.add(rendered.id);
+        ids[i] = { id: rendered.id, taken: false };
+      } else {
+        redraw.push(i);
+      }
+    }
+  }
+  for (const i of redraw) ids[i] = { id: crypto.randomUUID(), taken: false };
+  return ids;
 }
 
 /** What a create request ends in: a new token to insert, or an existing token it duplicates. */
@@ -381,7 +548,7 @@ async function findLiveToken(db: Database, tenantId: string, id: string, now: nu
   const [row] = await db
     .select()
     .from(tokens)
-    .where(and(eq(tokens.tenantId, tenantId), eq(tokens.id, id), tokenIsLive(now)))
+    .where(and(eq(tokens.tenantId, tenantId), eq(tokens.id, normalTokenId(id)), tokenIsLive(now)))
     .limit(1);
   if (!row) throw new NotFoundError(`Token ${id}`);
   return row;
@@ -390,10 +557,12 @@ async function findLiveToken(db: Database, tenantId: string, id: string, now: nu
 /** Writes need the permission on every container involved, not just one of them. */
 function requireOnEveryContainer(principal: Principal, permission: TokenPermission, containers: string[], path?: JsonPath) {
   const denied = containers.filter((container) => accessTo(principal, permission, [container]) === null);
-  if (denied.length > 0) {
-    const where = path ? ` (at ${jsonPath(path)})` : "";
-    throw new ForbiddenError(`${permission} is not granted on container ${denied.join(", ")}${where}`);
-  }
+  if (denied.length > 0) throw new ForbiddenError(`${permission} is not granted on container ${denied.join(", ")}${whereIs(path)}`);
+}
+
+/** Where a request sits in a tokenize payload, for messages; nothing for POST /tokens. */
+function whereIs(path?: JsonPath): string {
+  return path ? ` (at ${jsonPath(path)})` : "";
 }
 
 /**

@@ -21,11 +21,46 @@ export interface SealedToken {
 const SIDE_TABLES = [tokenContainers, tokenMetadata, tokenSearchIndex] as const;
 const PURGE_CHUNK = 500;
 
-export function insertTokens(d1: D1Database, sealed: SealedToken[]): D1PreparedStatement[] {
+/**
+ * Inserts the tokens. `chosenIds` (ids the client chose) may still be held by expired tokens that
+ * the cron has not purged yet: those go first, since an expired token behaves as deleted.
+ */
+export function insertTokens(d1: D1Database, sealed: SealedToken[], chosenIds: string[], now: number): D1PreparedStatement[] {
+  const tenantId = sealed[0]!.row.tenantId;
+  const expired = "SELECT id FROM tokens WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?)) AND expires_at <= ?";
+  const release =
+    chosenIds.length === 0
+      ? []
+      : [
+          ...SIDE_TABLES.map((table) =>
+            d1
+              .prepare(`DELETE FROM ${getTableName(table)} WHERE tenant_id = ? AND token_id IN (${expired})`)
+              .bind(tenantId, tenantId, JSON.stringify(chosenIds), now),
+          ),
+          d1.prepare(`DELETE FROM tokens WHERE tenant_id = ? AND id IN (${expired})`).bind(tenantId, tenantId, JSON.stringify(chosenIds), now),
+        ];
   return [
+    ...release,
     insertFromJson(d1, tokens, sealed.map((token) => columnsOf(tokens, token.row))),
     ...insertSideRows(d1, sealed),
   ];
+}
+
+/** Which of the ids live tokens of the tenant hold (expired tokens hold none). */
+export async function liveTokenIds(d1: D1Database, tenantId: string, ids: string[], now: number): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { results } = await d1
+    .prepare(
+      "SELECT id FROM tokens WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?)) AND (expires_at IS NULL OR expires_at > ?)",
+    )
+    .bind(tenantId, JSON.stringify(ids), now)
+    .all<{ id: string }>();
+  return new Set(results.map((row) => row.id));
+}
+
+/** A concurrent insert took one of the ids between the check and the write. */
+export function isTakenIdError(error: unknown): boolean {
+  return error instanceof Error && /UNIQUE constraint failed: tokens\.tenant_id, tokens\.id/.test(error.message);
 }
 
 /**
@@ -83,14 +118,15 @@ export function deleteToken(d1: D1Database, tenantId: string, id: string, now: n
  * no single transaction grows without limit. Expired tokens are already invisible to every read.
  */
 export async function purgeExpiredTokens(d1: D1Database, now: number): Promise<number> {
-  const expired = "SELECT id FROM tokens WHERE expires_at <= ? ORDER BY expires_at, id LIMIT ?";
+  // Ids are unique per tenant only, so rows are matched on the pair.
+  const expired = "SELECT tenant_id, id FROM tokens WHERE expires_at <= ? ORDER BY expires_at, tenant_id, id LIMIT ?";
   let purged = 0;
   for (;;) {
     const results = await d1.batch([
       ...SIDE_TABLES.map((table) =>
-        d1.prepare(`DELETE FROM ${getTableName(table)} WHERE token_id IN (${expired})`).bind(now, PURGE_CHUNK),
+        d1.prepare(`DELETE FROM ${getTableName(table)} WHERE (tenant_id, token_id) IN (${expired})`).bind(now, PURGE_CHUNK),
       ),
-      d1.prepare(`DELETE FROM tokens WHERE id IN (${expired})`).bind(now, PURGE_CHUNK),
+      d1.prepare(`DELETE FROM tokens WHERE (tenant_id, id) IN (${expired})`).bind(now, PURGE_CHUNK),
     ]);
     const deleted = results.at(-1)?.meta.changes ?? 0;
     purged += deleted;

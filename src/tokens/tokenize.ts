@@ -3,7 +3,7 @@ import { ValidationError } from "../http/problem";
 /*
  * A tokenize payload is any JSON: each object with `type` and `data` is a token create request,
  * every other primitive leaf a `token`-type token. These functions find those places and put the
- * created tokens back into a copy of the payload.
+ * answers back into a copy of the payload: a leaf's token id, or a request's token object.
  */
 
 export const MAX_TOKENS_PER_TOKENIZE = 100;
@@ -15,6 +15,8 @@ export interface TokenRequestAt {
   path: JsonPath;
   /** A create request to validate, or a primitive leaf to store as a `token`. */
   request: unknown;
+  /** A primitive leaf: its place in the answer holds the new token's id, not the token. */
+  leaf: boolean;
 }
 
 /** Null leaves stay as they are: there is nothing in them to protect. */
@@ -26,10 +28,10 @@ export function findTokenRequests(payload: unknown): TokenRequestAt[] {
     if (Array.isArray(value)) {
       value.forEach((item, index) => visit(item, [...path, index]));
     } else if (typeof value === "object") {
-      if (isTokenRequest(value)) found.push({ path, request: value });
+      if (isTokenRequest(value)) found.push({ path, request: value, leaf: false });
       else for (const [key, member] of Object.entries(value)) visit(member, [...path, key]);
     } else {
-      found.push({ path, request: { type: "token", data: value } });
+      found.push({ path, request: { type: "token", data: value }, leaf: true });
     }
     if (found.length > MAX_TOKENS_PER_TOKENIZE) {
       throw ValidationError.field("body", `must hold at most ${MAX_TOKENS_PER_TOKENIZE} values to tokenize`);

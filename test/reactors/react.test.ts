@@ -270,7 +270,12 @@ describe("react: tokenize output", () => {
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);
     expect(reply.body.raw).toEqual({ done: true });
     expect(reply.body.tokens.card).toMatchObject({ type: "card_number", created_by: application.id });
-    expect(reply.body.tokens.note).toMatchObject({ type: "token", created_by: application.id });
+    expect(reply.body.tokens.note).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await call("GET", `/tokens/${reply.body.tokens.note}`, { key: application.key })).body).toMatchObject({
+      type: "token",
+      data: "plain text",
+      created_by: application.id,
+    });
     const stored = await call("GET", `/tokens/${reply.body.tokens.card.id}`, { key: application.key });
     expect(stored.body.data).toBe(VISA);
   });

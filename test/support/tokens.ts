@@ -39,8 +39,12 @@ export function patchToken(key: string, id: string, body: unknown) {
  * Moves a token's expiry into the past in place. The API refuses a past expires_at, and tests may
  * not wait in real time, so this is the one write to a raw table the token tests make.
  */
-export async function expireToken(id: string): Promise<void> {
-  const result = await env.DB.prepare("UPDATE tokens SET expires_at = ? WHERE id = ?").bind(Date.now() - 1000, id).run();
+export async function expireToken(id: string, tenantId?: string): Promise<void> {
+  // Chosen ids are unique per tenant only: name the tenant when another may hold the same id.
+  const result = await (tenantId === undefined
+    ? env.DB.prepare("UPDATE tokens SET expires_at = ? WHERE id = ?").bind(Date.now() - 1000, id)
+    : env.DB.prepare("UPDATE tokens SET expires_at = ? WHERE tenant_id = ? AND id = ?").bind(Date.now() - 1000, tenantId, id)
+  ).run();
   expect(result.meta.changes).toBe(1);
 }
 

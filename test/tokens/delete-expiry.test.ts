@@ -90,9 +90,10 @@ describe("DELETE /tokens/{id}", () => {
     expect((await call("GET", `/tokens/${token.id}`, { key: tenant.key })).status).toBe(200);
   });
 
-  it("an id that is not a UUID is a 400", async () => {
+  it("an id no token can have is a 400; any other unknown id a 404", async () => {
     const { key } = await seedTokenTenant();
-    expect(expectProblem(await call("DELETE", "/tokens/not-a-uuid", { key }), 400).errors?.id).toEqual(["must be a UUID"]);
+    expect(expectProblem(await call("DELETE", "/tokens/ab", { key }), 400).errors?.id).toEqual(["must be 3 to 400 characters"]);
+    expect(expectProblem(await call("DELETE", "/tokens/not-a-uuid", { key }), 404).detail).toContain("not-a-uuid");
   });
 });
 

@@ -4,6 +4,11 @@ import { seedTokenTenant, SSN, VISA } from "../support/tokens";
 
 const aToken = (data: unknown, type = "token") =>
   expect.objectContaining({ id: expect.any(String), type, data, fingerprint: expect.any(String) });
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const anId = expect.stringMatching(UUID);
+
+/** The token behind an id from a tokenize answer, as the caller reads it. */
+const read = async (key: string, id: string) => (await call("GET", `/tokens/${id}`, { key })).body;
 
 describe("POST /tokenize", () => {
   it("replaces each object with type and data by its token, keeping the shape of the payload", async () => {
@@ -23,23 +28,66 @@ describe("POST /tokenize", () => {
     expect(reply.body.customer.ssn).toMatchObject({ metadata: { source: "form" }, containers: ["/pii/high/"] });
   });
 
-  it("turns every other primitive leaf into a token of type token", async () => {
+  it("answers every other primitive leaf with the id of a new token of type token", async () => {
     const { key } = await seedTokenTenant();
     const reply = await call("POST", "/tokenize", { key, body: { name: "Ada", age: 36, vip: true, tags: ["x", 2.5] } });
-    expect(reply.body).toEqual({ name: aToken("Ada"), age: aToken(36), vip: aToken(true), tags: [aToken("x"), aToken(2.5)] });
-    expect(reply.body.name.containers).toEqual(["/general/high/"]);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+    expect(reply.body).toEqual({ name: anId, age: anId, vip: anId, tags: [anId, anId] });
+    expect(await read(key, reply.body.name)).toMatchObject({ type: "token", data: "Ada", containers: ["/general/high/"] });
+    expect((await read(key, reply.body.age)).data).toBe(36);
+    expect((await read(key, reply.body.vip)).data).toBe(true);
+    expect((await read(key, reply.body.tags[1])).data).toBe(2.5);
   });
 
   it("leaves null, empty objects and empty arrays as they are", async () => {
     const { key } = await seedTokenTenant();
     const reply = await call("POST", "/tokenize", { key, body: { none: null, empty: {}, list: [], value: "v" } });
-    expect(reply.body).toEqual({ none: null, empty: {}, list: [], value: aToken("v") });
+    expect(reply.body).toEqual({ none: null, empty: {}, list: [], value: anId });
   });
 
-  it("tokenizes a single request or a single value at the top level", async () => {
+  it("answers a single request at the top level with its token, a single value with its id", async () => {
     const { key } = await seedTokenTenant();
     expect((await call("POST", "/tokenize", { key, body: { type: "card_number", data: VISA } })).body).toEqual(aToken(VISA, "card_number"));
-    expect((await call("POST", "/tokenize", { key, body: "just a string" })).body).toEqual(aToken("just a string"));
+    const single = await call("POST", "/tokenize", { key, body: "just a string" });
+    expect(single.body).toEqual(anId);
+    expect((await read(key, single.body)).data).toBe("just a string");
+  });
+
+  it("answers an array of values and requests element by element, as the documented example", async () => {
+    const { key } = await seedTokenTenant();
+    const reply = await call("POST", "/tokenize", {
+      key,
+      body: ["John", "Doe", { type: "card_number", data: VISA }, { type: "token", data: "Sensitive Value" }],
+    });
+    expect(reply.body).toEqual([anId, anId, aToken(VISA, "card_number"), aToken("Sensitive Value")]);
+    expect((await read(key, reply.body[1])).data).toBe("Doe");
+  });
+
+  it("gives a token object in the answer the members of a token, and no others", async () => {
+    const { key, tenantId, applicationId } = await seedTokenTenant();
+    const reply = await call("POST", "/tokenize", { key, body: { card: { type: "card_number", data: VISA, metadata: { a: "b" } } } });
+    expect(Object.keys(reply.body.card).sort()).toEqual(
+      [
+        "containers",
+        "created_at",
+        "created_by",
+        "data",
+        "deduplicated",
+        "expires_at",
+        "fingerprint",
+        "fingerprint_expression",
+        "id",
+        "mask",
+        "metadata",
+        "modified_at",
+        "modified_by",
+        "search_indexes",
+        "tenant_id",
+        "type",
+      ].sort(),
+    );
+    expect(reply.body.card).toMatchObject({ tenant_id: tenantId, created_by: applicationId, metadata: { a: "b" }, deduplicated: false });
+    expect(await read(key, reply.body.card.id)).toEqual(expect.objectContaining({ id: reply.body.card.id, data: VISA }));
   });
 
   it("keeps an object's data whole when it has type and data", async () => {
@@ -93,7 +141,7 @@ describe("POST /tokenize", () => {
     const { key } = await seedTokenTenant();
     const hundred = await call("POST", "/tokenize", { key, body: Array.from({ length: 100 }, (_, i) => `value-${i}`) });
     expect(hundred.status).toBe(201);
-    expect(new Set(hundred.body.map((token: { id: string }) => token.id)).size).toBe(100);
+    expect(new Set(hundred.body).size).toBe(100);
     const before = await rowCounts();
     const problem = expectProblem(await call("POST", "/tokenize", { key, body: Array.from({ length: 101 }, (_, i) => i) }), 400);
     expect(problem.detail).toContain("at most 100");
@@ -131,7 +179,10 @@ describe("POST /tokenize", () => {
   it("returns each token's data per the caller's create transform", async () => {
     const tenant = await seedTokenTenant();
     const masking = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
-    const reply = await call("POST", "/tokenize", { key: masking.key, body: { card: { type: "card_number", data: VISA }, note: "n" } });
+    const reply = await call("POST", "/tokenize", {
+      key: masking.key,
+      body: { card: { type: "card_number", data: VISA }, note: { type: "token", data: "n" } },
+    });
     expect(reply.body.card.data).toBe("XXXXXXXXXXXX4242");
     expect(reply.body.note).not.toHaveProperty("data");
   });
