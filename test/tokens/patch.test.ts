@@ -169,4 +169,86 @@ describe("PATCH /tokens/{id}", () => {
     const reader = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
     expect(expectProblem(await patchToken(reader.key, token.id, { metadata: { a: "b" } }), 403).detail).toContain("token:update");
   });
+
+  it("answers the updated token with deduplicated: false", async () => {
+    const { key } = await seedTokenTenant();
+    const token = await createToken(key, { type: "token", data: "x" });
+    expect((await patchToken(key, token.id, { data: "y" })).body).toMatchObject({ id: token.id, data: "y", deduplicated: false });
+  });
+});
+
+describe("PATCH /tokens/{id} with deduplicate_token", () => {
+  it("an update that would duplicate another token answers that token and leaves this one as it was", async () => {
+    const { key } = await seedTokenTenant();
+    const existing = await createToken(key, { type: "token", data: "same", metadata: { who: "existing" } });
+    const patched = await createToken(key, { type: "token", data: "other" });
+    const before = await rowCounts();
+    const reply = await patchToken(key, patched.id, { data: "same", deduplicate_token: true });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body).toMatchObject({ id: existing.id, data: "same", metadata: { who: "existing" }, deduplicated: true });
+    expect(await rowCounts()).toEqual(before);
+    expect((await call("GET", `/tokens/${patched.id}`, { key })).body).toMatchObject({ data: "other", modified_at: patched.modified_at });
+  });
+
+  it("matches the oldest duplicate of the same type and fingerprint", async () => {
+    const { key } = await seedTokenTenant();
+    const oldest = await createToken(key, { type: "token", data: "dup" });
+    await createToken(key, { type: "token", data: "dup" });
+    const patched = await createToken(key, { type: "token", data: "x" });
+    expect((await patchToken(key, patched.id, { data: "dup", deduplicate_token: true })).body.id).toBe(oldest.id);
+  });
+
+  it("without a duplicate the update applies", async () => {
+    const { key } = await seedTokenTenant();
+    const token = await createToken(key, { type: "token", data: "x" });
+    const reply = await patchToken(key, token.id, { data: "unique", deduplicate_token: true });
+    expect(reply.body).toMatchObject({ id: token.id, data: "unique", deduplicated: false });
+  });
+
+  it("the token itself is not its own duplicate", async () => {
+    const { key } = await seedTokenTenant();
+    const token = await createToken(key, { type: "token", data: "x" });
+    const reply = await patchToken(key, token.id, { metadata: { a: "b" }, deduplicate_token: true });
+    expect(reply.body).toMatchObject({ id: token.id, metadata: { a: "b" }, deduplicated: false });
+  });
+
+  it("without deduplicate_token an update may make two tokens equal", async () => {
+    const { key } = await seedTokenTenant();
+    const existing = await createToken(key, { type: "token", data: "same" });
+    const patched = await createToken(key, { type: "token", data: "other" });
+    const reply = await patchToken(key, patched.id, { data: "same", deduplicate_token: false });
+    expect(reply.body).toMatchObject({ id: patched.id, data: "same", fingerprint: existing.fingerprint, deduplicated: false });
+  });
+
+  it("a duplicate the caller may not read is answered without data, metadata, expressions or mask", async () => {
+    const tenant = await seedTokenTenant();
+    const existing = await createToken(tenant.key, { type: "token", data: "same", metadata: { secret: "meta" }, mask: "{{ data }}" });
+    const writer = await createApplication(tenant, { type: "public", permissions: ["token:create", "token:update"] });
+    const own = (await call("POST", "/tokens", { key: writer.key, body: { type: "token", data: "mine" } })).body;
+    const reply = await patchToken(writer.key, own.id, { data: "same", deduplicate_token: true });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body).toMatchObject({ id: existing.id, type: "token", containers: ["/general/high/"], deduplicated: true });
+    for (const member of ["data", "metadata", "fingerprint_expression", "search_indexes", "mask"]) expect(reply.body).not.toHaveProperty(member);
+  });
+
+  it("a token outside the containers where the caller may update is not a duplicate", async () => {
+    const tenant = await seedTokenTenant();
+    await createToken(tenant.key, { type: "token", data: "same", containers: ["/elsewhere/"] });
+    const scoped = await createApplication(tenant, {
+      type: "private",
+      rules: [{ priority: 1, container: "/mine/", transform: "reveal", permissions: ["token:create", "token:update", "token:read"] }],
+    });
+    const own = (await call("POST", "/tokens", { key: scoped.key, body: { type: "token", data: "x", containers: ["/mine/"] } })).body;
+    const reply = await patchToken(scoped.key, own.id, { data: "same", deduplicate_token: true });
+    expect(reply.body).toMatchObject({ id: own.id, data: "same", deduplicated: false });
+  });
+
+  it("deduplicate_token must be true, false or null", async () => {
+    const { key } = await seedTokenTenant();
+    const token = await createToken(key, { type: "token", data: "x" });
+    expect(expectProblem(await patchToken(key, token.id, { deduplicate_token: "yes" }), 400).errors).toEqual({
+      deduplicate_token: ["must be true or false"],
+    });
+    expect((await patchToken(key, token.id, { deduplicate_token: null })).status).toBe(200);
+  });
 });
