@@ -168,12 +168,13 @@ class Compiler {
       case "created_by":
       case "modified_by":
         return `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND ${term.field} = ${v(term.value.toLowerCase())})`;
+      // Side rows name tokens by (tenant_id, token_id), the tokens table's primary key.
       case "data":
-        return `t.id IN (SELECT token_id FROM token_search_index WHERE tenant_id = ?1 AND blind_index = ${v(this.blindIndex(term.value))}) AND ${DATA_TYPES_CONDITION}`;
+        return `(t.tenant_id, t.id) IN (SELECT tenant_id, token_id FROM token_search_index WHERE tenant_id = ?1 AND blind_index = ${v(this.blindIndex(term.value))}) AND ${DATA_TYPES_CONDITION}`;
       case "metadata":
-        return `t.id IN (SELECT token_id FROM token_metadata WHERE tenant_id = ?1 AND key = ${v(term.key.toLowerCase())} AND value = ${v(term.value.toLowerCase())})`;
+        return `(t.tenant_id, t.id) IN (SELECT tenant_id, token_id FROM token_metadata WHERE tenant_id = ?1 AND key = ${v(term.key.toLowerCase())} AND value = ${v(term.value.toLowerCase())})`;
       case "container":
-        return `t.id IN (SELECT token_id FROM token_containers WHERE tenant_id = ?1 AND ${this.containerMatch("container", term)})`;
+        return `(t.tenant_id, t.id) IN (SELECT tenant_id, token_id FROM token_containers WHERE tenant_id = ?1 AND ${this.containerMatch("container", term)})`;
       default:
         return this.filter(term);
     }
