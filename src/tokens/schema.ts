@@ -218,6 +218,8 @@ export const ListTokensQuery = z
     type: repeatable(TokenTypeSchema).openapi({ description: "Token types; repeat for several (`?type=a&type=b`)" }),
   })
   .superRefine((query, ctx) => {
+    // Refused rather than ignored: a client paging by cursor would otherwise read page 1 again.
+    if ("start" in query) ctx.addIssue({ code: "custom", path: ["start"], message: "cursor paging is not supported; use page and size" });
     const names = Object.keys(query).filter((name) => name.startsWith(METADATA_FILTER_PREFIX));
     if (names.length > MAX_METADATA_ENTRIES) {
       ctx.addIssue({ code: "custom", path: ["metadata"], message: `at most ${MAX_METADATA_ENTRIES} metadata filters are allowed` });

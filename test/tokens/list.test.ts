@@ -28,10 +28,22 @@ describe("GET /tokens", () => {
     expect(idsOf(await list(key, "?page=3&size=2"))).toEqual(newestFirst.slice(4));
   });
 
+  it("answers /tokens/ with a trailing slash and metadata.<key> parameters, as the JS SDK's tokens.list sends them", async () => {
+    const { key } = await seedTokenTenant();
+    const tagged = await createToken(key, { type: "token", data: "a", metadata: { team: "blue" } });
+    await createToken(key, { type: "token", data: "b" });
+    expect(idsOf(await call("GET", "/tokens/?metadata.team=blue&page=1&size=5", { key }))).toEqual([tagged.id]);
+  });
+
   it("refuses a size over 100 or a page below 1 with a 400 naming it", async () => {
     const { key } = await seedTokenTenant();
     expect(expectProblem(await list(key, "?size=101"), 400).errors).toEqual({ size: ["must be at most 100"] });
     expect(expectProblem(await list(key, "?page=0"), 400).errors).toEqual({ page: ["must be at least 1"] });
+  });
+
+  it("refuses cursor paging (start) with a 400 instead of answering the first page again", async () => {
+    const { key } = await seedTokenTenant();
+    expect(expectProblem(await list(key, "?start=abc"), 400).errors).toEqual({ start: ["cursor paging is not supported; use page and size"] });
   });
 
   it("filters by id, repeated; UUIDs in any case, chosen ids exactly", async () => {
