@@ -311,8 +311,8 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
     try {
       await db.$client.batch(storage.insertTokens(db.$client, inserted, chosenIds, now));
     } catch (error) {
-      if (storage.isTakenIdError(error)) throw new ConflictError("A chosen token id was taken by another request meanwhile; nothing was created");
-      throw error;
+      if (!storage.isTakenIdError(error)) throw error;
+      throw new ConflictError("A chosen token id was taken by another request meanwhile; nothing was created");
     }
   }
 

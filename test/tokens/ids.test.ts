@@ -210,7 +210,11 @@ describe("chosen ids in POST /tokenize", () => {
     const { key } = await seedTokenTenant();
     const reply = await call("POST", "/tokenize", {
       key,
-      body: { plain: "x", card: { id: "my-card", type: "token", data: "4242" }, ssn: { id: "{{ data | alias_preserve_format: 0, 4 }}", type: "token", data: "123-45-6789" } },
+      body: {
+        plain: "x",
+        card: { id: "my-card", type: "token", data: "4242" },
+        ssn: { id: "{{ data | alias_preserve_format: 0, 4 }}", type: "token", data: "123-45-6789" },
+      },
     });
     expect(reply.status, JSON.stringify(reply.body)).toBe(201);
     expect(reply.body.card.id).toBe("my-card");
