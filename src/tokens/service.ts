@@ -305,14 +305,23 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
   if (refused.length > 0) {
     throw new ConflictError(refused.map((i) => `Token id ${ids[i]!.id} is already taken${whereIs(requests[i]!.path)}`).join("; "));
   }
+  // A deduplicating token is written only if no duplicate in the caller's reach is live by then.
+  const scope = grantedContainers(principal, "token:create")?.map(({ container }) => container) ?? null;
+  outcomes.forEach((outcome, i) => {
+    if (outcome.inserted && requests[i]!.input.deduplicate_token) outcome.inserted.unlessDuplicateIn = scope;
+  });
   const inserted = outcomes.flatMap((outcome) => (outcome.inserted ? [outcome.inserted] : []));
   const chosenIds = outcomes.flatMap((outcome, i) => (outcome.inserted && wanted[i]!.chosen ? [ids[i]!.id] : []));
   if (inserted.length > 0) {
+    let results: D1Result[];
     try {
-      await db.$client.batch(storage.insertTokens(db.$client, inserted, chosenIds, now));
+      results = await db.$client.batch(storage.insertTokens(db.$client, inserted, chosenIds, now));
     } catch (error) {
       if (!storage.isTakenIdError(error)) throw error;
       throw new ConflictError("A chosen token id was taken by another request meanwhile; nothing was created");
+    }
+    if ((results[storage.tokensStatement(chosenIds)]?.meta.changes ?? 0) < inserted.length) {
+      await answerLostRaces(db, principal, outcomes, now);
     }
   }
 
@@ -323,6 +332,26 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
       return { ...token, deduplicated: inserted === undefined };
     }),
   );
+}
+
+/**
+ * Deduplicating creates that a concurrent create of the same value beat to the insert: each is
+ * answered with the token that won, as if it had been there when the request began.
+ */
+async function answerLostRaces(db: Database, principal: Principal, outcomes: Outcome[], now: number): Promise<void> {
+  const attempted = outcomes.flatMap((outcome) => (outcome.inserted ? [outcome.inserted] : []));
+  const written = await storage.writtenTokenIds(db.$client, attempted);
+  const lost = outcomes.filter((outcome) => outcome.inserted && !written.has(outcome.inserted.row.id));
+  const winners = await existingDuplicates(db, principal, lost.map(({ row }) => row.fingerprint), now);
+  const lostRows = new Set(lost.map(({ row }) => row));
+  // Requests of the same call that deduplicated onto a lost token follow it to the winner.
+  for (const outcome of outcomes.filter(({ row }) => lostRows.has(row))) {
+    const winner = winners.get(identityOf(outcome.row));
+    if (!winner) throw new ConflictError("A duplicate of this token was created and removed meanwhile; retry the request");
+    outcome.row = winner;
+    outcome.inserted = undefined;
+    outcome.data = undefined;
+  }
 }
 
 /** A request's id before it is checked against the tenant's tokens. */
@@ -417,28 +446,36 @@ async function deduplicate(
   now: number,
 ): Promise<Outcome[]> {
   const wanted = sealed.filter((_, i) => requests[i]!.input.deduplicate_token).map((token) => token.row.fingerprint);
-  const existing =
-    wanted.length === 0
-      ? []
-      : await db
-          .select()
-          .from(tokens)
-          .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.fingerprint, [...new Set(wanted)]), tokenIsLive(now)))
-          .orderBy(asc(tokens.createdAt), asc(tokens.id));
-  const identity = (row: TokenRow) => `${row.type}\u0000${row.fingerprint}`;
-  const seen = new Map<string, Outcome>();
-  for (const row of existing) {
-    if (!seen.has(identity(row)) && accessTo(principal, "token:create", containersOf(row)) !== null) {
-      seen.set(identity(row), { row });
-    }
-  }
+  const seen = new Map<string, Outcome>(
+    [...(await existingDuplicates(db, principal, wanted, now))].map(([identity, row]) => [identity, { row }]),
+  );
   return sealed.map((token, i) => {
-    const match = seen.get(identity(token.row));
+    const match = seen.get(identityOf(token.row));
     if (match && requests[i]!.input.deduplicate_token) return { row: match.row, data: match.data };
     const outcome: Outcome = { row: token.row, inserted: token, data: () => definitions[i]!.data };
-    if (!match) seen.set(identity(token.row), outcome);
+    if (!match) seen.set(identityOf(token.row), outcome);
     return outcome;
   });
+}
+
+/** Tokens are duplicates when type and fingerprint are equal. */
+function identityOf(row: Pick<TokenRow, "type" | "fingerprint">): string {
+  return `${row.type}\u0000${row.fingerprint}`;
+}
+
+/** The oldest live token per type and fingerprint in a container the principal may create in. */
+async function existingDuplicates(db: Database, principal: Principal, fingerprints: string[], now: number): Promise<Map<string, TokenRow>> {
+  if (fingerprints.length === 0) return new Map();
+  const rows = await db
+    .select()
+    .from(tokens)
+    .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.fingerprint, [...new Set(fingerprints)]), tokenIsLive(now)))
+    .orderBy(asc(tokens.createdAt), asc(tokens.id));
+  const oldest = new Map<string, TokenRow>();
+  for (const row of rows) {
+    if (!oldest.has(identityOf(row)) && accessTo(principal, "token:create", containersOf(row)) !== null) oldest.set(identityOf(row), row);
+  }
+  return oldest;
 }
 
 function definitionOf(input: CreateToken): TokenDefinition {

@@ -12,6 +12,11 @@ export type TokenRow = typeof tokens.$inferSelect;
 /** A token row and the rows of its side tables, which make each search term an index lookup. */
 export interface SealedToken {
   row: TokenRow;
+  /**
+   * Set for a deduplicating create: the row is inserted only if no live token of the tenant with the
+   * same type and fingerprint lies in one of these container prefixes (null: in any container).
+   */
+  unlessDuplicateIn?: string[] | null;
   /** Lower-cased, de-duplicated (key, value) pairs. */
   metadata: [string, string][];
   /** Keyed HMACs of the evaluated search indexes, de-duplicated. */
@@ -24,6 +29,11 @@ const PURGE_CHUNK = 500;
 /**
  * Inserts the tokens. `chosenIds` (ids the client chose) may still be held by expired tokens that
  * the cron has not purged yet: those go first, since an expired token behaves as deleted.
+ *
+ * A deduplicating token (`unlessDuplicateIn`) is inserted by the same statement only when no
+ * duplicate is live, and its side rows only when its row was inserted: D1 runs statements one at a
+ * time, so of concurrent deduplicating creates of one value exactly one inserts. The change count
+ * of the statement at `tokensStatement` tells how many rows went in.
  */
 export function insertTokens(d1: D1Database, sealed: SealedToken[], chosenIds: string[], now: number): D1PreparedStatement[] {
   const tenantId = sealed[0]!.row.tenantId;
@@ -39,11 +49,59 @@ export function insertTokens(d1: D1Database, sealed: SealedToken[], chosenIds: s
           ),
           d1.prepare(`DELETE FROM tokens WHERE tenant_id = ? AND id IN (${expired})`).bind(tenantId, tenantId, JSON.stringify(chosenIds), now),
         ];
-  return [
-    ...release,
-    insertFromJson(d1, tokens, sealed.map((token) => columnsOf(tokens, token.row))),
-    ...insertSideRows(d1, sealed),
-  ];
+  const guarded = sealed.some((token) => token.unlessDuplicateIn !== undefined);
+  const insert = guarded
+    ? insertUnlessDuplicate(d1, sealed, now)
+    : insertFromJson(d1, tokens, sealed.map(({ row }) => columnsOf(tokens, row)));
+  return [...release, insert, ...insertSideRows(d1, sealed, guarded ? INSERTED_WITH_IT : undefined)];
+}
+
+/** Where the tokens statement sits in insertTokens' batch. */
+export function tokensStatement(chosenIds: string[]): number {
+  return chosenIds.length === 0 ? 0 : SIDE_TABLES.length + 1;
+}
+
+/** A side row goes in only with the token row it belongs to (matched on its fresh ciphertext). */
+const INSERTED_WITH_IT = {
+  condition:
+    "EXISTS (SELECT 1 FROM tokens t WHERE t.tenant_id = value ->> 'tenant_id' AND t.id = value ->> 'token_id' AND t.ciphertext = value ->> 'sealed')",
+  params: [],
+};
+
+/**
+ * One INSERT … SELECT whose WHERE refuses each deduplicating row that has a live duplicate (same
+ * tenant, type and fingerprint) in one of its container prefixes; other rows go in as they are.
+ */
+function insertUnlessDuplicate(d1: D1Database, sealed: SealedToken[], now: number): D1PreparedStatement {
+  const columns = Object.values(getTableColumns(tokens)).map((column) => column.name);
+  const rows = sealed.map(({ row, unlessDuplicateIn }) => ({
+    ...columnsOf(tokens, row),
+    deduplicate: unlessDuplicateIn !== undefined,
+    scope: unlessDuplicateIn === undefined ? null : JSON.stringify(unlessDuplicateIn),
+  }));
+  const statement =
+    `INSERT INTO tokens (${columns.join(", ")}) ` +
+    `SELECT ${columns.map((column) => `j.value ->> '${column}'`).join(", ")} FROM json_each(?1) AS j ` +
+    `WHERE NOT (j.value ->> 'deduplicate') OR NOT EXISTS (
+       SELECT 1 FROM tokens t
+       WHERE t.tenant_id = j.value ->> 'tenant_id' AND t.fingerprint = j.value ->> 'fingerprint' AND t.type = j.value ->> 'type'
+         AND (t.expires_at IS NULL OR t.expires_at > ?2)
+         AND EXISTS (
+           SELECT 1 FROM token_containers c
+           WHERE c.tenant_id = t.tenant_id AND c.token_id = t.id
+             AND (j.value ->> 'scope' IS NULL
+               OR EXISTS (SELECT 1 FROM json_each(j.value ->> 'scope') p WHERE substr(c.container, 1, length(p.value)) = p.value))))`;
+  return d1.prepare(statement).bind(JSON.stringify(rows), now);
+}
+
+/** Which of the tokens were written: their id holds their (fresh, unique) ciphertext. */
+export async function writtenTokenIds(d1: D1Database, sealed: SealedToken[]): Promise<Set<string>> {
+  const { results } = await d1
+    .prepare("SELECT id, ciphertext FROM tokens WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))")
+    .bind(sealed[0]!.row.tenantId, JSON.stringify(sealed.map(({ row }) => row.id)))
+    .all<{ id: string; ciphertext: string }>();
+  const written = new Map(results.map((row) => [row.id, row.ciphertext]));
+  return new Set(sealed.filter(({ row }) => written.get(row.id) === row.ciphertext).map(({ row }) => row.id));
 }
 
 /** Which of the ids live tokens of the tenant hold (expired tokens hold none). */
@@ -139,14 +197,20 @@ function insertSideRows(
   sealed: SealedToken[],
   guard?: { condition: string; params: unknown[] },
 ): D1PreparedStatement[] {
+  // `sealed` (not a column) lets a guard match the side row to the token row written with it.
   const containers = sealed.flatMap(({ row }) =>
-    (JSON.parse(row.containers) as string[]).map((container) => ({ tenant_id: row.tenantId, container, token_id: row.id })),
+    (JSON.parse(row.containers) as string[]).map((container) => ({
+      tenant_id: row.tenantId,
+      container,
+      token_id: row.id,
+      sealed: row.ciphertext,
+    })),
   );
   const metadata = sealed.flatMap(({ row, metadata }) =>
-    metadata.map(([key, value]) => ({ tenant_id: row.tenantId, key, value, token_id: row.id })),
+    metadata.map(([key, value]) => ({ tenant_id: row.tenantId, key, value, token_id: row.id, sealed: row.ciphertext })),
   );
   const searchIndex = sealed.flatMap(({ row, blindIndexes }) =>
-    blindIndexes.map((blindIndex) => ({ tenant_id: row.tenantId, blind_index: blindIndex, token_id: row.id })),
+    blindIndexes.map((blindIndex) => ({ tenant_id: row.tenantId, blind_index: blindIndex, token_id: row.id, sealed: row.ciphertext })),
   );
   return [
     insertFromJson(d1, tokenContainers, containers, guard),
