@@ -1,0 +1,199 @@
+import { env, SELF } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
+import { BASE, call, createApplication, seedTenant, type Reply, type Tenant } from "../support/harness";
+import { createProxy } from "../support/proxies";
+import { createFormula, createReactor } from "../support/reactors";
+import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
+
+/*
+ * One security sweep over every operation of the served OpenAPI document: without a key the answer
+ * is 401; with a key whose application holds no permission it is 403 (except the few routes any
+ * valid key may call); and another tenant's id is a 404 that changes nothing. Proxy invocation
+ * (`/proxy`) is selected by its proxy key, so there another tenant's API key is a 401. A new route
+ * is swept as soon as it is in the document; a new kind of path id needs an owner below, or this
+ * test fails.
+ */
+
+interface Operation {
+  method: string;
+  path: string;
+  operator: boolean;
+  bodyType: string | null;
+}
+
+/**
+ * A valid body per route that takes one under an id, so that the 404 is not hidden behind a 400:
+ * a new such route needs its body here.
+ */
+const VALID_BODIES: Record<string, unknown> = {
+  "PUT /applications/{id}": { name: "renamed", permissions: ["token:read"] },
+  "PATCH /tokens/{id}": { metadata: { a: "b" } },
+  "PUT /proxies/{id}": { name: "renamed", destination_url: "https://example.com/" },
+  "PATCH /proxies/{id}": { name: "renamed" },
+  "PUT /reactor-formulas/{id}": { name: "renamed", type: "private", code: "module.exports = async () => ({});", configuration: [], request_parameters: [] },
+  "PUT /reactors/{id}": { name: "renamed", configuration: {} },
+  "PATCH /reactors/{id}": { name: "renamed" },
+  "POST /reactors/{id}/react": { args: {} },
+  "POST /applications/{id}/keys": {},
+  "POST /applications/{id}/regenerate": {},
+};
+
+/** Routes every valid key may call: they only show the caller what it already is or may hold. */
+const ANY_VALID_KEY = new Set(["GET /applications/key", "GET /permissions"]);
+
+let operations: Operation[] = [];
+let owner: TokenTenant;
+let intruder: Tenant;
+let intruderKeys: string[];
+let powerless: string;
+let ownerPowerless: string;
+let proxyKey: string;
+/** Ids that belong to `owner`, by the name of the path parameter and the collection it follows. */
+let ownerIds: Record<string, string>;
+
+beforeAll(async () => {
+  const document = (await call("GET", "/openapi.json")).body as { paths: Record<string, Record<string, any>> };
+  operations = Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => ["get", "post", "put", "patch", "delete"].includes(method))
+      .map(([method, operation]) => ({
+        method: method.toUpperCase(),
+        path,
+        operator: JSON.stringify(operation.security ?? []).includes("OperatorKey"),
+        bodyType: operation.requestBody ? Object.keys(operation.requestBody.content)[0]! : null,
+      })),
+  );
+
+  owner = await seedTokenTenant();
+  const token = await createToken(owner.key, { type: "token", data: "owned" });
+  const application = await createApplication(owner, { type: "private", permissions: ["token:read"] });
+  const keys = await call("GET", `/applications/${application.id}/keys`, { key: owner.managementKey });
+  const proxy = await createProxy(owner);
+  const formula = await createFormula(owner);
+  const reactor = await createReactor(owner, formula.id);
+  proxyKey = proxy.key;
+  ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
+  ownerIds = {
+    tokens: token.id,
+    applications: application.id,
+    keys: keys.body.data[0].id,
+    proxies: proxy.id,
+    "reactor-formulas": formula.id,
+    reactors: reactor.id,
+    proxy: "charges",
+  };
+
+  intruder = await seedTenant();
+  const intruderTokens = await createApplication(intruder, {
+    type: "private",
+    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"],
+  });
+  intruderKeys = [intruder.managementKey, intruderTokens.key];
+  powerless = (await createApplication(intruder, { type: "private", permissions: [] })).key;
+});
+
+/** The path with each parameter replaced by the owner's id of the collection it follows. */
+function ownedPath(path: string): string {
+  const segments = path.split("/");
+  return segments
+    .map((segment, index) => {
+      if (!segment.startsWith("{")) return segment;
+      const collection =
+        segment === "{id}" || segment === "{path}" ? segments[index - 1]! : segment.slice(1, -1).replace(/_id$/, "s");
+      const id = ownerIds[collection];
+      if (!id) throw new Error(`the sweep has no owned id for ${segment} in ${path}: add one in beforeAll`);
+      return encodeURIComponent(id);
+    })
+    .join("/");
+}
+
+async function send(operation: Operation, path: string, headers: Record<string, string>, json: unknown = {}): Promise<Reply> {
+  const body = operation.bodyType ? JSON.stringify(json) : undefined;
+  const response = await SELF.fetch(`${BASE}${path}`, {
+    method: operation.method,
+    headers: { ...headers, ...(operation.bodyType ? { "content-type": operation.bodyType } : {}) },
+    body,
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+}
+
+const name = (operation: Operation) => `${operation.method} ${operation.path}`;
+const invokesProxy = (operation: Operation) => operation.path === "/proxy" || operation.path.startsWith("/proxy/");
+/** The proxy key of the owner's proxy, for invocations; nothing for other routes. */
+const proxyKeyFor = (operation: Operation): Record<string, string> => (invokesProxy(operation) ? { "SVC-PROXY-KEY": proxyKey } : {});
+
+describe("security sweep over every route of the OpenAPI document", () => {
+  it("finds the routes", () => {
+    expect(operations.length).toBeGreaterThan(30);
+  });
+
+  it("answers 401 without a key", async () => {
+    for (const operation of operations) {
+      const reply = await send(operation, ownedPath(operation.path), {});
+      expect(reply.status, name(operation)).toBe(401);
+      expect(reply.body.detail ?? reply.body.proxy_error?.detail, name(operation)).toMatch(/SVC-(API|OPERATOR|PROXY)-KEY/);
+      if (invokesProxy(operation)) {
+        const withProxyKey = await send(operation, ownedPath(operation.path), proxyKeyFor(operation));
+        expect(withProxyKey.status, `${name(operation)} with its proxy key`).toBe(401);
+        expect(withProxyKey.body.proxy_error.detail).toMatch(/SVC-API-KEY/);
+      }
+    }
+  });
+
+  it("answers 403 naming the permission to a key whose application holds none", async () => {
+    for (const operation of operations.filter((candidate) => !candidate.operator && !ANY_VALID_KEY.has(name(candidate)))) {
+      const key = invokesProxy(operation) ? ownerPowerless : powerless;
+      const reply = await send(operation, ownedPath(operation.path), { "SVC-API-KEY": key, ...proxyKeyFor(operation) });
+      expect(reply.status, name(operation)).toBe(403);
+      expect(reply.body.detail ?? reply.body.proxy_error?.detail, name(operation)).toMatch(/requires the permission [a-z-]+:[a-z]+/);
+    }
+  });
+
+  it("lets any valid key call the routes that need no permission", async () => {
+    for (const route of ANY_VALID_KEY) {
+      const [method, path] = route.split(" ") as [string, string];
+      const operation = operations.find((candidate) => name(candidate) === route);
+      expect(operation, route).toBeDefined();
+      const reply = await send(operation!, path, { "SVC-API-KEY": powerless });
+      expect(reply.status, `${method} ${path}`).toBe(200);
+    }
+  });
+
+  it("answers 404 to another tenant for every route with an id, and changes nothing", async () => {
+    const before = await env.DB.prepare("SELECT count(*) AS n, max(modified_at) AS m FROM tokens WHERE tenant_id = ?")
+      .bind(owner.tenantId)
+      .first();
+    const withIds = operations.filter((operation) => operation.path.includes("{") && !invokesProxy(operation));
+    expect(withIds.length).toBeGreaterThan(10);
+    for (const operation of withIds) {
+      const body = operation.bodyType ? VALID_BODIES[name(operation)] : undefined;
+      if (operation.bodyType && body === undefined) {
+        throw new Error(`the sweep has no valid body for ${name(operation)}: add one to VALID_BODIES`);
+      }
+      const replies = await Promise.all(
+        intruderKeys.map((key) => send(operation, ownedPath(operation.path), { "SVC-API-KEY": key }, body ?? {})),
+      );
+      // Each route is reached by at least one of the intruder's keys (the other may lack the permission).
+      const reached = replies.filter((reply) => reply.status !== 403);
+      expect(reached.length, name(operation)).toBeGreaterThan(0);
+      for (const reply of reached) {
+        expect(reply.status, `${name(operation)}: ${JSON.stringify(reply.body)}`).toBe(404);
+      }
+    }
+    const after = await env.DB.prepare("SELECT count(*) AS n, max(modified_at) AS m FROM tokens WHERE tenant_id = ?")
+      .bind(owner.tenantId)
+      .first();
+    expect(after).toEqual(before);
+    const stillThere = await call("GET", `/tokens/${ownerIds.tokens}`, { key: owner.key });
+    expect(stillThere.status).toBe(200);
+  });
+
+  it("answers 401 to another tenant's key on a proxy invocation", async () => {
+    for (const operation of operations.filter(invokesProxy)) {
+      const reply = await send(operation, ownedPath(operation.path), { "SVC-API-KEY": intruderKeys[1]!, ...proxyKeyFor(operation) });
+      expect(reply.status, name(operation)).toBe(401);
+      expect(reply.body.proxy_error.detail).toContain("not valid for this proxy");
+    }
+  });
+});
