@@ -130,6 +130,7 @@ CREATE TABLE `tokens` (
 	`metadata` text DEFAULT '{}' NOT NULL,
 	`containers` text DEFAULT '[]' NOT NULL,
 	`expires_at` integer,
+	`cvc_expires_at` integer,
 	`created_by` text,
 	`created_at` integer NOT NULL,
 	`modified_by` text,
@@ -143,4 +144,5 @@ CREATE INDEX `tokens_tenant_fingerprint` ON `tokens` (`tenant_id`,`fingerprint`,
 CREATE INDEX `tokens_tenant_type` ON `tokens` (`tenant_id`,`type`,`created_at`);--> statement-breakpoint
 CREATE INDEX `tokens_tenant_created_by` ON `tokens` (`tenant_id`,`created_by`);--> statement-breakpoint
 CREATE INDEX `tokens_tenant_modified_by` ON `tokens` (`tenant_id`,`modified_by`);--> statement-breakpoint
-CREATE INDEX `tokens_expires` ON `tokens` (`expires_at`) WHERE expires_at IS NOT NULL;
+CREATE INDEX `tokens_expires` ON `tokens` (`expires_at`) WHERE expires_at IS NOT NULL;--> statement-breakpoint
+CREATE INDEX `tokens_cvc_expires` ON `tokens` (`cvc_expires_at`) WHERE cvc_expires_at IS NOT NULL;

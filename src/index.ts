@@ -2,6 +2,7 @@ import { buildApp } from "./app";
 import { databaseOf } from "./db/client";
 import type { Bindings } from "./env";
 import { purgeIdempotencyRecords } from "./http/idempotency";
+import { purgeExpiredCvcs } from "./tokens/cvc";
 import { purgeExpiredTokens } from "./tokens/service";
 
 export { Egress } from "./egress/entrypoint";
@@ -11,8 +12,9 @@ const app = buildApp();
 
 export default {
   fetch: app.fetch,
-  async scheduled(_controller, env, ctx) {
+  async scheduled(controller, env, ctx) {
     ctx.waitUntil(purgeIdempotencyRecords(databaseOf(env)));
-    ctx.waitUntil(purgeExpiredTokens(env));
+    ctx.waitUntil(purgeExpiredTokens(env, controller.scheduledTime));
+    ctx.waitUntil(purgeExpiredCvcs(env, controller.scheduledTime));
   },
 } satisfies ExportedHandler<Bindings>;

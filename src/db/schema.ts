@@ -89,6 +89,8 @@ export const tokens = sqliteTable(
     /** JSON array of container paths, mirrored in token_containers for search. */
     containers: text("containers").notNull().default("[]"),
     expiresAt: integer("expires_at"),
+    /** When a card's cvc must be gone from the data (PCI DSS 3.3.1); null when it holds none. */
+    cvcExpiresAt: integer("cvc_expires_at"),
     ...audit,
     modifiedAt: integer("modified_at").notNull(),
   },
@@ -101,6 +103,7 @@ export const tokens = sqliteTable(
     index("tokens_tenant_created_by").on(table.tenantId, table.createdBy),
     index("tokens_tenant_modified_by").on(table.tenantId, table.modifiedBy),
     index("tokens_expires").on(table.expiresAt).where(sql`expires_at IS NOT NULL`),
+    index("tokens_cvc_expires").on(table.cvcExpiresAt).where(sql`cvc_expires_at IS NOT NULL`),
   ],
 );
 

@@ -36,6 +36,36 @@ const Expression = z
   })
   .openapi({ description: "A Liquid expression over `data`" });
 
+/** A mask template's JSON text at most this long: it is stored with every token. */
+export const MASK_MAX_LENGTH = 10_000;
+
+const MASK_PROBLEM = "must be an expression, or an object whose string values are expressions";
+
+/**
+ * An expression, or a JSON object whose string leaves are expressions (arrays, numbers, booleans
+ * and null are kept as they are). The body gate bounds its depth.
+ */
+const Mask = z
+  .union([Expression, z.record(z.string(), z.unknown())], { error: MASK_PROBLEM })
+  .superRefine((mask, ctx) => {
+    if (typeof mask === "string") return;
+    if (JSON.stringify(mask).length > MASK_MAX_LENGTH) {
+      ctx.addIssue({ code: "custom", message: `must be at most ${MASK_MAX_LENGTH} characters as JSON` });
+    }
+    const visit = (value: unknown, path: (string | number)[]) => {
+      if (typeof value === "string") {
+        const problem = value.length > EXPRESSION_MAX_LENGTH ? `must be at most ${EXPRESSION_MAX_LENGTH} characters` : expressionProblem(value);
+        if (problem) ctx.addIssue({ code: "custom", path, message: problem });
+      } else if (Array.isArray(value)) value.forEach((item, index) => visit(item, [...path, index]));
+      else if (value !== null && typeof value === "object") for (const [key, item] of Object.entries(value)) visit(item, [...path, key]);
+    };
+    visit(mask, []);
+  })
+  .openapi({
+    description:
+      "A Liquid expression over `data`, or a JSON object whose string leaves are expressions (the masked data keeps its shape and a leaf's JSON type)",
+  });
+
 const Metadata = z
   .record(
     z.string().min(1, "keys must not be empty").max(METADATA_KEY_MAX_LENGTH, `keys must be at most ${METADATA_KEY_MAX_LENGTH} characters`),
@@ -98,7 +128,7 @@ const definition = {
   containers: Containers.nullish(),
   search_indexes: SearchIndexes.nullish(),
   fingerprint_expression: Expression.nullish(),
-  mask: Expression.nullish(),
+  mask: Mask.nullish(),
   expires_at: FutureTime.nullish(),
 };
 
@@ -108,7 +138,8 @@ export const CreateTokenBody = z
       id: ChosenTokenId.nullish(),
       type: TokenTypeSchema,
       data: JsonValue.refine((data) => data !== undefined, "is required").openapi({
-        description: "A string for the typed types, any JSON value but null for type token",
+        description:
+          "`card`: {number, expiration_month, expiration_year, cvc?}; `bank`: {routing_number, account_number}; a string for the other typed types; any JSON value but null for type token",
       }),
       ...definition,
       deduplicate_token: z.boolean({ error: "must be true or false" }).default(false),
@@ -117,8 +148,9 @@ export const CreateTokenBody = z
   )
   .superRefine((token, ctx) => {
     const rules = TOKEN_TYPE_RULES[token.type];
-    const refusal = token.data === undefined ? null : rules.refuse(token.data);
-    if (refusal) ctx.addIssue({ code: "custom", path: ["data"], message: `${refusal} for type ${token.type}` });
+    for (const refusal of token.data === undefined ? [] : rules.refuse(token.data)) {
+      ctx.addIssue({ code: "custom", path: ["data", ...refusal.path], message: `${refusal.message} for type ${token.type}` });
+    }
     if (token.search_indexes && token.search_indexes.length > 0 && rules.defaultSearchIndexes === null) {
       ctx.addIssue({
         code: "custom",
@@ -173,7 +205,7 @@ export const TokenSchema = z
     metadata: z.record(z.string(), z.string()),
     search_indexes: z.array(z.string()),
     fingerprint_expression: z.string(),
-    mask: z.string().nullable(),
+    mask: z.union([z.string(), z.record(z.string(), z.any())]).nullable(),
     expires_at: z.string().nullable(),
     created_by: z.string().nullable(),
     created_at: z.string(),

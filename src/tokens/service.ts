@@ -5,7 +5,7 @@ import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
 import { databaseOf, type Database } from "../db/client";
 import { selectPage } from "../db/pages";
 import { tokens } from "../db/schema";
-import type { Bindings } from "../env";
+import { configOf, type Bindings } from "../env";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
 import { auditFieldsOf, isoTime, pageOf, type Page } from "../http/schemas";
 import { fieldPath, validationErrorOf } from "../http/validation";
@@ -23,8 +23,10 @@ import {
 import * as storage from "./storage";
 import type { SealedToken, TokenRow } from "./storage";
 import { isAliasExpression, normalTokenId, renderAliasId } from "./ids";
+import { cvcDeadlineOf, withoutCvc } from "./cvc";
+import { applyMask, checkMask, maskColumnOf, maskOf } from "./masks";
 import { findTokenRequests, jsonPath, substituteTokens, type JsonPath } from "./tokenize";
-import { TOKEN_TYPE_RULES, type TokenType } from "./types";
+import { TOKEN_TYPE_RULES, type Mask, type TokenType } from "./types";
 
 export type { TokenRow } from "./storage";
 export type { CreatedTokenResponse, CreateToken, TokenResponse, UpdatedTokenResponse, UpdateToken } from "./schema";
@@ -37,7 +39,7 @@ interface TokenDefinition {
   containers: string[];
   searchIndexes: string[];
   fingerprintExpression: string;
-  mask: string | null;
+  mask: Mask | null;
   expiresAt: number | null;
 }
 
@@ -114,7 +116,7 @@ export async function updateToken(env: Bindings, principal: Principal, id: strin
     containers: patch.containers === undefined ? containersOf(row) : patch.containers,
     search_indexes: patch.search_indexes === undefined ? (JSON.parse(row.searchIndexes) as string[]) : patch.search_indexes,
     fingerprint_expression: patch.fingerprint_expression === undefined ? row.fingerprintExpression : patch.fingerprint_expression,
-    mask: patch.mask === undefined ? row.mask : patch.mask,
+    mask: patch.mask === undefined ? maskOf(row.mask) : patch.mask,
     expires_at: patch.expires_at === undefined ? isoTime(row.expiresAt) : patch.expires_at,
   });
   if (!merged.success) throw validationErrorOf(merged.error);
@@ -130,6 +132,8 @@ export async function updateToken(env: Bindings, principal: Principal, id: strin
     createdAt: row.createdAt,
     modifiedBy: principal.applicationId,
     modifiedAt: now,
+    // The cvc's window starts when the data is written, not when other members change.
+    cvcExpiresAt: patch.data === undefined ? row.cvcExpiresAt : cvcDeadlineOf(definition, now, configOf(env)),
   });
   if (patch.deduplicate_token) {
     const duplicate = await findDuplicateOf(db, principal, sealed.row, now);
@@ -246,7 +250,13 @@ export async function useTokens(env: Bindings, principal: Principal, ids: string
     wanted.length === 0
       ? []
       : await databaseOf(env)
-          .select({ id: tokens.id, ciphertext: tokens.ciphertext, mask: tokens.mask, containers: tokens.containers })
+          .select({
+            id: tokens.id,
+            ciphertext: tokens.ciphertext,
+            mask: tokens.mask,
+            containers: tokens.containers,
+            cvcExpiresAt: tokens.cvcExpiresAt,
+          })
           .from(tokens)
           .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.id, wanted), tokenIsLive(Date.now())));
   const byId = new Map(rows.map((row) => [row.id, row]));
@@ -297,6 +307,7 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
         createdAt: now,
         modifiedBy: principal.applicationId,
         modifiedAt: now,
+        cvcExpiresAt: cvcDeadlineOf(definition, now, configOf(env)),
       }),
     ),
   );
@@ -521,7 +532,7 @@ function evaluate(definition: TokenDefinition, report: Report): Evaluated {
     if (value.trim() === "") report(["search_indexes", i], `must evaluate to one value that is neither null nor empty: ${source}`);
     return value;
   });
-  if (definition.mask !== null) render(["mask"], definition.mask, dataScope);
+  if (definition.mask !== null) checkMask(definition.mask, definition.data, report);
   return { fingerprintSource, searchValues };
 }
 
@@ -529,11 +540,12 @@ async function sealToken(
   keys: TenantKeys,
   definition: TokenDefinition,
   evaluated: Evaluated,
-  audit: Pick<TokenRow, "id" | "tenantId" | "createdBy" | "createdAt" | "modifiedBy" | "modifiedAt">,
+  audit: Pick<TokenRow, "id" | "tenantId" | "createdBy" | "createdAt" | "modifiedBy" | "modifiedAt" | "cvcExpiresAt">,
 ): Promise<SealedToken> {
   const [ciphertext, fingerprint, blindIndexes] = await Promise.all([
     keys.encrypt(JSON.stringify(definition.data), audit.id),
-    keys.fingerprint(evaluated.fingerprintSource),
+    // Per type: the same digits as an SSN and as an EIN are different tokens' content.
+    keys.fingerprint(`${definition.type}\u0000${evaluated.fingerprintSource}`),
     Promise.all(evaluated.searchValues.map((value) => keys.blindIndex(value))),
   ]);
   const metadataPairs = Object.entries(definition.metadata).map(([key, value]) => [key.toLowerCase(), value.toLowerCase()] as [string, string]);
@@ -544,7 +556,7 @@ async function sealToken(
       ciphertext,
       fingerprint,
       fingerprintExpression: definition.fingerprintExpression,
-      mask: definition.mask,
+      mask: maskColumnOf(definition.mask),
       searchIndexes: JSON.stringify(definition.searchIndexes),
       metadata: JSON.stringify(definition.metadata),
       containers: JSON.stringify(definition.containers),
@@ -558,7 +570,7 @@ async function sealToken(
 /** The data a transform shows: all of it, its mask (when the token has one), or none at all. */
 async function shownData(row: Pick<TokenRow, "mask">, transform: Transform, data: () => unknown): Promise<{ data?: unknown }> {
   if (transform === "reveal") return { data: await data() };
-  if (transform === "mask" && row.mask !== null) return { data: evaluateExpression(row.mask, { data: await data() }) };
+  if (transform === "mask" && row.mask !== null) return { data: applyMask(maskOf(row.mask)!, await data()) };
   return {};
 }
 
@@ -575,7 +587,7 @@ async function present(row: TokenRow, transform: Transform, data: () => unknown)
     metadata: metadataOf(row),
     search_indexes: JSON.parse(row.searchIndexes) as string[],
     fingerprint_expression: row.fingerprintExpression,
-    mask: row.mask,
+    mask: maskOf(row.mask) as TokenResponse["mask"],
     expires_at: isoTime(row.expiresAt),
     ...auditFieldsOf(row),
   };
@@ -617,8 +629,10 @@ function useTransform(principal: Principal, id: string, containers: string[]): T
 
 const TRANSFORM_RESTRICTIVENESS: Transform[] = ["redact", "mask", "reveal"];
 
-async function decryptData(keys: TenantKeys, row: Pick<TokenRow, "id" | "ciphertext">): Promise<unknown> {
-  return JSON.parse(await keys.decrypt(row.ciphertext, row.id));
+/** The token's data; a card's cvc is left out once its retention window has passed, cron or not. */
+async function decryptData(keys: TenantKeys, row: Pick<TokenRow, "id" | "ciphertext" | "cvcExpiresAt">): Promise<unknown> {
+  const data = JSON.parse(await keys.decrypt(row.ciphertext, row.id)) as unknown;
+  return row.cvcExpiresAt !== null && row.cvcExpiresAt <= Date.now() ? withoutCvc(data) : data;
 }
 
 function containersOf(row: Pick<TokenRow, "containers">): string[] {

@@ -133,7 +133,7 @@ export function replaceToken(d1: D1Database, token: SealedToken, readCiphertext:
   const update = d1
     .prepare(
       `UPDATE tokens SET ciphertext = ?, fingerprint = ?, fingerprint_expression = ?, mask = ?, search_indexes = ?,
-         metadata = ?, containers = ?, expires_at = ?, modified_by = ?, modified_at = ?
+         metadata = ?, containers = ?, expires_at = ?, cvc_expires_at = ?, modified_by = ?, modified_at = ?
        WHERE tenant_id = ? AND id = ? AND ciphertext = ?`,
     )
     .bind(
@@ -145,6 +145,7 @@ export function replaceToken(d1: D1Database, token: SealedToken, readCiphertext:
       row.metadata,
       row.containers,
       row.expiresAt,
+      row.cvcExpiresAt,
       row.modifiedBy,
       row.modifiedAt,
       row.tenantId,
@@ -190,6 +191,34 @@ export async function purgeExpiredTokens(d1: D1Database, now: number): Promise<n
     purged += deleted;
     if (deleted < PURGE_CHUNK) return purged;
   }
+}
+
+/** Cards whose cvc must be gone by `now`, oldest deadline first. */
+export async function tokensWithCvcDue(
+  d1: D1Database,
+  now: number,
+  limit: number,
+): Promise<Pick<TokenRow, "tenantId" | "id" | "ciphertext">[]> {
+  const { results } = await d1
+    .prepare(
+      "SELECT tenant_id AS tenantId, id, ciphertext FROM tokens WHERE cvc_expires_at <= ? ORDER BY cvc_expires_at, tenant_id, id LIMIT ?",
+    )
+    .bind(now, limit)
+    .all<Pick<TokenRow, "tenantId" | "id" | "ciphertext">>();
+  return results;
+}
+
+/** Writes the card's data without its cvc, unless the token changed since it was read; 1 or 0. */
+export async function replaceCiphertextWithoutCvc(
+  d1: D1Database,
+  read: Pick<TokenRow, "tenantId" | "id" | "ciphertext">,
+  ciphertext: string,
+): Promise<number> {
+  const result = await d1
+    .prepare("UPDATE tokens SET ciphertext = ?, cvc_expires_at = NULL WHERE tenant_id = ? AND id = ? AND ciphertext = ?")
+    .bind(ciphertext, read.tenantId, read.id, read.ciphertext)
+    .run();
+  return result.meta.changes;
 }
 
 function insertSideRows(

@@ -13,7 +13,7 @@ export async function callConfigured(
   options: { headers?: Record<string, string>; body?: unknown } = {},
 ): Promise<Reply> {
   const headers: Record<string, string> = { ...options.headers };
-  if (options.body !== undefined) headers["content-type"] = "application/json";
+  if (options.body !== undefined) headers["content-type"] ??= "application/json";
   const request = new Request(`${BASE}${path}`, {
     method,
     headers,

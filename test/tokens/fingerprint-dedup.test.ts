@@ -79,13 +79,18 @@ describe("deduplication", () => {
     expect(again.deduplicated).toBe(false);
   });
 
-  it("a token of another type with the same fingerprint is not a duplicate", async () => {
+  it("fingerprints are per type: the same content of another type has another fingerprint and is not a duplicate", async () => {
     const { key } = await seedTokenTenant();
     const account = await createToken(key, { type: "us_bank_account_number", data: "011000015" });
     const routing = await createToken(key, { type: "us_bank_routing_number", data: "011000015", deduplicate_token: true });
-    expect(routing.fingerprint).toBe(account.fingerprint);
+    expect(routing.fingerprint).not.toBe(account.fingerprint);
     expect(routing.id).not.toBe(account.id);
     expect(routing.deduplicated).toBe(false);
+    const ssn = await createToken(key, { type: "social_security_number", data: "123-45-6789" });
+    const ein = await createToken(key, { type: "employer_id_number", data: "123456789" });
+    expect(ein.fingerprint).not.toBe(ssn.fingerprint);
+    const sameSsn = await createToken(key, { type: "social_security_number", data: "123456789" });
+    expect(sameSsn.fingerprint).toBe(ssn.fingerprint);
   });
 
   it("another tenant's token is never a duplicate", async () => {

@@ -1,0 +1,46 @@
+import { tenantKeysOf } from "../crypto/tenant-keys";
+import { databaseOf } from "../db/client";
+import type { Bindings, Config } from "../env";
+import * as storage from "./storage";
+
+/*
+ * A card's security code may not be kept after authorization (PCI DSS 3.3.1). A card written with
+ * a `cvc` carries the time its cvc must be gone (CARD_CVC_RETENTION_S after the data was written);
+ * reads leave the cvc out from then on, and the cron rewrites the ciphertext without it.
+ */
+
+const PURGE_CHUNK = 100;
+
+/** When the definition's cvc must be gone, or null when it holds none. */
+export function cvcDeadlineOf(definition: { type: string; data: unknown }, now: number, config: Pick<Config, "CARD_CVC_RETENTION_S">): number | null {
+  return definition.type === "card" && hasCvc(definition.data) ? now + config.CARD_CVC_RETENTION_S * 1000 : null;
+}
+
+export function withoutCvc(data: unknown): unknown {
+  if (!hasCvc(data)) return data;
+  const { cvc: _cvc, ...rest } = data;
+  return rest;
+}
+
+function hasCvc(data: unknown): data is { cvc: unknown } & Record<string, unknown> {
+  return data !== null && typeof data === "object" && Object.hasOwn(data, "cvc");
+}
+
+/**
+ * Called by the scheduled handler: re-encrypts every card whose cvc window has passed without its
+ * cvc, in bounded chunks. A token changed meanwhile is left to its new deadline.
+ */
+export async function purgeExpiredCvcs(env: Bindings, now = Date.now()): Promise<number> {
+  const d1 = databaseOf(env).$client;
+  let purged = 0;
+  for (;;) {
+    const due = await storage.tokensWithCvcDue(d1, now, PURGE_CHUNK);
+    for (const row of due) {
+      const keys = await tenantKeysOf(env, row.tenantId);
+      const data = withoutCvc(JSON.parse(await keys.decrypt(row.ciphertext, row.id)));
+      const ciphertext = await keys.encrypt(JSON.stringify(data), row.id);
+      purged += await storage.replaceCiphertextWithoutCvc(d1, row, ciphertext);
+    }
+    if (due.length < PURGE_CHUNK) return purged;
+  }
+}
