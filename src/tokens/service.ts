@@ -246,19 +246,7 @@ export async function presentTokens(
 export async function useTokens(env: Bindings, principal: Principal, ids: string[]): Promise<Map<string, unknown>> {
   const wanted = [...new Set(ids.map(normalTokenId))];
   // Only the columns detokenization reads: this runs on every proxied call that holds references.
-  const rows =
-    wanted.length === 0
-      ? []
-      : await databaseOf(env)
-          .select({
-            id: tokens.id,
-            ciphertext: tokens.ciphertext,
-            mask: tokens.mask,
-            containers: tokens.containers,
-            cvcExpiresAt: tokens.cvcExpiresAt,
-          })
-          .from(tokens)
-          .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.id, wanted), tokenIsLive(Date.now())));
+  const rows = await storage.usableTokens(databaseOf(env).$client, principal.tenantId, wanted, Date.now());
   const byId = new Map(rows.map((row) => [row.id, row]));
   const usable = ids.map((id) => {
     const row = byId.get(normalTokenId(id));

@@ -104,6 +104,29 @@ export async function writtenTokenIds(d1: D1Database, sealed: SealedToken[]): Pr
   return new Set(sealed.filter(({ row }) => written.get(row.id) === row.ciphertext).map(({ row }) => row.id));
 }
 
+export type UsableToken = Pick<TokenRow, "id" | "ciphertext" | "mask" | "containers" | "cvcExpiresAt">;
+
+// Detokenization runs on every proxied call that holds references: the columns it reads, in one
+// statement prepared once per isolate's D1 binding, with a primary key lookup for a single id.
+const USABLE_COLUMNS = "id, ciphertext, mask, containers, cvc_expires_at AS cvcExpiresAt";
+const LIVE = "(expires_at IS NULL OR expires_at > ?3)";
+const usableStatements = new WeakMap<D1Database, { one: D1PreparedStatement; many: D1PreparedStatement }>();
+
+/** The live tokens of the tenant among the ids, with what detokenization needs of them. */
+export async function usableTokens(d1: D1Database, tenantId: string, ids: string[], now: number): Promise<UsableToken[]> {
+  if (ids.length === 0) return [];
+  let statements = usableStatements.get(d1);
+  if (!statements) {
+    statements = {
+      one: d1.prepare(`SELECT ${USABLE_COLUMNS} FROM tokens WHERE tenant_id = ?1 AND id = ?2 AND ${LIVE}`),
+      many: d1.prepare(`SELECT ${USABLE_COLUMNS} FROM tokens WHERE tenant_id = ?1 AND id IN (SELECT value FROM json_each(?2)) AND ${LIVE}`),
+    };
+    usableStatements.set(d1, statements);
+  }
+  const statement = ids.length === 1 ? statements.one.bind(tenantId, ids[0], now) : statements.many.bind(tenantId, JSON.stringify(ids), now);
+  return (await statement.all<UsableToken>()).results;
+}
+
 /** Which of the ids live tokens of the tenant hold (expired tokens hold none). */
 export async function liveTokenIds(d1: D1Database, tenantId: string, ids: string[], now: number): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
