@@ -1,3 +1,4 @@
+import { jsonDepthOf, MAX_JSON_DEPTH, utf8TextOf } from "../http/body";
 import type { ProblemError } from "../http/problem";
 
 /** The body types the vault reads as structured data: detokenized per value, and given to transforms. */
@@ -28,29 +29,23 @@ export function mightHoldReferences(bytes: Uint8Array, mediaType: StructuredMedi
 /** Replaces invalid sequences instead of failing: enough to look for ASCII in any bytes. */
 const lenientUtf8 = new TextDecoder();
 
-/** Keeps a byte order mark, so text forwarded after detokenization keeps every byte it had. */
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-/** The body as text, or null when it is not UTF-8 (binary bodies are never rewritten). */
-export function utf8TextOf(bytes: Uint8Array): string | null {
-  try {
-    return strictUtf8.decode(bytes);
-  } catch {
-    return null;
-  }
-}
 
 /**
- * Parses a JSON or form body; an empty body is null. `refuse` makes the error for JSON that does
- * not parse: the caller's fault for a request, the destination's for a response.
+ * Parses a JSON or form body; an empty body is null. The bytes must be UTF-8, and JSON may nest
+ * at most MAX_JSON_DEPTH levels, so no walker of the result can run out of stack. `refuse` makes
+ * the error from what is wrong ("is not valid JSON: …"): the caller's fault for a request, the
+ * destination's for a response.
  */
-export function parseStructured(type: StructuredMediaType, text: string, refuse: (reason: string) => ProblemError): unknown {
+export function parseStructured(type: StructuredMediaType, bytes: Uint8Array, refuse: (reason: string) => ProblemError): unknown {
+  const text = utf8TextOf(bytes);
+  if (text === null) throw refuse(`is not valid UTF-8, as ${type} must be`);
   if (text.trim() === "") return null;
   if (type === "application/x-www-form-urlencoded") return formObjectOf(new URLSearchParams(text));
+  if (jsonDepthOf(bytes) > MAX_JSON_DEPTH) throw refuse(`must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw refuse((error as Error).message);
+    throw refuse(`is not valid JSON: ${(error as Error).message}`);
   }
 }
 

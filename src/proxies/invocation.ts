@@ -3,6 +3,7 @@ import { principalForKey } from "../auth/service";
 import { databaseOf } from "../db/client";
 import { EgressRefusedError, egressRefusal, EgressTimeoutError, fetchThroughEgress } from "../egress/policy";
 import { configOf, type Bindings, type Config } from "../env";
+import { utf8TextOf } from "../http/body";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../http/problem";
 import { CustomResponseError, runScript, ScriptFailedError, type ScriptKind, type TransformResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
@@ -11,7 +12,6 @@ import {
   parseStructured,
   serialiseStructured,
   structuredMediaTypeOf,
-  utf8TextOf,
   type StructuredMediaType,
 } from "./bodies";
 import { callerTarget, destinationFor, proxyKeyInQuery, type CallerTarget } from "./destination";
@@ -187,13 +187,20 @@ async function readRequestBody(
   const bytes = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
   if (!bytes) return transformed ? { read: true, value: null } : { read: false, bytes };
   if (!transformed && !mightHoldReferences(bytes, mediaType)) return { read: false, bytes };
+  const refuse = (reason: string) => new ValidationError(`The request body ${reason}`);
+  if (mediaType) return { read: true, value: parseStructured(mediaType, bytes, refuse) };
+  // A body declared as text is detokenized as text, which needs it to be text; any other body that
+  // is not UTF-8 (a binary upload in which `{{` occurs by chance) is forwarded as it is.
   const text = utf8TextOf(bytes);
-  if (text === null) {
-    if (mediaType) throw new ValidationError(`The request body is not valid UTF-8, as ${mediaType} must be`);
-    return { read: false, bytes };
-  }
-  const refuse = (reason: string) => new ValidationError(`The request body is not valid JSON: ${reason}`);
-  return { read: true, value: mediaType ? parseStructured(mediaType, text, refuse) : text };
+  if (text !== null) return { read: true, value: text };
+  if (declaresText(request.headers.get("content-type"))) throw refuse("holds token references, so it must be valid UTF-8");
+  return { read: false, bytes };
+}
+
+/** `text/*`, XML, or any type that names a charset. */
+function declaresText(contentType: string | null): boolean {
+  const type = contentType?.toLowerCase() ?? "";
+  return type.startsWith("text/") || type.includes("xml") || type.includes("charset=");
 }
 
 function serialisedRequestBody(mediaType: StructuredMediaType | null, body: unknown): string | null {
@@ -219,8 +226,8 @@ async function answer(env: Bindings, invocation: Invocation, response: Response)
   if (!proxy || code === null || mediaType === null || response.status < 200 || response.status > 299) {
     return new Response(response.body, response);
   }
-  const refuse = (reason: string) => new DestinationResponseError(`The destination's response is not valid JSON: ${reason}`);
-  const parsed = parseStructured(mediaType, await response.text(), refuse);
+  const refuse = (reason: string) => new DestinationResponseError(`The destination's response ${reason}`);
+  const parsed = parseStructured(mediaType, new Uint8Array(await response.arrayBuffer()), refuse);
   const args = { body: parsed, headers: headersObject(response.headers) };
   const result = await runTransform(env, invocation, proxy, "response-transform", code, args);
   const headers = headersFrom(
