@@ -170,7 +170,11 @@ function scenarios({ key, proxyKey, tokenId }) {
       },
       counted: "tokenize",
     },
-    { name: "read token", connections: 2, request: () => ({ method: "GET", path: `/tokens/${tokenId}`, headers: json }) },
+    {
+      name: "read token",
+      connections: 2,
+      request: () => ({ method: "GET", path: `/tokens/${tokenId}`, headers: { [`${prefix}-API-KEY`]: key } }),
+    },
     {
       name: "search",
       connections: 2,
