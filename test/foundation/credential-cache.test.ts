@@ -5,6 +5,7 @@ import { callConfigured } from "../support/configured";
 import { createApplication, expectProblem, seedTenant, type Reply } from "../support/harness";
 import { createProxy, loopback } from "../support/proxies";
 import { createToken } from "../support/tokens";
+import { expectLoggedError } from "../support/logs";
 
 // An isolate reuses a credential lookup for CREDENTIAL_CACHE_TTL_MS. A write made through this
 // isolate clears it at once; a write another isolate makes (here: straight into D1, which this
@@ -146,7 +147,10 @@ describe("credential lookups reused by an isolate", () => {
 
   it("refuses a time to live that is not a whole number of milliseconds up to a minute", async () => {
     for (const value of ["-1", "1.5", "soon", "60001"]) {
-      const problem = expectProblem(await callConfigured({ CREDENTIAL_CACHE_TTL_MS: value }, "GET", "/health"), 500);
+      const reply = await expectLoggedError(/Invalid configuration: CREDENTIAL_CACHE_TTL_MS/, () =>
+        callConfigured({ CREDENTIAL_CACHE_TTL_MS: value }, "GET", "/health"),
+      );
+      const problem = expectProblem(reply, 500);
       expect(problem.detail).toContain("CREDENTIAL_CACHE_TTL_MS");
     }
   });

@@ -4,6 +4,7 @@ import { buildApp } from "../../src/app";
 import { callConfigured } from "../support/configured";
 import { call, expectProblem, seedTenant } from "../support/harness";
 import { createProxy } from "../support/proxies";
+import { expectLoggedError } from "../support/logs";
 
 describe("errors", () => {
   it("answers an unknown route with a 404 problem", async () => {
@@ -28,23 +29,28 @@ describe("errors", () => {
   });
 
   it("reports missing configuration clearly, naming the variable but no secret", async () => {
-    const reply = await callConfigured({ VAULT_MASTER_KEY: undefined }, "GET", "/applications", {
-      headers: { "SVC-API-KEY": env.BOOTSTRAP_API_KEY },
-    });
+    const reply = await expectLoggedError(/Invalid configuration: VAULT_MASTER_KEY is required/, () =>
+      callConfigured({ VAULT_MASTER_KEY: undefined }, "GET", "/applications", { headers: { "SVC-API-KEY": env.BOOTSTRAP_API_KEY } }),
+    );
     const problem = expectProblem(reply, 500);
     expect(problem.detail).toContain("VAULT_MASTER_KEY");
     expect(JSON.stringify(reply.body)).not.toContain(env.OPERATOR_API_KEY);
   });
 
   it("reports a malformed master key clearly", async () => {
-    const problem = expectProblem(await callConfigured({ VAULT_MASTER_KEY: "c2hvcnQ=" }, "GET", "/health"), 500);
+    const reply = await expectLoggedError(/VAULT_MASTER_KEY must be 32 random bytes/, () =>
+      callConfigured({ VAULT_MASTER_KEY: "c2hvcnQ=" }, "GET", "/health"),
+    );
+    const problem = expectProblem(reply, 500);
     expect(problem.detail).toMatch(/VAULT_MASTER_KEY must be 32 random bytes/);
   });
 
   it("answers an unexpected failure with a bare 500 that quotes the trace id and no internals", async () => {
-    const reply = await callConfigured({ DB: undefined }, "GET", "/applications", {
-      headers: { "SVC-API-KEY": "key_anything", "SVC-TRACE-ID": "trace-500" },
-    });
+    const reply = await expectLoggedError(/\[trace-500\] unexpected error/, () =>
+      callConfigured({ DB: undefined }, "GET", "/applications", {
+        headers: { "SVC-API-KEY": "key_anything", "SVC-TRACE-ID": "trace-500" },
+      }),
+    );
     const problem = expectProblem(reply, 500);
     expect(problem.title).toBe("Internal Server Error");
     expect(problem.detail).toContain("trace-500");
@@ -123,7 +129,8 @@ describe("HEADER_PREFIX", () => {
   });
 
   it("refuses a prefix that cannot be a header name", async () => {
-    const problem = expectProblem(await callConfigured({ HEADER_PREFIX: "X Y" }, "GET", "/health"), 500);
+    const reply = await expectLoggedError(/Invalid configuration: HEADER_PREFIX/, () => callConfigured({ HEADER_PREFIX: "X Y" }, "GET", "/health"));
+    const problem = expectProblem(reply, 500);
     expect(problem.detail).toContain("HEADER_PREFIX");
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
 import { createToken, seedTokenTenant } from "../support/tokens";
+import { expectLoggedError } from "../support/logs";
 
 /*
  * /proxy reads its own body (it is not an API route), under the same rules: JSON nested at most
@@ -72,7 +73,7 @@ describe("bounded proxy bodies", () => {
       response_transform: { code: "module.exports = async (req) => ({ body: req.args.body, headers: {} });" },
     });
     const query = `?content-type=application/json&body=${encodeURIComponent(deep)}`;
-    const reply = await invoke("GET", query, { proxyKey, apiKey: tenant.key });
+    const reply = await expectLoggedError(/response must not nest/, () => invoke("GET", query, { proxyKey, apiKey: tenant.key }));
     expect(expectProxyError(reply, 502).detail).toContain(LIMIT);
   });
 });

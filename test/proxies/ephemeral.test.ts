@@ -3,6 +3,7 @@ import { callConfigured } from "../support/configured";
 import { createApplication, seedTenant } from "../support/harness";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
 import { createToken, seedTokenTenant, VISA } from "../support/tokens";
+import { expectLoggedError } from "../support/logs";
 
 /** A tenant whose application may do everything with tokens (token:use included). */
 async function setUp() {
@@ -127,7 +128,7 @@ describe("ephemeral proxy: /proxy with SVC-PROXY-URL and an API key", () => {
 
   it("answers an unreachable destination as proxy_error 502", async () => {
     const { send } = await setUp();
-    expectProxyError(await send("GET", "", "http://127.0.0.1:1/"), 502);
+    expectProxyError(await expectLoggedError(/could not be reached/, () => send("GET", "", "http://127.0.0.1:1/")), 502);
   });
 
   it("uses the proxy key when one is sent with SVC-PROXY-URL, and drops the header", async () => {

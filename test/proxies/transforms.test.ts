@@ -3,6 +3,7 @@ import { callConfigured } from "../support/configured";
 import { call, createApplication, expectProblem, seedTenant } from "../support/harness";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
 import { createToken, seedTokenTenant } from "../support/tokens";
+import { expectLoggedError } from "../support/logs";
 
 const VISA = "4242424242424242";
 
@@ -192,7 +193,9 @@ describe("proxy transforms: the response transform (rule 6)", () => {
     const { proxy } = await proxyWith({
       response_transform: { code: transform("return { body: {}, headers: {} };") },
     });
-    const reply = await invoke("GET", `/respond?content-type=application%2Fjson&body=%7Bbroken`, { proxyKey: proxy.key });
+    const reply = await expectLoggedError(/The destination's response is not valid JSON/, () =>
+      invoke("GET", `/respond?content-type=application%2Fjson&body=%7Bbroken`, { proxyKey: proxy.key }),
+    );
     expectProxyError(reply, 502);
   });
 });
@@ -241,8 +244,8 @@ describe("proxy transforms: bt and errors", () => {
 
   it("answers any other error thrown by a transform as proxy_error 500 with its message", async () => {
     const { proxy } = await proxyWith({ response_transform: { code: transform("throw new Error('partner format changed');") } });
-    const problem = expectProxyError(await invoke("GET", "", { proxyKey: proxy.key }), 500);
-    expect(problem.detail).toContain("partner format changed");
+    const reply = await expectLoggedError(/partner format changed/, () => invoke("GET", "", { proxyKey: proxy.key }));
+    expect(expectProxyError(reply, 500).detail).toContain("partner format changed");
   });
 
   it("returns a CustomHttpResponseError to the caller as given", async () => {
@@ -264,7 +267,7 @@ describe("proxy transforms: bt and errors", () => {
 
   it("answers a transform returning the wrong shape as proxy_error", async () => {
     const { proxy } = await proxyWith({ request_transform: { code: transform("return 'not an object';") } });
-    const reply = await invoke("POST", "", { proxyKey: proxy.key, body: {} });
+    const reply = await expectLoggedError(/must return \{body, headers\}/, () => invoke("POST", "", { proxyKey: proxy.key, body: {} }));
     expect(reply.json).toHaveProperty(["proxy_error"]);
     expect(reply.json.proxy_error.detail).toContain("body");
   });
