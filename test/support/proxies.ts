@@ -45,7 +45,8 @@ export async function invoke(method: string, path: string, options: InvokeOption
   const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   if (body !== undefined && !headers.has("content-type")) headers.set("content-type", options.contentType ?? "application/json");
   const response = await SELF.fetch(`${BASE}/proxy${path}`, { method, headers, body, redirect: "manual" });
-  const text = await response.text();
+  // Decoded from bytes: workerd warns when .text() reads a body whose type is not text (a form).
+  const text = new TextDecoder().decode(await response.arrayBuffer());
   let json: unknown;
   try {
     json = JSON.parse(text);
