@@ -1,7 +1,8 @@
 import { env, SELF } from "cloudflare:test";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BASE, call, createApplication, seedTenant } from "../support/harness";
+import { BASE, createApplication, seedTenant } from "../support/harness";
+import { documentedOperations, type DocumentedOperation } from "../support/openapi";
 
 /*
  * Every operation of the served OpenAPI document, fed seeded generated requests: wrong types,
@@ -14,37 +15,11 @@ const SEED = 20_261_122;
 const RUNS_PER_OPERATION = 24;
 const DEPTH = 10_000;
 
-interface Operation {
-  method: string;
-  path: string;
-  security: string[];
-  queryNames: string[];
-  bodyMembers: string[];
-}
-
-interface Document {
-  paths: Record<string, Record<string, any>>;
-  components?: { schemas?: Record<string, any> };
-}
-
-let operations: Operation[] = [];
+let operations: DocumentedOperation[] = [];
 let keys: string[] = [];
 
 beforeAll(async () => {
-  const document = (await call<Document>("GET", "/openapi.json")).body;
-  operations = Object.entries(document.paths).flatMap(([path, item]) =>
-    Object.entries(item)
-      .filter(([method]) => ["get", "post", "put", "patch", "delete"].includes(method))
-      .map(([method, operation]) => ({
-        method: method.toUpperCase(),
-        path,
-        security: (operation.security ?? []).flatMap((entry: Record<string, unknown>) => Object.keys(entry)),
-        queryNames: (operation.parameters ?? [])
-          .filter((parameter: { in: string }) => parameter.in === "query")
-          .map((parameter: { name: string }) => parameter.name),
-        bodyMembers: bodyMembersOf(document, operation),
-      })),
-  );
+  operations = await documentedOperations();
   const tenant = await seedTenant();
   const everything = await createApplication(tenant, {
     type: "private",
@@ -53,20 +28,12 @@ beforeAll(async () => {
   keys = [tenant.managementKey, everything.key];
 });
 
-function bodyMembersOf(document: Document, operation: any): string[] {
-  const content = operation.requestBody?.content ?? {};
-  const media = Object.values(content)[0] as { schema?: any } | undefined;
-  let schema = media?.schema;
-  if (schema?.$ref) schema = document.components?.schemas?.[schema.$ref.split("/").at(-1)];
-  return Object.keys(schema?.properties ?? {});
-}
-
 const anyJson = fc.jsonValue({ maxDepth: 3 });
 
 /** A body as bytes with the content type it claims. */
 type Body = { bytes: Uint8Array | string; contentType: string };
 
-function bodies(operation: Operation): fc.Arbitrary<Body | null> {
+function bodies(operation: DocumentedOperation): fc.Arbitrary<Body | null> {
   const json = (value: unknown) => ({ bytes: JSON.stringify(value), contentType: "application/json" });
   const members = operation.bodyMembers.length > 0 ? operation.bodyMembers : ["name", "data", "type"];
   const wrongTypes = fc
@@ -96,7 +63,7 @@ const pathIds = fc.oneof(
 
 const queryValues = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom("-1", "0", "1e309", "%FF", "x".repeat(5000)));
 
-function request(operation: Operation) {
+function request(operation: DocumentedOperation) {
   return fc.record({
     key: fc.constantFrom(...keys),
     id: pathIds,
@@ -118,7 +85,7 @@ describe("OpenAPI-driven fuzzing", () => {
           const path = operation.path.replace(/\{[^}]+\}/g, () => encodeURIComponent(id));
           const search = new URLSearchParams(query).toString();
           const headers: Record<string, string> = { "SVC-API-KEY": key };
-          if (operation.security.includes("OperatorKey")) headers["SVC-OPERATOR-KEY"] = env.OPERATOR_API_KEY;
+          if (operation.operator) headers["SVC-OPERATOR-KEY"] = env.OPERATOR_API_KEY;
           const sendsBody = body !== null && operation.method !== "GET";
           if (sendsBody) headers["content-type"] = body.contentType;
           const response = await SELF.fetch(`${BASE}${path}${search ? `?${search}` : ""}`, {

@@ -1,6 +1,7 @@
 import { env, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BASE, call, createApplication, seedTenant, type Reply, type Tenant } from "../support/harness";
+import { documentedOperations, type DocumentedOperation } from "../support/openapi";
 import { createProxy } from "../support/proxies";
 import { createFormula, createReactor } from "../support/reactors";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
@@ -14,12 +15,7 @@ import { createToken, seedTokenTenant, type TokenTenant } from "../support/token
  * test fails.
  */
 
-interface Operation {
-  method: string;
-  path: string;
-  operator: boolean;
-  bodyType: string | null;
-}
+type Operation = DocumentedOperation;
 
 /**
  * A valid body per route that takes one under an id, so that the 404 is not hidden behind a 400:
@@ -52,17 +48,7 @@ let proxyKey: string;
 let ownerIds: Record<string, string>;
 
 beforeAll(async () => {
-  const document = (await call("GET", "/openapi.json")).body as { paths: Record<string, Record<string, any>> };
-  operations = Object.entries(document.paths).flatMap(([path, item]) =>
-    Object.entries(item)
-      .filter(([method]) => ["get", "post", "put", "patch", "delete"].includes(method))
-      .map(([method, operation]) => ({
-        method: method.toUpperCase(),
-        path,
-        operator: JSON.stringify(operation.security ?? []).includes("OperatorKey"),
-        bodyType: operation.requestBody ? Object.keys(operation.requestBody.content)[0]! : null,
-      })),
-  );
+  operations = await documentedOperations();
 
   owner = await seedTokenTenant();
   const token = await createToken(owner.key, { type: "token", data: "owned" });

@@ -1,6 +1,7 @@
 import { env, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BASE, call, createApplication, expectProblem, rowCounts, seedTenant, type Reply } from "../support/harness";
+import { documentedOperations } from "../support/openapi";
 
 /*
  * Every route of the OpenAPI document that takes a body refuses, before anything is stored, a body
@@ -22,17 +23,14 @@ let routes: BodyRoute[] = [];
 let keys: string[];
 
 beforeAll(async () => {
-  const document = (await call("GET", "/openapi.json")).body as { paths: Record<string, Record<string, any>> };
-  routes = Object.entries(document.paths).flatMap(([path, item]) =>
-    Object.entries(item)
-      .filter(([, operation]) => operation.requestBody)
-      .map(([method, operation]) => ({
-        method: method.toUpperCase(),
-        path: path.replace(/\{[^}]+\}/g, UNKNOWN_ID),
-        contentType: Object.keys(operation.requestBody.content)[0]!,
-        operator: JSON.stringify(operation.security ?? []).includes("OperatorKey"),
-      })),
-  );
+  routes = (await documentedOperations())
+    .filter((operation) => operation.bodyType !== null)
+    .map((operation) => ({
+      method: operation.method,
+      path: operation.path.replace(/\{[^}]+\}/g, UNKNOWN_ID),
+      contentType: operation.bodyType!,
+      operator: operation.operator,
+    }));
   const tenant = await seedTenant();
   const tokens = await createApplication(tenant, {
     type: "private",
