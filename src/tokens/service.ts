@@ -153,20 +153,8 @@ export async function updateToken(env: Bindings, principal: Principal, id: strin
  * may update tokens (as creation deduplicates only within the caller's reach).
  */
 async function findDuplicateOf(db: Database, principal: Principal, updated: TokenRow, now: number): Promise<TokenRow | undefined> {
-  const candidates = await db
-    .select()
-    .from(tokens)
-    .where(
-      and(
-        eq(tokens.tenantId, principal.tenantId),
-        eq(tokens.fingerprint, updated.fingerprint),
-        eq(tokens.type, updated.type),
-        ne(tokens.id, updated.id),
-        tokenIsLive(now),
-      ),
-    )
-    .orderBy(asc(tokens.createdAt), asc(tokens.id));
-  return candidates.find((row) => accessTo(principal, "token:update", containersOf(row)) !== null);
+  const found = await existingDuplicates(db, principal, "token:update", [updated.fingerprint], now, updated.id);
+  return found.get(identityOf(updated));
 }
 
 /**
@@ -341,7 +329,7 @@ async function answerLostRaces(db: Database, principal: Principal, outcomes: Out
   const attempted = outcomes.flatMap((outcome) => (outcome.inserted ? [outcome.inserted] : []));
   const written = await storage.writtenTokenIds(db.$client, attempted);
   const lost = outcomes.filter((outcome) => outcome.inserted && !written.has(outcome.inserted.row.id));
-  const winners = await existingDuplicates(db, principal, lost.map(({ row }) => row.fingerprint), now);
+  const winners = await existingDuplicates(db, principal, "token:create", lost.map(({ row }) => row.fingerprint), now);
   const lostRows = new Set(lost.map(({ row }) => row));
   // Requests of the same call that deduplicated onto a lost token follow it to the winner.
   for (const outcome of outcomes.filter(({ row }) => lostRows.has(row))) {
@@ -446,7 +434,7 @@ async function deduplicate(
 ): Promise<Outcome[]> {
   const wanted = sealed.filter((_, i) => requests[i]!.input.deduplicate_token).map((token) => token.row.fingerprint);
   const seen = new Map<string, Outcome>(
-    [...(await existingDuplicates(db, principal, wanted, now))].map(([identity, row]) => [identity, { row }]),
+    [...(await existingDuplicates(db, principal, "token:create", wanted, now))].map(([identity, row]) => [identity, { row }]),
   );
   return sealed.map((token, i) => {
     const match = seen.get(identityOf(token.row));
@@ -462,17 +450,34 @@ function identityOf(row: Pick<TokenRow, "type" | "fingerprint">): string {
   return `${row.type}\u0000${row.fingerprint}`;
 }
 
-/** The oldest live token per type and fingerprint in a container the principal may create in. */
-async function existingDuplicates(db: Database, principal: Principal, fingerprints: string[], now: number): Promise<Map<string, TokenRow>> {
+/**
+ * The oldest live token per type and fingerprint in a container where the principal holds the
+ * permission (token:create for creates, token:update for updates), other than `excludedId`.
+ */
+async function existingDuplicates(
+  db: Database,
+  principal: Principal,
+  permission: TokenPermission,
+  fingerprints: string[],
+  now: number,
+  excludedId?: string,
+): Promise<Map<string, TokenRow>> {
   if (fingerprints.length === 0) return new Map();
   const rows = await db
     .select()
     .from(tokens)
-    .where(and(eq(tokens.tenantId, principal.tenantId), inJsonArray(tokens.fingerprint, [...new Set(fingerprints)]), tokenIsLive(now)))
+    .where(
+      and(
+        eq(tokens.tenantId, principal.tenantId),
+        inJsonArray(tokens.fingerprint, [...new Set(fingerprints)]),
+        excludedId === undefined ? undefined : ne(tokens.id, excludedId),
+        tokenIsLive(now),
+      ),
+    )
     .orderBy(asc(tokens.createdAt), asc(tokens.id));
   const oldest = new Map<string, TokenRow>();
   for (const row of rows) {
-    if (!oldest.has(identityOf(row)) && accessTo(principal, "token:create", containersOf(row)) !== null) oldest.set(identityOf(row), row);
+    if (!oldest.has(identityOf(row)) && accessTo(principal, permission, containersOf(row)) !== null) oldest.set(identityOf(row), row);
   }
   return oldest;
 }
