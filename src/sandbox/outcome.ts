@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { utf8 } from "../crypto/encoding";
+import { jsonDepthOf, MAX_JSON_DEPTH } from "../http/body";
 import { CustomResponseError, ScriptFailedError, TENANT_ERRORS, TenantError } from "./errors";
 import type { ScriptKind } from "./index";
 
@@ -97,7 +99,12 @@ function customResponse(kind: ScriptKind, outcome: { status: unknown; headers: u
   return new CustomResponseError(status.data, headers.data, parseReported(kind, outcome.json));
 }
 
+/** Also what the wrapper reports when the result overflows its stack while it is serialised. */
+export const TOO_DEEP_RESULT = `must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels in its result`;
+
+/** The reported JSON, nested no deeper than any body the vault reads: everything after walks it. */
 function parseReported(kind: ScriptKind, json: string): unknown {
+  if (jsonDepthOf(utf8.encode(json)) > MAX_JSON_DEPTH) throw invalid(kind, TOO_DEEP_RESULT);
   try {
     return JSON.parse(json);
   } catch {

@@ -11,12 +11,13 @@ import {
   type ModuleFormat,
 } from "./tenant-code";
 import { EGRESS_FAILURE_HEADER } from "../egress/entrypoint";
+import { TOO_DEEP_RESULT } from "./outcome";
 
 /**
  * The worker script that hosts tenant code, as modules. Bump the version whenever these sources
  * change: it is part of every isolate id and published script, so old isolates are not reused.
  */
-export const WRAPPER_VERSION = "5";
+export const WRAPPER_VERSION = "6";
 export const SANDBOX_COMPATIBILITY_DATE = "2025-11-10";
 export const SANDBOX_COMPATIBILITY_FLAGS = ["nodejs_compat"];
 export const MAIN_MODULE = "sandbox.js";
@@ -72,6 +73,7 @@ export const intrinsics = Object.freeze({
   apply: Reflect.apply,
   construct: Reflect.construct,
   TypeError,
+  RangeError,
   Error,
 });
 
@@ -293,6 +295,10 @@ function toJson(value) {
     if (error instanceof InvalidResultError) throw error;
     if (error instanceof intrinsics.TypeError && /circular/i.test(error.message)) {
       throw new InvalidResultError("returned a cyclic object, which cannot be sent as JSON");
+    }
+    // Serialising recurses: a value nested thousands of levels deep overflows the stack first.
+    if (error instanceof intrinsics.RangeError && /call stack/i.test(error.message)) {
+      throw new InvalidResultError(${JSON.stringify(TOO_DEEP_RESULT)});
     }
     throw error;
   }
