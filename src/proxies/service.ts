@@ -21,6 +21,7 @@ import {
   type ProxyResponse,
 } from "./schema";
 import { selectPage } from "../db/pages";
+import { applyMergePatch } from "../http/json";
 
 const PROXY_KEY_PREFIX = "proxy";
 
@@ -220,13 +221,7 @@ function mergeConfiguration(
 ): ProxyConfiguration | null {
   if (patch === undefined) return current;
   if (patch === null) return null;
-  // A Map and fromEntries keep an entry named __proto__ as data, not as a prototype.
-  const merged = new Map(Object.entries(current ?? {}));
-  for (const [name, value] of Object.entries(patch)) {
-    if (value === null) merged.delete(name);
-    else merged.set(name, value);
-  }
-  return Object.fromEntries(merged);
+  return applyMergePatch(current ?? {}, patch) as ProxyConfiguration;
 }
 
 /** The key stops working with the delete (in other isolates within CREDENTIAL_CACHE_TTL_MS). */

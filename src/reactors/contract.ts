@@ -1,5 +1,6 @@
 import { ValidationError, type FieldErrors } from "../http/problem";
 import type { ConfigurationElement, RequestParameter, ValueType } from "./schema";
+import { isPlainObject } from "../http/json";
 
 export type ConfigurationValue = string | number | boolean;
 export type Configuration = Record<string, ConfigurationValue>;
@@ -116,8 +117,4 @@ export function describeFieldErrors(errors: FieldErrors): string {
   return Object.entries(errors)
     .map(([path, messages]) => `${path} ${messages.join("; ")}`)
     .join(", ");
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

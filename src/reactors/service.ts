@@ -20,6 +20,7 @@ import { ensureOfficialFormulas } from "./official/seed";
 import type { ReactorInput, ReactorPatch, ReactorReplacement, ReactorResponse, ReactResult } from "./schema";
 import { scriptOwnerOf } from "./script-owner";
 import { selectPage } from "../db/pages";
+import { applyMergePatch } from "../http/json";
 
 type ReactorRow = typeof reactors.$inferSelect;
 
@@ -203,11 +204,7 @@ export async function replaceReactor(env: Bindings, principal: Principal, id: st
 export async function patchReactor(env: Bindings, principal: Principal, id: string, patch: ReactorPatch) {
   const existing = await findReactor(env, principal.tenantId, id);
   const stored = await decryptConfiguration(await tenantKeysOf(env, principal.tenantId), existing);
-  const configuration: Configuration = { ...stored };
-  for (const [name, value] of Object.entries(patch.configuration ?? {})) {
-    if (value === null) delete configuration[name];
-    else configuration[name] = value;
-  }
+  const configuration = applyMergePatch(stored, patch.configuration ?? {}) as Configuration;
   return saveReactor(env, principal, existing, {
     name: patch.name ?? existing.name,
     formula: patch.formula ?? { id: existing.formulaId },

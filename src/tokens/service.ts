@@ -8,6 +8,7 @@ import { tokens } from "../db/schema";
 import { configOf, type Bindings } from "../env";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
 import { auditFieldsOf, isoTime, pageOf, type Page } from "../http/schemas";
+import { applyMergePatch } from "../http/json";
 import { fieldPath, validationErrorOf } from "../http/validation";
 import { evaluateExpression, ExpressionError, type ExpressionScope } from "./expressions";
 import {
@@ -645,21 +646,6 @@ function inJsonArray(column: AnyColumn, values: string[]): SQL {
   return sql`${column} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`;
 }
 
-/** RFC 7396: objects merge member by member, null removes a member, anything else replaces. */
-function applyMergePatch(target: unknown, patch: unknown): unknown {
-  if (!isPlainObject(patch)) return patch;
-  // A Map and Object.fromEntries keep a member named __proto__ as data, not as a prototype.
-  const merged = new Map(Object.entries(isPlainObject(target) ? target : {}));
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) merged.delete(key);
-    else merged.set(key, applyMergePatch(merged.get(key), value));
-  }
-  return Object.fromEntries(merged);
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 function invalid(summary: string, errors: FieldErrors): ValidationError {
   const details = Object.entries(errors)
