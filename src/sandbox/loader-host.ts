@@ -5,7 +5,7 @@ import type { Bindings, Config } from "../env";
 import { ConfigurationError } from "../http/problem";
 import type { ScriptOwner } from "./index";
 import {
-  buildScriptModules,
+  loaderScriptModules,
   MAIN_MODULE,
   SANDBOX_COMPATIBILITY_DATE,
   SANDBOX_COMPATIBILITY_FLAGS,
@@ -59,7 +59,7 @@ export async function loaderEntrypoint(
     compatibilityDate: SANDBOX_COMPATIBILITY_DATE,
     compatibilityFlags: SANDBOX_COMPATIBILITY_FLAGS,
     mainModule: MAIN_MODULE,
-    modules: loaderModules(buildScriptModules(code, { cpuMs: config.SANDBOX_CPU_MS })),
+    modules: loaderModules(loaderScriptModules(code, { cpuMs: config.SANDBOX_CPU_MS })),
     // Nothing ambient: only the bridge, scoped to the application, and the network only via egress.
     // (The runtime of wrangler 4.86 cannot pass a service stub as a call argument, but can in env.)
     env: bridge ? { BRIDGE: bridge.capability } : {},

@@ -29,6 +29,7 @@ const OutcomeSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("custom-response"), status: z.unknown(), headers: z.unknown(), json: z.string() }),
   z.object({ kind: z.literal("typed-error"), name: z.string(), errors: z.record(z.string(), z.array(message)) }),
   z.object({ kind: z.literal("threw"), message }),
+  z.object({ kind: z.literal("refused"), message }),
 ]);
 
 const HeadersSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
@@ -63,6 +64,8 @@ export function resultOf(kind: ScriptKind, report: unknown): TransformResult | R
     }
     case "threw":
       throw new ScriptFailedError(kind, `threw ${outcome.message}`);
+    case "refused":
+      throw new ScriptFailedError(kind, `could not run: ${outcome.message}`);
   }
 }
 

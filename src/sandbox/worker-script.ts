@@ -7,6 +7,7 @@ import {
   REQUIRE,
   TICK_GLOBAL,
   checkCode,
+  CodeProblem,
   unknownModuleMessage,
   type ModuleFormat,
 } from "./tenant-code";
@@ -52,6 +53,26 @@ export function buildScriptModules(code: string, limits: ScriptLimits): ScriptMo
     { name: ORIGINAL_ERRORS_MODULE, format: "esm", source: `export * from ${JSON.stringify(`../${ERRORS_MODULE}`)};\n` },
     { name: "tenant.js", format: parsed.format, source: instrumentCode(code, parsed) },
   ];
+}
+
+/**
+ * The modules for a Worker Loader isolate. Code the checks refuse (saved before a rule was added)
+ * gets one module that reports the refusal as its outcome: an exception thrown while the runtime
+ * builds an isolate is logged by the runtime as uncaught, even though the run fails cleanly.
+ */
+export function loaderScriptModules(code: string, limits: ScriptLimits): ScriptModule[] {
+  try {
+    return buildScriptModules(code, limits);
+  } catch (error) {
+    if (!(error instanceof CodeProblem)) throw error;
+    const outcome = { kind: "refused", message: `line ${error.line}, column ${error.column}: ${error.message}` };
+    const source = `import { WorkerEntrypoint } from "cloudflare:workers";
+export default class Refused extends WorkerEntrypoint {
+  run() { return ${JSON.stringify(outcome)}; }
+}
+`;
+    return [{ name: MAIN_MODULE, format: "esm", source }];
+  }
 }
 
 /**
