@@ -1,9 +1,12 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
+import { API_BODY_LIMIT_BYTES } from "../app";
 import type { Principal } from "../auth/access";
 import { principalForApplication } from "../auth/service";
+import { utf8 } from "../crypto/encoding";
 import { databaseOf } from "../db/client";
 import type { Bindings } from "../env";
-import { internalProblem, ProblemError, UnauthenticatedError, ValidationError, type Problem } from "../http/problem";
+import { checkBodyText } from "../http/body";
+import { internalProblem, PayloadTooLargeError, ProblemError, UnauthenticatedError, ValidationError, type Problem } from "../http/problem";
 import { validationErrorOf } from "../http/validation";
 import { searchTokens } from "../search/service";
 import type { SearchRequest } from "../search/schema";
@@ -22,53 +25,77 @@ export type BridgeReply = { ok: true; value: unknown } | { ok: false; problem: P
 
 
 /**
- * The vault as tenant code sees it through `bt`: the token services, acting as the application in
- * the props. Every argument comes from tenant code and is validated here as an API request would be.
+ * The vault as tenant code sees it through `bt`, acting as the application in the props. Every
+ * argument arrives as JSON text (the wrapper serialises it in the tenant's isolate) and is held to
+ * the limits of a request body before it is parsed, then validated as an API request would be.
  */
 export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
   tokenize(payload: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, (principal) => tokenize(this.env, principal, payload));
+    return reply(this.env, this.ctx.props, [payload], (principal, [value]) => tokenize(this.env, principal, value));
   }
 
   createToken(input: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, (principal) => createToken(this.env, principal, parseCreateToken(input)));
+    return reply(this.env, this.ctx.props, [input], (principal, [value]) => createToken(this.env, principal, parseCreateToken(value)));
   }
 
   getToken(id: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, (principal) => getToken(this.env, principal, tokenId(id)));
+    return reply(this.env, this.ctx.props, [id], (principal, [value]) => getToken(this.env, principal, tokenId(value)));
   }
 
   updateToken(id: unknown, patch: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, (principal) => {
-      const parsed = UpdateTokenBody.safeParse(patch);
+    return reply(this.env, this.ctx.props, [id, patch], (principal, [idValue, patchValue]) => {
+      const parsed = UpdateTokenBody.safeParse(patchValue);
       if (!parsed.success) throw validationErrorOf(parsed.error);
-      return updateToken(this.env, principal, tokenId(id), parsed.data);
+      return updateToken(this.env, principal, tokenId(idValue), parsed.data);
     });
   }
 
   deleteToken(id: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, async (principal) => {
-      await deleteToken(this.env, principal, tokenId(id));
+    return reply(this.env, this.ctx.props, [id], async (principal, [value]) => {
+      await deleteToken(this.env, principal, tokenId(value));
       return null;
     });
   }
 
   searchTokens(request: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, (principal) => searchTokens(this.env, principal, request as SearchRequest));
+    return reply(this.env, this.ctx.props, [request], (principal, [value]) => searchTokens(this.env, principal, value as SearchRequest));
   }
 }
 
 /** Resolves the principal afresh on each call, so a changed or deleted application takes effect at once. */
-async function reply(env: Bindings, props: BridgeProps, action: (principal: Principal) => Promise<unknown>): Promise<BridgeReply> {
+async function reply(
+  env: Bindings,
+  props: BridgeProps,
+  argumentTexts: unknown[],
+  action: (principal: Principal, values: unknown[]) => Promise<unknown>,
+): Promise<BridgeReply> {
   try {
+    const values = argumentTexts.map(argumentValue);
     const principal = await principalForApplication(databaseOf(env), props.tenantId, props.applicationId);
     if (!principal) throw new UnauthenticatedError("The application this script acts as no longer exists");
-    return { ok: true, value: await action(principal) };
+    return { ok: true, value: await action(principal, values) };
   } catch (error) {
     if (error instanceof ProblemError) return { ok: false, problem: error.toProblem() };
     const traceId = crypto.randomUUID();
     console.error(`[${traceId}] bridge call failed`, error);
     return { ok: false, problem: internalProblem(traceId) };
+  }
+}
+
+/**
+ * An argument as JSON text, at most as large and as deep as an API request body. As text, a value
+ * that shares one object many times (small in the sandbox, huge once written out) costs the
+ * tenant's isolate to serialise, not the vault.
+ */
+function argumentValue(text: unknown): unknown {
+  if (typeof text !== "string") throw ValidationError.field("body", "must be sent as JSON text");
+  const bytes = utf8.encode(text);
+  if (bytes.byteLength > API_BODY_LIMIT_BYTES) throw new PayloadTooLargeError(API_BODY_LIMIT_BYTES);
+  checkBodyText(bytes, "application/json");
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw ValidationError.field("body", "must be JSON");
   }
 }
 

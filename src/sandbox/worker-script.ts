@@ -18,7 +18,7 @@ import { TOO_DEEP_RESULT } from "./outcome";
  * The worker script that hosts tenant code, as modules. Bump the version whenever these sources
  * change: it is part of every isolate id and published script, so old isolates are not reused.
  */
-export const WRAPPER_VERSION = "6";
+export const WRAPPER_VERSION = "7";
 export const SANDBOX_COMPATIBILITY_DATE = "2025-11-10";
 export const SANDBOX_COMPATIBILITY_FLAGS = ["nodejs_compat"];
 export const MAIN_MODULE = "sandbox.js";
@@ -282,9 +282,14 @@ function handlerOf(value) {
   return null;
 }
 
+// Arguments cross as JSON text, like a request body: the vault bounds it before it parses it.
+function argumentText(value) {
+  return stringify(value === undefined ? null : value);
+}
+
 function clientFor(bridge) {
   const call = async (method, args) => {
-    const reply = await bridge[method](...args);
+    const reply = await bridge[method](...args.map(argumentText));
     if (reply.ok) return reply.value;
     throw new errors.ApiError(reply.problem);
   };

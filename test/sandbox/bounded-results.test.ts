@@ -1,8 +1,13 @@
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { principalForApplication } from "../../src/auth/service";
+import { databaseOf } from "../../src/db/client";
 import { expectProblem, seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
 import { createProxy, expectProxyError, invoke } from "../support/proxies";
 import { react, reactorRunning } from "../support/reactors";
+import { run, scriptOwner } from "../support/sandbox";
+import { seedTokenTenant } from "../support/tokens";
 
 /*
  * What tenant code hands back is walked by the vault (checked, tokenized, serialised, sent), so it
@@ -18,6 +23,17 @@ const nested = (depth: number, leaf = "1") => `(() => { let value = ${leaf}; for
 async function reactorAnswer(code: string) {
   const { caller, reactor } = await reactorRunning(code);
   return expectLoggedError(new RegExp(LIMIT), () => react(caller.key, reactor.id, {}));
+}
+
+/** What a `bt` call answers to tenant code acting as a tenant's application: its value or the ApiError. */
+async function bridgeAnswer(call: string) {
+  const tenant = await seedTokenTenant();
+  const application = await principalForApplication(databaseOf(env), tenant.tenantId, tenant.applicationId);
+  const code = `module.exports = async (req) => {
+    try { const value = await ${call}; return { raw: { created: typeof value.id } }; }
+    catch (error) { return { raw: { name: error.name, status: error.status, message: error.message } }; }
+  };`;
+  return run(code, { owner: scriptOwner("reactor", tenant.tenantId), application });
 }
 
 describe("bounded sandbox results", () => {
@@ -56,5 +72,24 @@ describe("bounded sandbox results", () => {
     });
     const reply = await expectLoggedError(new RegExp(LIMIT), () => invoke("POST", "", { proxyKey: proxy.key, body: {} }));
     expect(expectProxyError(reply, 500).detail).toBe(`The request transform ${LIMIT}`);
+  });
+});
+
+describe("bounded bt arguments: they reach the vault as JSON text held to the limits of a request body", () => {
+  it("a token's data 33 levels deep is a 400 naming the limit, as on POST /tokens", async () => {
+    expect(await bridgeAnswer(`req.bt.tokens.create({ type: "token", data: ${nested(32)} })`)).toEqual({
+      raw: { name: "ApiError", status: 400, message: "body: must not nest arrays and objects deeper than 32 levels (400)" },
+    });
+  });
+
+  it("a value that shares one array until its JSON exceeds 1 MiB is a 413, and the vault never writes it out", async () => {
+    const shared = `(() => { let value = "xxxxxxxx"; for (let i = 0; i < 18; i++) value = [value, value]; return value; })()`;
+    expect(await bridgeAnswer(`req.bt.tokens.create({ type: "token", data: ${shared} })`)).toEqual({
+      raw: { name: "ApiError", status: 413, message: "The request body exceeds the limit of 1048576 bytes (413)" },
+    });
+  });
+
+  it("a token's data 32 levels deep is created", async () => {
+    expect(await bridgeAnswer(`req.bt.tokens.create({ type: "token", data: ${nested(31)} })`)).toEqual({ raw: { created: "string" } });
   });
 });
