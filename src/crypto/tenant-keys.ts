@@ -82,8 +82,13 @@ export class TenantKeys {
     return this.sign(this.searchIndexKey, value.toLowerCase());
   }
 
-  fingerprint(value: string): Promise<string> {
-    return this.sign(this.fingerprintKey, value);
+  /**
+   * Keyed HMAC of the token type and the evaluated fingerprint expression: the same content gives
+   * one fingerprint within a type and different ones across types (an SSN and an EIN with the same
+   * digits). NUL cannot occur in a type name, so the pair is unambiguous.
+   */
+  fingerprint(type: string, source: string): Promise<string> {
+    return this.sign(this.fingerprintKey, `${type}\u0000${source}`);
   }
 
   private async sign(key: CryptoKey, value: string): Promise<string> {

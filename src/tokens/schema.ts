@@ -39,14 +39,14 @@ const Expression = z
 /** A mask template's JSON text at most this long: it is stored with every token. */
 export const MASK_MAX_LENGTH = 10_000;
 
-const MASK_PROBLEM = "must be an expression, or an object whose string values are expressions";
+const MASK_PROBLEM = "must be an expression, or an object or array whose string values are expressions";
 
 /**
- * An expression, or a JSON object whose string leaves are expressions (arrays, numbers, booleans
+ * An expression, or a JSON object or array whose string leaves are expressions (numbers, booleans
  * and null are kept as they are). The body gate bounds its depth.
  */
 const Mask = z
-  .union([Expression, z.record(z.string(), z.unknown())], { error: MASK_PROBLEM })
+  .union([Expression, z.record(z.string(), z.unknown()), z.array(z.unknown())], { error: MASK_PROBLEM })
   .superRefine((mask, ctx) => {
     if (typeof mask === "string") return;
     if (JSON.stringify(mask).length > MASK_MAX_LENGTH) {
@@ -63,7 +63,7 @@ const Mask = z
   })
   .openapi({
     description:
-      "A Liquid expression over `data`, or a JSON object whose string leaves are expressions (the masked data keeps its shape and a leaf's JSON type)",
+      "A Liquid expression over `data`, or a JSON object or array whose string leaves are expressions (the masked data keeps its shape and a leaf's JSON type)",
   });
 
 const Metadata = z
@@ -205,7 +205,7 @@ export const TokenSchema = z
     metadata: z.record(z.string(), z.string()),
     search_indexes: z.array(z.string()),
     fingerprint_expression: z.string(),
-    mask: z.union([z.string(), z.record(z.string(), z.any())]).nullable(),
+    mask: z.union([z.string(), z.record(z.string(), z.any()), z.array(z.any())]).nullable(),
     expires_at: z.string().nullable(),
     created_by: z.string().nullable(),
     created_at: z.string(),

@@ -538,8 +538,7 @@ async function sealToken(
 ): Promise<SealedToken> {
   const [ciphertext, fingerprint, blindIndexes] = await Promise.all([
     keys.encrypt(JSON.stringify(definition.data), audit.id),
-    // Per type: the same digits as an SSN and as an EIN are different tokens' content.
-    keys.fingerprint(`${definition.type}\u0000${evaluated.fingerprintSource}`),
+    keys.fingerprint(definition.type, evaluated.fingerprintSource),
     Promise.all(evaluated.searchValues.map((value) => keys.blindIndex(value))),
   ]);
   const metadataPairs = Object.entries(definition.metadata).map(([key, value]) => [key.toLowerCase(), value.toLowerCase()] as [string, string]);

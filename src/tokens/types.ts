@@ -17,8 +17,8 @@ export interface Refusal {
   message: string;
 }
 
-/** A mask: one expression, or a JSON object template whose string leaves are expressions. */
-export type Mask = string | Record<string, unknown>;
+/** A mask: one expression, or a JSON template (object or array) whose string leaves are expressions. */
+export type Mask = string | Record<string, unknown> | unknown[];
 
 export interface TokenTypeRules {
   /** Why the data is refused, member by member; empty when it is valid. */
