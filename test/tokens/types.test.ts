@@ -189,6 +189,25 @@ describe("token types", () => {
     expect(read.body.data).toBe("XXXXXXXXXXXX4242");
   });
 
+  it("the default masks give the original docs' examples, separators kept", async () => {
+    const tenant = await seedTokenTenant();
+    const reader = await createApplication(tenant, { type: "private", permissions: ["token:create", "token:read"] });
+    const examples: [string, string, string][] = [
+      ["card_number", "4242424242424242", "XXXXXXXXXXXX4242"],
+      ["card_number", "36227206271667", "XXXXXXXXXX1667"],
+      ["us_bank_account_number", "1234567890", "XXXXXX7890"],
+      ["us_bank_routing_number", "011000015", "XXXXX0015"],
+      ["social_security_number", "123456789", "XXXXX6789"],
+      ["social_security_number", "123-45-6789", "XXX-XX-6789"],
+      ["employer_id_number", "123456789", "XXXXX6789"],
+      ["employer_id_number", "12-3456789", "XX-XXX6789"],
+    ];
+    for (const [type, data, masked] of examples) {
+      const token = await createToken(reader.key, { type, data });
+      expect([type, token.data]).toEqual([type, masked]);
+    }
+  });
+
   it("given containers replace the default, lower-cased and without duplicates", async () => {
     const { key } = await seedTokenTenant();
     const token = await createToken(key, { type: "card_number", data: VISA, containers: ["/Cards/EU/", "/cards/eu/", "/audit/"] });
