@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { holdsPermission } from "../auth/access";
 import type { Permission } from "../auth/permissions";
 import { principalForKey } from "../auth/service";
@@ -6,7 +6,7 @@ import { databaseOf } from "../db/client";
 import { configOf } from "../env";
 import { checkBodyText } from "./body";
 import type { AppEnv } from "./context";
-import { ForbiddenError, UnauthenticatedError, UnsupportedMediaTypeError } from "./problem";
+import { ForbiddenError, UnauthenticatedError, UnsupportedMediaTypeError, ValidationError } from "./problem";
 
 const TRACE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -47,10 +47,19 @@ export function requirePermission(permission: Permission): MiddlewareHandler<App
  */
 export function requireContentType(...accepted: string[]): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const hasBody = Number(c.req.header("content-length") ?? 0) > 0 || c.req.header("transfer-encoding") !== undefined;
     const mediaType = c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase();
-    if ((hasBody || mediaType) && !accepted.includes(mediaType ?? "")) throw new UnsupportedMediaTypeError(accepted);
+    if ((hasBody(c) || mediaType) && !accepted.includes(mediaType ?? "")) throw new UnsupportedMediaTypeError(accepted);
     if (c.req.raw.body !== null) checkBodyText(new Uint8Array(await c.req.arrayBuffer()), mediaType ?? "");
     await next();
   };
+}
+
+/** For routes that accept any JSON (tokenize, detokenize): an absent body would otherwise read as `{}`. */
+export const requireBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (!hasBody(c)) throw ValidationError.field("body", "is required");
+  await next();
+};
+
+function hasBody(c: Context<AppEnv>): boolean {
+  return Number(c.req.header("content-length") ?? 0) > 0 || c.req.header("transfer-encoding") !== undefined;
 }

@@ -1,9 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { requireContentType, requirePermission } from "../http/middleware";
+import { requireBody, requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, problemResponses } from "../http/schemas";
 import { detokenizeJson } from "./detokenize";
-import { requireBody } from "./routes";
 
 const DetokenizePayload = z
   .any()

@@ -1,9 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../http/context";
 import { idempotent } from "../http/idempotency";
-import { requireContentType, requirePermission } from "../http/middleware";
-import { ValidationError } from "../http/problem";
+import { requireBody, requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, mergePatchBody, paginated, problemResponses } from "../http/schemas";
 import {
@@ -21,13 +18,6 @@ import * as tokens from "./service";
 const tags = ["Tokens"];
 const security = [{ ApiKey: [] }];
 const json = requireContentType("application/json");
-
-/** Tokenize and detokenize accept any JSON, so an absent body would otherwise read as `{}` and succeed. */
-export const requireBody: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const hasBody = Number(c.req.header("content-length") ?? 0) > 0 || c.req.header("transfer-encoding") !== undefined;
-  if (!hasBody) throw ValidationError.field("body", "is required");
-  await next();
-};
 
 const create = createRoute({
   method: "post",

@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH } from "../http/body";
 import { ValidationError } from "../http/problem";
 
 /*
@@ -7,7 +8,6 @@ import { ValidationError } from "../http/problem";
  */
 
 export const MAX_TOKENS_PER_TOKENIZE = 100;
-const MAX_DEPTH = 32;
 
 export type JsonPath = (string | number)[];
 
@@ -23,7 +23,7 @@ export interface TokenRequestAt {
 export function findTokenRequests(payload: unknown): TokenRequestAt[] {
   const found: TokenRequestAt[] = [];
   const visit = (value: unknown, path: JsonPath) => {
-    if (path.length > MAX_DEPTH) throw ValidationError.field(jsonPath(path), `nesting deeper than ${MAX_DEPTH} levels is not supported`);
+    if (path.length > MAX_JSON_DEPTH) throw ValidationError.field(jsonPath(path), `nesting deeper than ${MAX_JSON_DEPTH} levels is not supported`);
     if (value === null) return;
     if (Array.isArray(value)) {
       value.forEach((item, index) => visit(item, [...path, index]));
