@@ -113,7 +113,7 @@ class Seeder {
       ciphertext: this.encrypt(JSON.stringify(data), id),
       fingerprint: randomBytes(32).toString("base64url"),
       fingerprint_expression: ssn ? "{{ data | remove: '-' }}" : "{{ data | stringify }}",
-      mask: ssn ? "{{ data | reveal_last: 4 }}" : null,
+      mask: ssn ? JSON.stringify("{{ data | reveal_last: 4 }}") : null, // masks are stored as JSON text
       search_indexes: JSON.stringify(ssn ? SSN_INDEXES : ["{{ data }}"]),
       metadata: JSON.stringify({ customer: customerOf(i) }),
       containers: JSON.stringify([container]),
@@ -334,6 +334,9 @@ async function loadCompiler() {
     bundle: true,
     format: "esm",
     platform: "node",
+    // Packages stay imports, resolved from node_modules: bundling liquidjs's CommonJS build into ESM
+    // breaks on its dynamic require of "stream".
+    packages: "external",
     write: false,
     logLevel: "error",
   });
