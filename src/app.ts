@@ -4,7 +4,6 @@ import { bodyLimit } from "hono/body-limit";
 import { matchedRoutes } from "hono/route";
 import { applicationRoutes } from "./applications/routes";
 import { permissionRoutes } from "./auth/routes";
-import { databaseOf } from "./db/client";
 import type { AppEnv } from "./http/context";
 import { handleError } from "./http/errors";
 import { authenticate, traceAndConfigure } from "./http/middleware";
@@ -27,7 +26,7 @@ const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 const authenticateKnownRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!matchedRoutes(c).some((route) => route.method !== "ALL")) return next();
   const bootstrapKey = c.var.config.BOOTSTRAP_API_KEY;
-  if (bootstrapKey) await ensureBootstrap(databaseOf(c.env), bootstrapKey);
+  if (bootstrapKey) await ensureBootstrap(c.var.request, bootstrapKey);
   // Awaited, not returned: workerd reports a rejection adopted one microtask late as unhandled.
   await authenticate(c, next);
 };

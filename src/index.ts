@@ -1,7 +1,7 @@
 import { buildApp } from "./app";
-import { databaseOf } from "./db/client";
+import { RequestContext } from "./context";
 import type { Bindings } from "./env";
-import { purgeIdempotencyRecords } from "./http/idempotency";
+import { purgeIdempotencyRecords } from "./idempotency/service";
 import { purgeExpiredCvcs } from "./tokens/cvc";
 import { purgeExpiredTokens } from "./tokens/service";
 
@@ -13,8 +13,9 @@ const app = buildApp();
 export default {
   fetch: app.fetch,
   async scheduled(controller, env, ctx) {
-    ctx.waitUntil(purgeIdempotencyRecords(databaseOf(env)));
-    ctx.waitUntil(purgeExpiredTokens(env, controller.scheduledTime));
-    ctx.waitUntil(purgeExpiredCvcs(env, controller.scheduledTime));
+    const context = new RequestContext(env, `cron/${controller.scheduledTime}`);
+    ctx.waitUntil(purgeIdempotencyRecords(context, controller.scheduledTime));
+    ctx.waitUntil(purgeExpiredTokens(context, controller.scheduledTime));
+    ctx.waitUntil(purgeExpiredCvcs(context, controller.scheduledTime));
   },
 } satisfies ExportedHandler<Bindings>;

@@ -1,5 +1,4 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { databaseOf } from "../db/client";
 import { idempotent } from "../http/idempotency";
 import { requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
@@ -7,11 +6,9 @@ import {
   IdParams,
   jsonBody,
   jsonContent,
-  NameFilter,
-  PageQuery,
+  ListQuery,
   paginated,
   problemResponses,
-  repeatable,
   Uuid,
 } from "../http/schemas";
 import {
@@ -48,7 +45,7 @@ const list = createRoute({
   security,
   summary: "List applications",
   middleware: [requirePermission("application:read")] as const,
-  request: { query: PageQuery.extend({ id: repeatable(Uuid), name: NameFilter }) },
+  request: { query: ListQuery },
   responses: { 200: jsonContent(paginated(ApplicationSchema), "A page of applications"), ...problemResponses(400, 401, 403) },
 });
 
@@ -148,39 +145,39 @@ const revokeKey = createRoute({
 
 export const applicationRoutes = createRouter()
   .openapi(create, async (c) =>
-    c.json(await applications.createApplication(databaseOf(c.env), c.var.principal, c.req.valid("json")), 201),
+    c.json(await applications.createApplication(c.var.context, c.var.principal, c.req.valid("json")), 201),
   )
   .openapi(list, async (c) =>
-    c.json(await applications.listApplications(databaseOf(c.env), c.var.principal, c.req.valid("query")), 200),
+    c.json(await applications.listApplications(c.var.context, c.var.principal, c.req.valid("query")), 200),
   )
   // Before /applications/{id}, which would refuse "key" as an id.
   .openapi(getByKey, async (c) =>
-    c.json(await applications.getApplication(databaseOf(c.env), c.var.principal, c.var.principal.applicationId), 200),
+    c.json(await applications.getApplication(c.var.context, c.var.principal, c.var.principal.applicationId), 200),
   )
   .openapi(get, async (c) =>
-    c.json(await applications.getApplication(databaseOf(c.env), c.var.principal, c.req.valid("param").id), 200),
+    c.json(await applications.getApplication(c.var.context, c.var.principal, c.req.valid("param").id), 200),
   )
   .openapi(update, async (c) =>
     c.json(
-      await applications.updateApplication(databaseOf(c.env), c.var.principal, c.req.valid("param").id, c.req.valid("json")),
+      await applications.updateApplication(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")),
       200,
     ),
   )
   .openapi(remove, async (c) => {
-    await applications.deleteApplication(databaseOf(c.env), c.var.principal, c.req.valid("param").id);
+    await applications.deleteApplication(c.var.context, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);
   })
   .openapi(createKey, async (c) =>
-    c.json(await applications.createApplicationKey(databaseOf(c.env), c.var.principal, c.req.valid("param").id), 201),
+    c.json(await applications.createApplicationKey(c.var.context, c.var.principal, c.req.valid("param").id), 201),
   )
   .openapi(regenerateKey, async (c) =>
-    c.json(await applications.regenerateApplicationKey(databaseOf(c.env), c.var.principal, c.req.valid("param").id), 200),
+    c.json(await applications.regenerateApplicationKey(c.var.context, c.var.principal, c.req.valid("param").id), 200),
   )
   .openapi(listKeys, async (c) =>
-    c.json({ data: await applications.listApplicationKeys(databaseOf(c.env), c.var.principal, c.req.valid("param").id) }, 200),
+    c.json({ data: await applications.listApplicationKeys(c.var.context, c.var.principal, c.req.valid("param").id) }, 200),
   )
   .openapi(revokeKey, async (c) => {
     const { id, key_id } = c.req.valid("param");
-    await applications.revokeApplicationKey(databaseOf(c.env), c.var.principal, id, key_id);
+    await applications.revokeApplicationKey(c.var.context, c.var.principal, id, key_id);
     return c.body(null, 204);
   });

@@ -1,25 +1,16 @@
-import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
 import type { AccessRule, Principal } from "../auth/access";
 import { credentialsChanged } from "../auth/lookup-cache";
 import { mayHold, PERMISSIONS_BY_TYPE, type ApplicationType, type Permission } from "../auth/permissions";
+import type { TenantContext } from "../context";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
-import type { Database } from "../db/client";
-import { apiKeys, applications } from "../db/schema";
 import { ConflictError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
-import { nameMatches } from "../db/filters";
-import { auditFieldsOf, isoTime, pageOf, type Page } from "../http/schemas";
-import type {
-  ApplicationKeyResponse,
-  ApplicationResponse,
-  CreateApplication,
-  UpdateApplication,
-} from "./schema";
-import { selectPage } from "../db/pages";
+import { auditFieldsOf, isoTime, pageOf, type ListFilter, type Page } from "../http/schemas";
+import type { ApplicationKeyResponse, ApplicationResponse, CreateApplication, UpdateApplication } from "./schema";
+import * as storage from "./storage";
+import type { ApplicationRow } from "./storage";
 
 export const API_KEY_PREFIX = "key";
 const MAX_KEYS_PER_APPLICATION = 20;
-
-type ApplicationRow = typeof applications.$inferSelect;
 
 export function toApplicationResponse(row: ApplicationRow): ApplicationResponse {
   return {
@@ -71,22 +62,17 @@ async function newKey(tenantId: string, applicationId: string, now: number) {
 }
 
 /** Creates the application and its first key in one batch: both or neither. */
-export function createApplication(db: Database, principal: Principal, input: CreateApplication) {
-  return insertApplication(db, principal.tenantId, principal.applicationId, input);
+export function createApplication(context: TenantContext, principal: Principal, input: CreateApplication) {
+  return insertApplication(context, principal.applicationId, input);
 }
 
-export async function insertApplication(
-  db: Database,
-  tenantId: string,
-  createdBy: string | null,
-  input: CreateApplication,
-  id: string = crypto.randomUUID(),
-) {
+/** An application of the context's tenant, with its first key; `createdBy` is null for a tenant's own. */
+export async function insertApplication(context: TenantContext, createdBy: string | null, input: CreateApplication) {
   const permissions = checkGrants(input.type, input.permissions, input.rules);
   const now = Date.now();
   const row: ApplicationRow = {
-    id,
-    tenantId,
+    id: crypto.randomUUID(),
+    tenantId: context.tenantId,
     name: input.name,
     type: input.type,
     permissions: JSON.stringify(permissions),
@@ -96,8 +82,8 @@ export async function insertApplication(
     modifiedBy: null,
     modifiedAt: null,
   };
-  const key = await newKey(tenantId, row.id, now);
-  await db.batch([db.insert(applications).values(row), db.insert(apiKeys).values(key.row)]);
+  const key = await newKey(context.tenantId, row.id, now);
+  await storage.insertApplication(context.db, row, key.row);
   return withNewKey(toApplicationResponse(row), key.response);
 }
 
@@ -106,89 +92,63 @@ function withNewKey(application: ApplicationResponse, key: Required<ApplicationK
   return { ...application, key: key.key, keys: [key] };
 }
 
-async function findApplication(db: Database, tenantId: string, id: string): Promise<ApplicationRow> {
-  const [row] = await db
-    .select()
-    .from(applications)
-    .where(and(eq(applications.tenantId, tenantId), eq(applications.id, id)))
-    .limit(1);
+async function findApplication(context: TenantContext, id: string): Promise<ApplicationRow> {
+  const row = await storage.findApplication(context.db, context.tenantId, id);
   if (!row) throw new NotFoundError(`Application ${id}`);
   return row;
 }
 
-export async function getApplication(db: Database, principal: Principal, id: string) {
-  return toApplicationResponse(await findApplication(db, principal.tenantId, id));
+export async function getApplication(context: TenantContext, _principal: Principal, id: string) {
+  return toApplicationResponse(await findApplication(context, id));
 }
 
 /** The applications of the tenant among `ids`, by id (for responses that embed an application). */
-export async function applicationsById(db: Database, tenantId: string, ids: string[]): Promise<Map<string, ApplicationResponse>> {
+export async function applicationsById(context: TenantContext, ids: string[]): Promise<Map<string, ApplicationResponse>> {
   if (ids.length === 0) return new Map();
-  const rows = await db
-    .select()
-    .from(applications)
-    .where(and(eq(applications.tenantId, tenantId), inArray(applications.id, [...new Set(ids)])));
+  const rows = await storage.applicationsAmong(context.db, context.tenantId, [...new Set(ids)]);
   return new Map(rows.map((row) => [row.id, toApplicationResponse(row)]));
 }
 
-export async function listApplications(
-  db: Database,
-  principal: Principal,
-  filter: { id: string[]; name?: string; page: number; size: number },
-): Promise<Page<ApplicationResponse>> {
-  const conditions: SQL[] = [eq(applications.tenantId, principal.tenantId)];
-  if (filter.id.length > 0) conditions.push(inArray(applications.id, filter.id));
-  if (filter.name) conditions.push(nameMatches(applications.name, filter.name));
-  const where = and(...conditions);
-  const { rows, total } = await selectPage(db, applications, where, [desc(applications.createdAt), desc(applications.id)], filter);
+export async function listApplications(context: TenantContext, _principal: Principal, filter: ListFilter): Promise<Page<ApplicationResponse>> {
+  const { rows, total } = await storage.applicationsPage(context.db, context.tenantId, filter);
   return pageOf(rows.map(toApplicationResponse), total, filter.page, filter.size);
 }
 
-export async function updateApplication(db: Database, principal: Principal, id: string, input: UpdateApplication) {
-  const existing = await findApplication(db, principal.tenantId, id);
+export async function updateApplication(context: TenantContext, principal: Principal, id: string, input: UpdateApplication) {
+  const existing = await findApplication(context, id);
   if (input.type !== undefined && input.type !== existing.type) {
     throw ValidationError.field("type", "cannot be changed; create a new application instead");
   }
   const permissions = checkGrants(existing.type, input.permissions, input.rules);
-  const [row] = await db
-    .update(applications)
-    .set({
-      name: input.name,
-      permissions: JSON.stringify(permissions),
-      rules: JSON.stringify(input.rules),
-      modifiedBy: principal.applicationId,
-      modifiedAt: Date.now(),
-    })
-    .where(and(eq(applications.tenantId, principal.tenantId), eq(applications.id, id)))
-    .returning();
+  const row = await storage.updateApplication(context.db, context.tenantId, id, {
+    name: input.name,
+    permissions: JSON.stringify(permissions),
+    rules: JSON.stringify(input.rules),
+    modifiedBy: principal.applicationId,
+    modifiedAt: Date.now(),
+  });
   if (!row) throw new NotFoundError(`Application ${id}`);
   credentialsChanged();
   return toApplicationResponse(row);
 }
 
 /** Deletes the application and revokes all its keys at once. */
-export async function deleteApplication(db: Database, principal: Principal, id: string): Promise<void> {
+export async function deleteApplication(context: TenantContext, principal: Principal, id: string): Promise<void> {
   if (id === principal.applicationId) {
     throw new ConflictError("An application cannot delete itself; use another management application");
   }
-  await findApplication(db, principal.tenantId, id);
-  await db.batch([
-    db.delete(apiKeys).where(and(eq(apiKeys.tenantId, principal.tenantId), eq(apiKeys.applicationId, id))),
-    db.delete(applications).where(and(eq(applications.tenantId, principal.tenantId), eq(applications.id, id))),
-  ]);
+  await findApplication(context, id);
+  await storage.deleteApplication(context.db, context.tenantId, id);
   credentialsChanged();
 }
 
-export async function createApplicationKey(db: Database, principal: Principal, id: string) {
-  await findApplication(db, principal.tenantId, id);
-  const [existing] = await db
-    .select({ total: count() })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.tenantId, principal.tenantId), eq(apiKeys.applicationId, id)));
-  if ((existing?.total ?? 0) >= MAX_KEYS_PER_APPLICATION) {
+export async function createApplicationKey(context: TenantContext, _principal: Principal, id: string) {
+  await findApplication(context, id);
+  if ((await storage.keyCount(context.db, context.tenantId, id)) >= MAX_KEYS_PER_APPLICATION) {
     throw new ConflictError(`An application holds at most ${MAX_KEYS_PER_APPLICATION} keys; revoke one first`);
   }
-  const key = await newKey(principal.tenantId, id, Date.now());
-  await db.insert(apiKeys).values(key.row);
+  const key = await newKey(context.tenantId, id, Date.now());
+  await storage.insertKey(context.db, key.row);
   return key.response;
 }
 
@@ -196,44 +156,27 @@ export async function createApplicationKey(db: Database, principal: Principal, i
  * Replaces every key of the application with one new key, in one batch: the old keys stop working
  * with the next request (README "Credential lookups"), as the original interface documents.
  */
-export async function regenerateApplicationKey(db: Database, principal: Principal, id: string) {
-  await findApplication(db, principal.tenantId, id);
-  const now = Date.now();
-  const key = await newKey(principal.tenantId, id, now);
-  const [, [row]] = await db.batch([
-    db.delete(apiKeys).where(and(eq(apiKeys.tenantId, principal.tenantId), eq(apiKeys.applicationId, id))),
-    db
-      .update(applications)
-      .set({ modifiedBy: principal.applicationId, modifiedAt: now })
-      .where(and(eq(applications.tenantId, principal.tenantId), eq(applications.id, id)))
-      .returning(),
-    db.insert(apiKeys).values(key.row),
-  ]);
+export async function regenerateApplicationKey(context: TenantContext, principal: Principal, id: string) {
+  await findApplication(context, id);
+  const key = await newKey(context.tenantId, id, Date.now());
+  const row = await storage.replaceKeys(context.db, context.tenantId, id, key.row, principal.applicationId);
   credentialsChanged();
   if (!row) {
     // Deleted meanwhile: the new key must not outlive it.
-    await db.delete(apiKeys).where(and(eq(apiKeys.tenantId, principal.tenantId), eq(apiKeys.id, key.row.id)));
+    await storage.deleteKey(context.db, context.tenantId, id, key.row.id);
     throw new NotFoundError(`Application ${id}`);
   }
   return withNewKey(toApplicationResponse(row), key.response);
 }
 
-export async function listApplicationKeys(db: Database, principal: Principal, id: string): Promise<ApplicationKeyResponse[]> {
-  await findApplication(db, principal.tenantId, id);
-  const rows = await db
-    .select({ id: apiKeys.id, createdAt: apiKeys.createdAt })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.tenantId, principal.tenantId), eq(apiKeys.applicationId, id)))
-    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+export async function listApplicationKeys(context: TenantContext, _principal: Principal, id: string): Promise<ApplicationKeyResponse[]> {
+  await findApplication(context, id);
+  const rows = await storage.keysOfApplication(context.db, context.tenantId, id);
   return rows.map((row) => ({ id: row.id, created_at: isoTime(row.createdAt)! }));
 }
 
-export async function revokeApplicationKey(db: Database, principal: Principal, id: string, keyId: string): Promise<void> {
-  await findApplication(db, principal.tenantId, id);
-  const deleted = await db
-    .delete(apiKeys)
-    .where(and(eq(apiKeys.tenantId, principal.tenantId), eq(apiKeys.applicationId, id), eq(apiKeys.id, keyId)))
-    .returning({ id: apiKeys.id });
-  if (deleted.length === 0) throw new NotFoundError(`Key ${keyId}`);
+export async function revokeApplicationKey(context: TenantContext, _principal: Principal, id: string, keyId: string): Promise<void> {
+  await findApplication(context, id);
+  if (!(await storage.deleteKey(context.db, context.tenantId, id, keyId))) throw new NotFoundError(`Key ${keyId}`);
   credentialsChanged();
 }

@@ -1,19 +1,11 @@
-import { and, eq } from "drizzle-orm";
 import { SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
 import { LookupCache } from "./lookup-cache";
-import type { Database } from "../db/client";
-import { apiKeys, applications } from "../db/schema";
+import type { RequestContext, TenantContext } from "../context";
+import { ValidationError } from "../http/problem";
+import * as storage from "./storage";
+import type { PrincipalColumns } from "./storage";
 import type { AccessRule, Principal } from "./access";
 import type { Permission } from "./permissions";
-
-/** The columns of an application that `principalOf` reads: select them, or nest them in a join. */
-export const principalColumns = {
-  tenantId: applications.tenantId,
-  applicationId: applications.id,
-  type: applications.type,
-  permissions: applications.permissions,
-  rules: applications.rules,
-};
 
 /**
  * Recent API key lookups, by the key itself (which this isolate holds for the request anyway), so
@@ -26,36 +18,24 @@ const recentPrincipals = new LookupCache<Principal | null>({ entries: 10_000, we
 
 /**
  * The principal an API key stands for, or null for an unknown or revoked key: one indexed lookup,
- * which an isolate reuses for `ttlMs` (0: never; see LookupCache for how staleness is bounded).
+ * which an isolate reuses for CREDENTIAL_CACHE_TTL_MS (0: never; see LookupCache for how staleness
+ * is bounded).
  */
-export async function principalForKey(db: Database, apiKey: string, ttlMs = 0): Promise<Principal | null> {
+export async function principalForKey(context: RequestContext, apiKey: string): Promise<Principal | null> {
   if (apiKey.length > SECRET_MAX_LENGTH) return null;
   return recentPrincipals.lookup(
     apiKey,
-    ttlMs,
-    async () => readPrincipalForKey(db, await sha256Hex(apiKey)),
+    context.config.CREDENTIAL_CACHE_TTL_MS,
+    async () => {
+      const row = await storage.applicationOfKeyHash(context.control, await sha256Hex(apiKey));
+      return row ? principalOf(row) : null;
+    },
     (principal) => principal !== null,
   );
 }
 
-async function readPrincipalForKey(db: Database, hash: string): Promise<Principal | null> {
-  const [row] = await db
-    .select(principalColumns)
-    .from(apiKeys)
-    .innerJoin(applications, and(eq(applications.id, apiKeys.applicationId), eq(applications.tenantId, apiKeys.tenantId)))
-    .where(eq(apiKeys.hash, hash))
-    .limit(1);
-  return row ? principalOf(row) : null;
-}
-
 /** The principal of an application row (used for proxies' and reactors' applications too). */
-export function principalOf(row: {
-  tenantId: string;
-  applicationId: string;
-  type: "private" | "public" | "management";
-  permissions: string;
-  rules: string;
-}): Principal {
+export function principalOf(row: PrincipalColumns): Principal {
   return {
     tenantId: row.tenantId,
     applicationId: row.applicationId,
@@ -66,15 +46,19 @@ export function principalOf(row: {
 }
 
 /** The principal of one of the tenant's applications, by id; null when it does not exist. */
-export async function principalForApplication(
-  db: Database,
-  tenantId: string,
-  applicationId: string,
-): Promise<Principal | null> {
-  const [row] = await db
-    .select(principalColumns)
-    .from(applications)
-    .where(and(eq(applications.tenantId, tenantId), eq(applications.id, applicationId)))
-    .limit(1);
+export async function principalForApplication(context: TenantContext, applicationId: string): Promise<Principal | null> {
+  const row = await storage.applicationOfTenant(context.db, context.tenantId, applicationId);
   return row ? principalOf(row) : null;
+}
+
+/**
+ * The application a proxy or reactor acts as (for `bt`, detokenization and tokenize): it must be
+ * a public or private application of the tenant; a 400 at `application.id` otherwise.
+ */
+export async function requireActingApplication(context: TenantContext, applicationId: string): Promise<Principal> {
+  const principal = await principalForApplication(context, applicationId);
+  if (!principal || principal.applicationType === "management") {
+    throw ValidationError.field("application.id", "must be a public or private application of this tenant");
+  }
+  return principal;
 }

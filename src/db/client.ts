@@ -7,10 +7,11 @@ export type Database = DrizzleD1Database<typeof schema> & { $client: D1Database 
 const clients = new WeakMap<D1Database, Database>();
 
 /**
- * The one seam through which services reach storage. Today every tenant lives in the `DB` binding;
- * spreading tenants over several D1 databases means choosing the binding here, nowhere else.
+ * The one seam through which storage is reached, called only by the request context
+ * (src/context.ts). Today every tenant lives in the `DB` binding; spreading tenants over several D1
+ * databases means choosing the binding for `tenantId` here, nowhere else.
  */
-export function databaseOf(env: Bindings): Database {
+export function databaseOf(env: Bindings, _tenantId?: string): Database {
   let client = clients.get(env.DB);
   if (!client) {
     client = drizzle(env.DB, { schema });

@@ -1,7 +1,16 @@
 import type { Principal } from "../auth/access";
+import type { RequestContext, TenantContext } from "../context";
 import type { Bindings, Config } from "../env";
 
 export type AppEnv = {
   Bindings: Bindings;
-  Variables: { config: Config; principal: Principal; traceId: string };
+  Variables: {
+    config: Config;
+    traceId: string;
+    /** Set for every request by traceAndConfigure. */
+    request: RequestContext;
+    /** Set by authenticate: the request acting for the caller's tenant. */
+    context: TenantContext;
+    principal: Principal;
+  };
 };

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { holdsPermission } from "../auth/access";
 import type { Permission } from "../auth/permissions";
 import { principalForKey } from "../auth/service";
-import { databaseOf } from "../db/client";
+import { RequestContext } from "../context";
 import { configOf } from "../env";
 import { checkBodyText } from "./body";
 import type { AppEnv } from "./context";
@@ -10,24 +10,29 @@ import { ForbiddenError, UnauthenticatedError, UnsupportedMediaTypeError, Valida
 
 const TRACE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Parses configuration (a clear 500 when it is broken) and tags the request with a trace id. */
+/**
+ * Tags the request with a trace id and builds its context, which parses the configuration (a clear
+ * 500 when it is broken).
+ */
 export const traceAndConfigure: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = configOf(c.env);
-  c.set("config", config);
   const given = c.req.header(config.headers.traceId);
   const traceId = given && TRACE_ID.test(given) ? given : crypto.randomUUID();
+  c.set("request", new RequestContext(c.env, traceId));
+  c.set("config", config);
   c.set("traceId", traceId);
   await next();
   c.res.headers.set(config.headers.traceId, traceId);
 };
 
-/** Resolves `{P}-API-KEY` to the principal: 401 when missing, unknown or revoked. */
+/** Resolves `{P}-API-KEY` to the principal (401 when missing, unknown or revoked) and its tenant's context. */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const apiKey = c.req.header(c.var.config.headers.apiKey);
   if (!apiKey) throw new UnauthenticatedError(`The ${c.var.config.HEADER_PREFIX}-API-KEY header is required`);
-  const principal = await principalForKey(databaseOf(c.env), apiKey, c.var.config.CREDENTIAL_CACHE_TTL_MS);
+  const principal = await principalForKey(c.var.request, apiKey);
   if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
   c.set("principal", principal);
+  c.set("context", c.var.request.forTenant(principal.tenantId));
   await next();
 };
 

@@ -44,6 +44,18 @@ export class ValidationError extends ProblemError {
   static field(path: string, message: string): ValidationError {
     return new ValidationError(`${path}: ${message}`, { [path]: [message] });
   }
+
+  /** `summary: path: message, path: message`, with the errors. */
+  static summarised(summary: string, errors: FieldErrors): ValidationError {
+    return new ValidationError(`${summary}: ${describeFieldErrors(errors)}`, errors);
+  }
+}
+
+/** `configuration.limit: must be a number, configuration.live: is required`: field errors as one sentence. */
+export function describeFieldErrors(errors: FieldErrors): string {
+  return Object.entries(errors)
+    .map(([path, messages]) => `${path}: ${messages.join("; ")}`)
+    .join(", ");
 }
 
 export class UnauthenticatedError extends ProblemError {

@@ -42,10 +42,11 @@ export const PaginationSchema = z
 
 export const paginated = <T extends z.ZodType>(item: T) => z.object({ pagination: PaginationSchema, data: z.array(item) });
 
-export interface Page<T> {
-  pagination: { total_items: number; page_number: number; page_size: number; total_pages: number };
-  data: T[];
-}
+export type Page<T> = { pagination: z.infer<typeof PaginationSchema>; data: T[] };
+
+/** The query of a resource list: a page, optionally of some ids, optionally by name. */
+export const ListQuery = PageQuery.extend({ id: repeatable(Uuid), name: NameFilter });
+export type ListFilter = z.infer<typeof ListQuery>;
 
 export function pageOf<T>(data: T[], totalItems: number, page: number, size: number): Page<T> {
   return {

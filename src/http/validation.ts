@@ -20,9 +20,5 @@ export function fieldErrorsOf(error: z.ZodError, fallback = "body"): FieldErrors
 }
 
 export function validationErrorOf(error: z.ZodError, target = "body"): ValidationError {
-  const errors = fieldErrorsOf(error, target);
-  const summary = Object.entries(errors)
-    .map(([path, messages]) => `${path}: ${messages.join("; ")}`)
-    .join(", ");
-  return new ValidationError(`Invalid ${target}: ${summary}`, errors);
+  return ValidationError.summarised(`Invalid ${target}`, fieldErrorsOf(error, target));
 }

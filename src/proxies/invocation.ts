@@ -1,11 +1,11 @@
 import { holdsPermission, type Principal } from "../auth/access";
 import { principalForKey } from "../auth/service";
-import { databaseOf } from "../db/client";
+import type { RequestContext, TenantContext } from "../context";
 import { EgressRefusedError, egressRefusal, EgressTimeoutError, fetchThroughEgress } from "../egress/policy";
-import { configOf, type Bindings, type Config } from "../env";
+import type { Config } from "../env";
 import { utf8TextOf } from "../http/body";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../http/problem";
-import { CustomResponseError, runScript, ScriptFailedError, type ScriptKind, type TransformResult } from "../sandbox";
+import { CustomResponseError, ScriptFailedError, type ScriptKind, type TransformResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
 import {
   mightHoldReferences,
@@ -25,6 +25,8 @@ export const INVOCATION_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as c
 const NULL_BODY_STATUSES = new Set([204, 205]);
 
 interface Invocation {
+  /** The request acting for the proxy's tenant (the caller's, for an ephemeral proxy). */
+  context: TenantContext;
   /** The pre-configured proxy, or null for an ephemeral one (no transforms, no configuration). */
   proxy: InvocableProxy | null;
   destinationUrl: string;
@@ -42,19 +44,19 @@ interface Invocation {
  * transform, and return the destination's response. Every failure is thrown as a ProblemError,
  * which the route answers as `proxy_error`; a transform's CustomHttpResponseError is the answer.
  */
-export async function invokeProxy(env: Bindings, request: Request): Promise<Response> {
-  const config = configOf(env);
+export async function invokeProxy(context: RequestContext, request: Request): Promise<Response> {
+  const { config } = context;
   if (!(INVOCATION_METHODS as readonly string[]).includes(request.method)) {
     throw new MethodNotAllowedError([...INVOCATION_METHODS]);
   }
-  const invocation = await authorise(env, config, request);
+  const invocation = await authorise(context, request);
   try {
-    const outgoing = await outgoingRequest(env, config, invocation, request);
+    const outgoing = await outgoingRequest(invocation, request);
     const response = await fetchThroughEgress(outgoing, {
       allowInsecure: config.ALLOW_INSECURE_DESTINATIONS,
       timeoutMs: config.PROXY_TIMEOUT_MS,
     });
-    return await answer(env, invocation, response);
+    return await answer(invocation, response);
   } catch (error) {
     if (error instanceof CustomResponseError) return error.toResponse();
     if (error instanceof EgressTimeoutError) throw new DestinationTimeoutError(config.PROXY_TIMEOUT_MS);
@@ -67,13 +69,14 @@ export async function invokeProxy(env: Bindings, request: Request): Promise<Resp
  * on) makes an ephemeral proxy to that URL. A proxy key wins over the header, which is never
  * forwarded either way.
  */
-async function authorise(env: Bindings, config: Config, request: Request): Promise<Invocation> {
+async function authorise(context: RequestContext, request: Request): Promise<Invocation> {
+  const { config } = context;
   const url = new URL(request.url);
   const target = callerTarget(url, config.proxyKeyParam);
   const proxyKey = request.headers.get(config.headers.proxyKey) ?? proxyKeyInQuery(url, config.proxyKeyParam);
-  if (proxyKey) return authoriseProxy(env, config, request, proxyKey, target);
+  if (proxyKey) return authoriseProxy(context, request, proxyKey, target);
   const proxyUrl = config.EPHEMERAL_PROXY ? request.headers.get(config.headers.proxyUrl) : null;
-  if (proxyUrl !== null) return authoriseEphemeral(env, config, request, proxyUrl, target);
+  if (proxyUrl !== null) return authoriseEphemeral(context, request, proxyUrl, target);
   const prefix = config.HEADER_PREFIX;
   const ephemeral = config.EPHEMERAL_PROXY ? `, or ${prefix}-PROXY-URL with ${prefix}-API-KEY for an ephemeral proxy` : "";
   throw new UnauthenticatedError(
@@ -81,19 +84,13 @@ async function authorise(env: Bindings, config: Config, request: Request): Promi
   );
 }
 
-async function authoriseProxy(
-  env: Bindings,
-  config: Config,
-  request: Request,
-  proxyKey: string,
-  target: CallerTarget,
-): Promise<Invocation> {
-  const proxy = await proxyForKey(env, proxyKey);
+async function authoriseProxy(context: RequestContext, request: Request, proxyKey: string, target: CallerTarget): Promise<Invocation> {
+  const proxy = await proxyForKey(context, proxyKey);
   if (!proxy) throw new UnauthenticatedError("The proxy key is unknown");
-  const invocation = { proxy, destinationUrl: proxy.destinationUrl, target };
+  const invocation = { context: context.forTenant(proxy.tenantId), proxy, destinationUrl: proxy.destinationUrl, target };
   if (!proxy.requireAuth) return { ...invocation, detokenizer: proxy.application };
 
-  const caller = await callerOf(env, config, request, "This proxy requires");
+  const caller = await callerOf(context, request, "This proxy requires");
   if (caller.tenantId !== proxy.tenantId) {
     throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
   }
@@ -106,19 +103,14 @@ async function authoriseProxy(
  * caller needs `token:use`, and the destination is judged by the egress policy before any token is
  * read.
  */
-async function authoriseEphemeral(
-  env: Bindings,
-  config: Config,
-  request: Request,
-  proxyUrl: string,
-  target: CallerTarget,
-): Promise<Invocation> {
-  const caller = await callerOf(env, config, request, "An ephemeral proxy call requires");
+async function authoriseEphemeral(context: RequestContext, request: Request, proxyUrl: string, target: CallerTarget): Promise<Invocation> {
+  const { config } = context;
+  const caller = await callerOf(context, request, "An ephemeral proxy call requires");
   if (!holdsPermission(caller, "token:use")) throw ForbiddenError.missing("token:use");
   if (!isAbsoluteUrl(proxyUrl)) throw ValidationError.field(`headers.${config.headers.proxyUrl}`, "must be an absolute URL");
   const refusal = egressRefusal(proxyUrl, { allowInsecure: config.ALLOW_INSECURE_DESTINATIONS });
   if (refusal !== null) throw new EgressRefusedError(refusal);
-  return { proxy: null, destinationUrl: proxyUrl, detokenizer: caller, target };
+  return { context: context.forTenant(caller.tenantId), proxy: null, destinationUrl: proxyUrl, detokenizer: caller, target };
 }
 
 function isAbsoluteUrl(text: string): boolean {
@@ -131,10 +123,11 @@ function isAbsoluteUrl(text: string): boolean {
 }
 
 /** The principal of the caller's `{P}-API-KEY` (401 when it is missing or unknown). */
-async function callerOf(env: Bindings, config: Config, request: Request, requirer: string): Promise<Principal> {
+async function callerOf(context: RequestContext, request: Request, requirer: string): Promise<Principal> {
+  const { config } = context;
   const apiKey = request.headers.get(config.headers.apiKey);
   if (!apiKey) throw new UnauthenticatedError(`${requirer} the ${config.HEADER_PREFIX}-API-KEY header`);
-  const caller = await principalForKey(databaseOf(env), apiKey, config.CREDENTIAL_CACHE_TTL_MS);
+  const caller = await principalForKey(context, apiKey);
   if (!caller) throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
   return caller;
 }
@@ -143,22 +136,23 @@ async function callerOf(env: Bindings, config: Config, request: Request, require
  * The request for the destination: the caller's headers filtered, references in the body and
  * headers replaced, then the request transform for JSON and form bodies.
  */
-async function outgoingRequest(env: Bindings, config: Config, invocation: Invocation, request: Request): Promise<Request> {
+async function outgoingRequest(invocation: Invocation, request: Request): Promise<Request> {
+  const { context } = invocation;
   const mediaType = structuredMediaTypeOf(request.headers.get("content-type"));
   const { proxy } = invocation;
   const transformCode = mediaType && proxy ? proxy.requestTransformCode : null;
   const body = await readRequestBody(request, mediaType, transformCode !== null);
   let message = (await detokenizeJson(
-    env,
+    context,
     invocation.detokenizer,
-    { headers: forwardableRequestHeaders(request.headers, config), body: body.read ? body.value : undefined },
+    { headers: forwardableRequestHeaders(request.headers, context.config), body: body.read ? body.value : undefined },
     "",
   )) as { headers: Record<string, unknown>; body: unknown };
 
   if (proxy && transformCode !== null) {
     const { path, query } = invocation.target;
     const args = { body: message.body, headers: textHeaders(message.headers), method: request.method, path, query };
-    message = await runTransform(env, invocation, proxy, "request-transform", transformCode, args);
+    message = await runTransform(invocation, proxy, "request-transform", transformCode, args);
   }
   const transformed = transformCode !== null;
   const headers = headersFrom(message.headers, (name) =>
@@ -219,7 +213,7 @@ function textHeaders(values: Record<string, unknown>): Record<string, string> {
  * The destination's response, untouched; on a 2xx JSON or form response with a response
  * transform, the transform's body (serialised in the same type) and headers, with the same status.
  */
-async function answer(env: Bindings, invocation: Invocation, response: Response): Promise<Response> {
+async function answer(invocation: Invocation, response: Response): Promise<Response> {
   const proxy = invocation.proxy;
   const code = proxy?.responseTransformCode ?? null;
   const mediaType = structuredMediaTypeOf(response.headers.get("content-type"));
@@ -229,7 +223,7 @@ async function answer(env: Bindings, invocation: Invocation, response: Response)
   const refuse = (reason: string) => new DestinationResponseError(`The destination's response ${reason}`);
   const parsed = parseStructured(mediaType, new Uint8Array(await response.arrayBuffer()), refuse);
   const args = { body: parsed, headers: headersObject(response.headers) };
-  const result = await runTransform(env, invocation, proxy, "response-transform", code, args);
+  const result = await runTransform(invocation, proxy, "response-transform", code, args);
   const headers = headersFrom(
     result.headers,
     (name) => new ScriptFailedError("response-transform", `returned a header that HTTP does not allow: ${name}`),
@@ -248,16 +242,15 @@ async function answer(env: Bindings, invocation: Invocation, response: Response)
 
 /** Runs one of the proxy's transforms with its configuration and, as `bt`, its application. */
 async function runTransform(
-  env: Bindings,
   invocation: Invocation,
   proxy: InvocableProxy,
   kind: Extract<ScriptKind, "request-transform" | "response-transform">,
   code: string,
   args: Record<string, unknown>,
 ): Promise<TransformResult> {
-  invocation.configuration ??= configurationOf(env, proxy);
+  invocation.configuration ??= configurationOf(invocation.context, proxy);
   // The sandbox checks a transform's result against the {body, headers} contract of its kind.
-  return (await runScript(env, {
+  return (await invocation.context.sandbox.run({
     owner: { tenantId: proxy.tenantId, id: proxy.id, kind },
     code,
     input: { args, configuration: await invocation.configuration },

@@ -8,13 +8,10 @@ import {
   IdParams,
   jsonBody,
   jsonContent,
+  ListQuery,
   mergePatchBody,
-  NameFilter,
-  PageQuery,
   paginated,
   problemResponses,
-  repeatable,
-  Uuid,
 } from "../http/schemas";
 import { INVOCATION_PATH } from "./destination";
 import { proxyErrorResponse } from "./errors";
@@ -47,7 +44,7 @@ const list = createRoute({
   security,
   summary: "List proxies",
   middleware: [requirePermission("proxy:read")] as const,
-  request: { query: PageQuery.extend({ id: repeatable(Uuid), name: NameFilter }) },
+  request: { query: ListQuery },
   responses: { 200: jsonContent(paginated(ProxySchema), "A page of proxies"), ...problemResponses(400, 401, 403) },
 });
 
@@ -96,18 +93,18 @@ const remove = createRoute({
 });
 
 export const proxyRoutes = createRouter()
-  .openapi(create, async (c) => c.json(await proxies.createProxy(c.env, c.var.principal, c.req.valid("json")), 201))
-  .openapi(list, async (c) => c.json(await proxies.listProxies(c.env, c.var.principal, c.req.valid("query")), 200))
-  .openapi(get, async (c) => c.json(await proxies.getProxy(c.env, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(create, async (c) => c.json(await proxies.createProxy(c.var.context, c.var.principal, c.req.valid("json")), 201))
+  .openapi(list, async (c) => c.json(await proxies.listProxies(c.var.context, c.var.principal, c.req.valid("query")), 200))
+  .openapi(get, async (c) => c.json(await proxies.getProxy(c.var.context, c.var.principal, c.req.valid("param").id), 200))
   .openapi(update, async (c) =>
-    c.json(await proxies.replaceProxy(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+    c.json(await proxies.replaceProxy(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )
   .openapi(patch, async (c) => {
-    await proxies.patchProxy(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json"));
+    await proxies.patchProxy(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json"));
     return c.body(null, 204);
   })
   .openapi(remove, async (c) => {
-    await proxies.deleteProxy(c.env, c.var.principal, c.req.valid("param").id);
+    await proxies.deleteProxy(c.var.context, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);
   });
 
@@ -130,7 +127,7 @@ proxyInvocationRoutes.on(
       throw new PayloadTooLargeError(PROXY_BODY_LIMIT_BYTES);
     },
   }),
-  (c) => invokeProxy(c.env, c.req.raw),
+  (c) => invokeProxy(c.var.request, c.req.raw),
 );
 for (const method of INVOCATION_METHODS) {
   proxyInvocationRoutes.openAPIRegistry.registerPath({

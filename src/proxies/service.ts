@@ -1,18 +1,14 @@
-import { and, desc, eq, inArray, type SQL } from "drizzle-orm";
 import type { Principal } from "../auth/access";
 import { credentialsChanged, LookupCache } from "../auth/lookup-cache";
-import { principalColumns, principalForApplication, principalOf } from "../auth/service";
+import { principalOf, requireActingApplication } from "../auth/service";
+import type { RequestContext, TenantContext } from "../context";
 import { generateSecret, SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
-import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
-import { databaseOf } from "../db/client";
-import { nameMatches } from "../db/filters";
-import { applications, proxies } from "../db/schema";
+import type { TenantKeys } from "../crypto/tenant-keys";
 import { egressRefusal } from "../egress/policy";
-import { configOf, type Bindings } from "../env";
 import { NotFoundError, ValidationError } from "../http/problem";
-import { auditFieldsOf, pageOf, type Page } from "../http/schemas";
+import { auditFieldsOf, pageOf, type ListFilter, type Page } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
-import { publishScript, unpublishScript, validateCode, type ScriptKind } from "../sandbox";
+import { validateCode, type ScriptKind } from "../sandbox";
 import {
   ProxyBody,
   type ProxyConfiguration,
@@ -20,12 +16,11 @@ import {
   type ProxyPatch,
   type ProxyResponse,
 } from "./schema";
-import { selectPage } from "../db/pages";
 import { applyMergePatch } from "../http/json";
+import * as storage from "./storage";
+import type { ProxyRow } from "./storage";
 
 const PROXY_KEY_PREFIX = "proxy";
-
-type ProxyRow = typeof proxies.$inferSelect;
 
 /** Additional data of the encrypted columns: a ciphertext moved to another proxy fails to decrypt. */
 const keyContext = (id: string) => `proxies/${id}/key`;
@@ -56,17 +51,12 @@ async function toProxyResponse(keys: TenantKeys, row: ProxyRow): Promise<ProxyRe
  * Everything the schema cannot decide alone: the egress policy, the application's tenant and type,
  * and whether the sandbox accepts the transforms' code.
  */
-async function checkInput(env: Bindings, tenantId: string, input: ProxyInput): Promise<void> {
-  const refusal = egressRefusal(input.destination_url, { allowInsecure: configOf(env).ALLOW_INSECURE_DESTINATIONS });
+async function checkInput(context: TenantContext, input: ProxyInput): Promise<void> {
+  const refusal = egressRefusal(input.destination_url, { allowInsecure: context.config.ALLOW_INSECURE_DESTINATIONS });
   if (refusal !== null) throw ValidationError.field("destination_url", `is not an allowed destination: ${refusal}`);
   if (input.request_transform) validateCode(input.request_transform.code, "request_transform.code");
   if (input.response_transform) validateCode(input.response_transform.code, "response_transform.code");
-  if (input.application) {
-    const application = await principalForApplication(databaseOf(env), tenantId, input.application.id);
-    if (!application || application.applicationType === "management") {
-      throw ValidationError.field("application.id", "must be a public or private application of this tenant");
-    }
-  }
+  if (input.application) await requireActingApplication(context, input.application.id);
 }
 
 type TransformKind = Extract<ScriptKind, "request-transform" | "response-transform">;
@@ -82,16 +72,15 @@ function transformsOf(input: ProxyInput): [TransformKind, string | null][] {
  * Publishes the transforms a proxy has and withdraws those it no longer has. Publishing comes
  * before the row is written, so a stored transform is always runnable.
  */
-async function publishTransforms(env: Bindings, tenantId: string, id: string, input: ProxyInput): Promise<void> {
+async function publishTransforms(context: TenantContext, id: string, input: ProxyInput): Promise<void> {
+  const { tenantId } = context;
   await Promise.all(
-    transformsOf(input).map(([kind, code]) =>
-      code === null ? null : publishScript(env, { tenantId, id, kind }, code),
-    ),
+    transformsOf(input).map(([kind, code]) => (code === null ? null : context.sandbox.publish({ tenantId, id, kind }, code))),
   );
 }
 
-async function withdrawTransforms(env: Bindings, tenantId: string, id: string, kinds: TransformKind[]): Promise<void> {
-  await Promise.all(kinds.map((kind) => unpublishScript(env, { tenantId, id, kind })));
+async function withdrawTransforms(context: TenantContext, id: string, kinds: TransformKind[]): Promise<void> {
+  await Promise.all(kinds.map((kind) => context.sandbox.unpublish({ tenantId: context.tenantId, id, kind })));
 }
 
 /** The stored columns of an input, with the configuration encrypted. */
@@ -110,11 +99,11 @@ async function columnsOf(keys: TenantKeys, id: string, input: ProxyInput) {
 }
 
 /** Creates the proxy with a new key, stored as its hash (for lookup) and encrypted (for reads). */
-export async function createProxy(env: Bindings, principal: Principal, input: ProxyInput): Promise<ProxyResponse> {
-  await checkInput(env, principal.tenantId, input);
-  const keys = await tenantKeysOf(env, principal.tenantId);
+export async function createProxy(context: TenantContext, principal: Principal, input: ProxyInput): Promise<ProxyResponse> {
+  await checkInput(context, input);
+  const keys = await context.keys();
   const id = crypto.randomUUID();
-  await publishTransforms(env, principal.tenantId, id, input);
+  await publishTransforms(context, id, input);
   const key = generateSecret(PROXY_KEY_PREFIX);
   const row: ProxyRow = {
     id,
@@ -127,62 +116,44 @@ export async function createProxy(env: Bindings, principal: Principal, input: Pr
     modifiedBy: null,
     modifiedAt: null,
   };
-  await databaseOf(env).insert(proxies).values(row);
+  await storage.insertProxy(context.db, row);
   return toProxyResponse(keys, row);
 }
 
-async function findProxy(env: Bindings, tenantId: string, id: string): Promise<ProxyRow> {
-  const [row] = await databaseOf(env)
-    .select()
-    .from(proxies)
-    .where(and(eq(proxies.tenantId, tenantId), eq(proxies.id, id)))
-    .limit(1);
+async function findProxy(context: TenantContext, id: string): Promise<ProxyRow> {
+  const row = await storage.findProxy(context.db, context.tenantId, id);
   if (!row) throw new NotFoundError(`Proxy ${id}`);
   return row;
 }
 
-export async function getProxy(env: Bindings, principal: Principal, id: string): Promise<ProxyResponse> {
-  return toProxyResponse(await tenantKeysOf(env, principal.tenantId), await findProxy(env, principal.tenantId, id));
+export async function getProxy(context: TenantContext, _principal: Principal, id: string): Promise<ProxyResponse> {
+  return toProxyResponse(await context.keys(), await findProxy(context, id));
 }
 
-export async function listProxies(
-  env: Bindings,
-  principal: Principal,
-  filter: { id: string[]; name?: string; page: number; size: number },
-): Promise<Page<ProxyResponse>> {
-  const conditions: SQL[] = [eq(proxies.tenantId, principal.tenantId)];
-  if (filter.id.length > 0) conditions.push(inArray(proxies.id, filter.id));
-  if (filter.name) conditions.push(nameMatches(proxies.name, filter.name));
-  const where = and(...conditions);
-  const db = databaseOf(env);
-  const { rows, total } = await selectPage(db, proxies, where, [desc(proxies.createdAt), desc(proxies.id)], filter);
-  const keys = await tenantKeysOf(env, principal.tenantId);
+export async function listProxies(context: TenantContext, _principal: Principal, filter: ListFilter): Promise<Page<ProxyResponse>> {
+  const { rows, total } = await storage.proxiesPage(context.db, context.tenantId, filter);
+  const keys = await context.keys();
   const data = await Promise.all(rows.map((row) => toProxyResponse(keys, row)));
   return pageOf(data, total, filter.page, filter.size);
 }
 
 /** Replaces every field but the key, which stays valid. */
-export async function replaceProxy(
-  env: Bindings,
-  principal: Principal,
-  id: string,
-  input: ProxyInput,
-): Promise<ProxyResponse> {
-  const existing = await findProxy(env, principal.tenantId, id);
-  await checkInput(env, principal.tenantId, input);
-  await publishTransforms(env, principal.tenantId, id, input);
-  const keys = await tenantKeysOf(env, principal.tenantId);
-  const [row] = await databaseOf(env)
-    .update(proxies)
-    .set({ ...(await columnsOf(keys, id, input)), modifiedBy: principal.applicationId, modifiedAt: Date.now() })
-    .where(and(eq(proxies.tenantId, principal.tenantId), eq(proxies.id, id)))
-    .returning();
+export async function replaceProxy(context: TenantContext, principal: Principal, id: string, input: ProxyInput): Promise<ProxyResponse> {
+  const existing = await findProxy(context, id);
+  await checkInput(context, input);
+  await publishTransforms(context, id, input);
+  const keys = await context.keys();
+  const row = await storage.updateProxy(context.db, context.tenantId, id, {
+    ...(await columnsOf(keys, id, input)),
+    modifiedBy: principal.applicationId,
+    modifiedAt: Date.now(),
+  });
   if (!row) throw new NotFoundError(`Proxy ${id}`);
   credentialsChanged();
   const removed = transformsOf(input)
     .filter(([kind, code]) => code === null && storedTransform(existing, kind) !== null)
     .map(([kind]) => kind);
-  await withdrawTransforms(env, principal.tenantId, id, removed);
+  await withdrawTransforms(context, id, removed);
   return toProxyResponse(keys, row);
 }
 
@@ -191,13 +162,8 @@ function storedTransform(row: ProxyRow, kind: TransformKind): string | null {
 }
 
 /** Applies the merge patch to the stored proxy, then validates the result as a whole body. */
-export async function patchProxy(
-  env: Bindings,
-  principal: Principal,
-  id: string,
-  patch: ProxyPatch,
-): Promise<ProxyResponse> {
-  const current = await getProxy(env, principal, id);
+export async function patchProxy(context: TenantContext, principal: Principal, id: string, patch: ProxyPatch): Promise<ProxyResponse> {
+  const current = await getProxy(context, principal, id);
   const merged = {
     name: patch.name ?? current.name,
     destination_url: patch.destination_url ?? current.destination_url,
@@ -212,7 +178,7 @@ export async function patchProxy(
   };
   const result = ProxyBody.safeParse(merged);
   if (!result.success) throw validationErrorOf(result.error);
-  return replaceProxy(env, principal, id, result.data);
+  return replaceProxy(context, principal, id, result.data);
 }
 
 function mergeConfiguration(
@@ -225,15 +191,12 @@ function mergeConfiguration(
 }
 
 /** The key stops working with the delete (in other isolates within CREDENTIAL_CACHE_TTL_MS). */
-export async function deleteProxy(env: Bindings, principal: Principal, id: string): Promise<void> {
-  const [deleted] = await databaseOf(env)
-    .delete(proxies)
-    .where(and(eq(proxies.tenantId, principal.tenantId), eq(proxies.id, id)))
-    .returning();
+export async function deleteProxy(context: TenantContext, _principal: Principal, id: string): Promise<void> {
+  const deleted = await storage.deleteProxy(context.db, context.tenantId, id);
   if (!deleted) throw new NotFoundError(`Proxy ${id}`);
   credentialsChanged();
   const kinds: TransformKind[] = ["request-transform", "response-transform"];
-  await withdrawTransforms(env, principal.tenantId, id, kinds.filter((kind) => storedTransform(deleted, kind) !== null));
+  await withdrawTransforms(context, id, kinds.filter((kind) => storedTransform(deleted, kind) !== null));
 }
 
 /** What invocation needs of a proxy: its row and the principal of its application, if it has one. */
@@ -256,31 +219,20 @@ const recentProxies = new LookupCache<InvocableProxy | null>({ entries: 500, wei
  * anyway, so that a reused lookup costs no hashing. A proxy whose application was deleted acts as
  * one without an application.
  */
-export async function proxyForKey(env: Bindings, proxyKey: string): Promise<InvocableProxy | null> {
+export async function proxyForKey(context: RequestContext, proxyKey: string): Promise<InvocableProxy | null> {
   if (proxyKey.length > SECRET_MAX_LENGTH) return null;
   return recentProxies.lookup(
     proxyKey,
-    configOf(env).CREDENTIAL_CACHE_TTL_MS,
-    async () => readInvocableProxy(env, await sha256Hex(proxyKey)),
+    context.config.CREDENTIAL_CACHE_TTL_MS,
+    async () => {
+      const found = await storage.proxyOfKeyHash(context.control, await sha256Hex(proxyKey));
+      return found ? { ...found.proxy, application: found.application ? principalOf(found.application) : null } : null;
+    },
     (proxy) => proxy !== null,
   );
 }
 
-async function readInvocableProxy(env: Bindings, keyHash: string): Promise<InvocableProxy | null> {
-  const [found] = await databaseOf(env)
-    .select({
-      proxy: proxies,
-      application: principalColumns,
-    })
-    .from(proxies)
-    .leftJoin(applications, and(eq(applications.tenantId, proxies.tenantId), eq(applications.id, proxies.applicationId)))
-    .where(eq(proxies.keyHash, keyHash))
-    .limit(1);
-  if (!found) return null;
-  return { ...found.proxy, application: found.application ? principalOf(found.application) : null };
-}
-
 /** The proxy's configuration for its transforms, decrypted; empty when it has none. */
-export async function configurationOf(env: Bindings, proxy: InvocableProxy): Promise<ProxyConfiguration> {
-  return (await decryptConfiguration(await tenantKeysOf(env, proxy.tenantId), proxy)) ?? {};
+export async function configurationOf(context: TenantContext, proxy: InvocableProxy): Promise<ProxyConfiguration> {
+  return (await decryptConfiguration(await context.keys(), proxy)) ?? {};
 }

@@ -111,10 +111,3 @@ export function conformArgs(parameters: RequestParameter[], args: Record<string,
   }
   return conformed;
 }
-
-/** `configuration.limit must be a number, configuration.live is required…`: field errors as one sentence. */
-export function describeFieldErrors(errors: FieldErrors): string {
-  return Object.entries(errors)
-    .map(([path, messages]) => `${path} ${messages.join("; ")}`)
-    .join(", ");
-}

@@ -6,13 +6,12 @@ import {
   IdParams,
   jsonBody,
   jsonContent,
+  ListQuery,
   mergePatchBody,
   NameFilter,
   PageQuery,
   paginated,
   problemResponses,
-  repeatable,
-  Uuid,
 } from "../http/schemas";
 import * as formulas from "./formulas";
 import { CustomResponseError } from "../sandbox";
@@ -106,7 +105,7 @@ const listReactors = createRoute({
   security,
   summary: "List reactors",
   middleware: [requirePermission("reactor:read")] as const,
-  request: { query: PageQuery.extend({ id: repeatable(Uuid), name: NameFilter }) },
+  request: { query: ListQuery },
   responses: { 200: jsonContent(paginated(ReactorSchema), "A page of reactors"), ...problemResponses(400, 401, 403) },
 });
 
@@ -177,33 +176,33 @@ const react = createRoute({
 });
 
 export const reactorRoutes = createRouter()
-  .openapi(createFormula, async (c) => c.json(await formulas.createFormula(c.env, c.var.principal, c.req.valid("json")), 201))
-  .openapi(listFormulas, async (c) => c.json(await formulas.listFormulas(c.env, c.var.principal, c.req.valid("query")), 200))
-  .openapi(getFormula, async (c) => c.json(await formulas.getFormula(c.env, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(createFormula, async (c) => c.json(await formulas.createFormula(c.var.context, c.var.principal, c.req.valid("json")), 201))
+  .openapi(listFormulas, async (c) => c.json(await formulas.listFormulas(c.var.context, c.var.principal, c.req.valid("query")), 200))
+  .openapi(getFormula, async (c) => c.json(await formulas.getFormula(c.var.context, c.var.principal, c.req.valid("param").id), 200))
   .openapi(updateFormula, async (c) =>
-    c.json(await formulas.updateFormula(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+    c.json(await formulas.updateFormula(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )
   .openapi(deleteFormula, async (c) => {
-    await formulas.deleteFormula(c.env, c.var.principal, c.req.valid("param").id);
+    await formulas.deleteFormula(c.var.context, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);
   })
-  .openapi(createReactor, async (c) => c.json(await reactors.createReactor(c.env, c.var.principal, c.req.valid("json")), 201))
-  .openapi(listReactors, async (c) => c.json(await reactors.listReactors(c.env, c.var.principal, c.req.valid("query")), 200))
-  .openapi(getReactor, async (c) => c.json(await reactors.getReactor(c.env, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(createReactor, async (c) => c.json(await reactors.createReactor(c.var.context, c.var.principal, c.req.valid("json")), 201))
+  .openapi(listReactors, async (c) => c.json(await reactors.listReactors(c.var.context, c.var.principal, c.req.valid("query")), 200))
+  .openapi(getReactor, async (c) => c.json(await reactors.getReactor(c.var.context, c.var.principal, c.req.valid("param").id), 200))
   .openapi(replaceReactor, async (c) =>
-    c.json(await reactors.replaceReactor(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+    c.json(await reactors.replaceReactor(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )
   .openapi(patchReactor, async (c) => {
-    await reactors.patchReactor(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json"));
+    await reactors.patchReactor(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json"));
     return c.body(null, 204);
   })
   .openapi(deleteReactor, async (c) => {
-    await reactors.deleteReactor(c.env, c.var.principal, c.req.valid("param").id);
+    await reactors.deleteReactor(c.var.context, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);
   })
   .openapi(react, async (c) => {
     try {
-      return c.json(await reactors.react(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json").args), 200);
+      return c.json(await reactors.react(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json").args), 200);
     } catch (error) {
       // The formula chose the whole response.
       if (error instanceof CustomResponseError) return error.toResponse();

@@ -3,7 +3,7 @@ import { API_BODY_LIMIT_BYTES } from "../app";
 import type { Principal } from "../auth/access";
 import { principalForApplication } from "../auth/service";
 import { utf8 } from "../crypto/encoding";
-import { databaseOf } from "../db/client";
+import { RequestContext, type TenantContext } from "../context";
 import type { Bindings } from "../env";
 import { checkBodyText } from "../http/body";
 import { internalProblem, PayloadTooLargeError, ProblemError, UnauthenticatedError, ValidationError, type Problem } from "../http/problem";
@@ -31,54 +31,55 @@ export type BridgeReply = { ok: true; value: unknown } | { ok: false; problem: P
  */
 export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
   tokenize(payload: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, [payload], (principal, [value]) => tokenize(this.env, principal, value));
+    return this.reply([payload], (context, principal, [value]) => tokenize(context, principal, value));
   }
 
   createToken(input: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, [input], (principal, [value]) => createToken(this.env, principal, parseCreateToken(value)));
+    return this.reply([input], (context, principal, [value]) => createToken(context, principal, parseCreateToken(value)));
   }
 
   getToken(id: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, [id], (principal, [value]) => getToken(this.env, principal, tokenId(value)));
+    return this.reply([id], (context, principal, [value]) => getToken(context, principal, tokenId(value)));
   }
 
   updateToken(id: unknown, patch: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, [id, patch], (principal, [idValue, patchValue]) => {
+    return this.reply([id, patch], (context, principal, [idValue, patchValue]) => {
       const parsed = UpdateTokenBody.safeParse(patchValue);
       if (!parsed.success) throw validationErrorOf(parsed.error);
-      return updateToken(this.env, principal, tokenId(idValue), parsed.data);
+      return updateToken(context, principal, tokenId(idValue), parsed.data);
     });
   }
 
   deleteToken(id: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, [id], async (principal, [value]) => {
-      await deleteToken(this.env, principal, tokenId(value));
+    return this.reply([id], async (context, principal, [value]) => {
+      await deleteToken(context, principal, tokenId(value));
       return null;
     });
   }
 
   searchTokens(request: unknown): Promise<BridgeReply> {
-    return reply(this.env, this.ctx.props, [request], (principal, [value]) => searchTokens(this.env, principal, value as SearchRequest));
+    return this.reply([request], (context, principal, [value]) => searchTokens(context, principal, value as SearchRequest));
   }
-}
 
-/** Resolves the principal afresh on each call, so a changed or deleted application takes effect at once. */
-async function reply(
-  env: Bindings,
-  props: BridgeProps,
-  argumentTexts: unknown[],
-  action: (principal: Principal, values: unknown[]) => Promise<unknown>,
-): Promise<BridgeReply> {
-  try {
-    const values = argumentTexts.map(argumentValue);
-    const principal = await principalForApplication(databaseOf(env), props.tenantId, props.applicationId);
-    if (!principal) throw new UnauthenticatedError("The application this script acts as no longer exists");
-    return { ok: true, value: await action(principal, values) };
-  } catch (error) {
-    if (error instanceof ProblemError) return { ok: false, problem: error.toProblem() };
-    const traceId = crypto.randomUUID();
-    console.error(`[${traceId}] bridge call failed`, error);
-    return { ok: false, problem: internalProblem(traceId) };
+  /**
+   * Runs the call in a context of its own for the props' tenant, resolving the principal afresh on
+   * each call, so a changed or deleted application takes effect at once.
+   */
+  private async reply(
+    argumentTexts: unknown[],
+    action: (context: TenantContext, principal: Principal, values: unknown[]) => Promise<unknown>,
+  ): Promise<BridgeReply> {
+    const context = new RequestContext(this.env, crypto.randomUUID()).forTenant(this.ctx.props.tenantId);
+    try {
+      const values = argumentTexts.map(argumentValue);
+      const principal = await principalForApplication(context, this.ctx.props.applicationId);
+      if (!principal) throw new UnauthenticatedError("The application this script acts as no longer exists");
+      return { ok: true, value: await action(context, principal, values) };
+    } catch (error) {
+      if (error instanceof ProblemError) return { ok: false, problem: error.toProblem() };
+      console.error(`[${context.traceId}] bridge call failed`, error);
+      return { ok: false, problem: internalProblem(context.traceId) };
+    }
   }
 }
 

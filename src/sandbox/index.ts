@@ -6,7 +6,7 @@
 import { exports } from "cloudflare:workers";
 import type { Principal } from "../auth/access";
 import { utf8 } from "../crypto/encoding";
-import { configOf, type Bindings } from "../env";
+import type { Bindings, Config } from "../env";
 import { ValidationError } from "../http/problem";
 import type { BridgeProps } from "./bridge";
 import { deleteScript, dispatchEntrypoint, uploadScript } from "./dispatch-host";
@@ -54,36 +54,45 @@ export function validateCode(code: string, field: string): void {
   }
 }
 
-/** Makes the script runnable where the host needs it ahead of time (the dispatch namespace). */
-export async function publishScript(env: Bindings, owner: ScriptOwner, code: string): Promise<void> {
-  const config = configOf(env);
-  if (config.SANDBOX_HOST === "dispatch") await uploadScript(config, owner, code);
-}
+/**
+ * Where tenant code runs for one tenant's request: the Worker Loader locally, a Workers for Platforms
+ * dispatch namespace in production (SANDBOX_HOST).
+ */
+export class Sandbox {
+  constructor(
+    private readonly env: Bindings,
+    private readonly config: Config,
+  ) {}
 
-export async function unpublishScript(env: Bindings, owner: ScriptOwner): Promise<void> {
-  const config = configOf(env);
-  if (config.SANDBOX_HOST === "dispatch") await deleteScript(config, owner);
-}
+  /** Makes the script runnable where the host needs it ahead of time (the dispatch namespace). */
+  async publish(owner: ScriptOwner, code: string): Promise<void> {
+    if (this.config.SANDBOX_HOST === "dispatch") await uploadScript(this.config, owner, code);
+  }
 
-/** Runs the script on the input and returns its result, checked against the kind's contract. */
-export async function runScript(env: Bindings, request: ScriptRequest): Promise<TransformResult | ReactorResult> {
-  const config = configOf(env);
-  const { owner } = request;
-  const inputJson = JSON.stringify(request.input);
-  if (utf8.encode(inputJson).byteLength > MAX_INPUT_BYTES) throw new ScriptInputTooLargeError(owner.kind, MAX_INPUT_BYTES);
+  async unpublish(owner: ScriptOwner): Promise<void> {
+    if (this.config.SANDBOX_HOST === "dispatch") await deleteScript(this.config, owner);
+  }
 
-  const bridge = request.application ? bridgeFor(request.application) : null;
-  // Awaited rather than returned: workerd reports a rejection adopted one microtask late as unhandled.
-  const run = async () => {
-    if (config.SANDBOX_HOST === "dispatch") {
-      const dispatched = await dispatchEntrypoint(env, config, owner);
-      return await dispatched.run(inputJson, bridge?.capability ?? null);
-    }
-    const loaded = await loaderEntrypoint(env, config, owner, request.code, bridge);
-    return await loaded.run(inputJson, null);
-  };
-  const report = await withinWallClock(owner, config.SANDBOX_WALL_TIME_MS, run);
-  return resultOf(owner.kind, report);
+  /** Runs the script on the input and returns its result, checked against the kind's contract. */
+  async run(request: ScriptRequest): Promise<TransformResult | ReactorResult> {
+    const { env, config } = this;
+    const { owner } = request;
+    const inputJson = JSON.stringify(request.input);
+    if (utf8.encode(inputJson).byteLength > MAX_INPUT_BYTES) throw new ScriptInputTooLargeError(owner.kind, MAX_INPUT_BYTES);
+
+    const bridge = request.application ? bridgeFor(request.application) : null;
+    // Awaited rather than returned: workerd reports a rejection adopted one microtask late as unhandled.
+    const run = async () => {
+      if (config.SANDBOX_HOST === "dispatch") {
+        const dispatched = await dispatchEntrypoint(env, config, owner);
+        return await dispatched.run(inputJson, bridge?.capability ?? null);
+      }
+      const loaded = await loaderEntrypoint(env, config, owner, request.code, bridge);
+      return await loaded.run(inputJson, null);
+    };
+    const report = await withinWallClock(owner, config.SANDBOX_WALL_TIME_MS, run);
+    return resultOf(owner.kind, report);
+  }
 }
 
 interface BridgeEntrypoints {

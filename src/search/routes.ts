@@ -34,5 +34,5 @@ const search = createRoute({
 });
 
 export const searchRoutes = createRouter().openapi(search, async (c) =>
-  c.json(await searchTokens(c.env, c.var.principal, c.req.valid("json")), 200),
+  c.json(await searchTokens(c.var.context, c.var.principal, c.req.valid("json")), 200),
 );

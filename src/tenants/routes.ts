@@ -2,7 +2,6 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { CreatedApplicationSchema } from "../applications/schema";
 import { secretsEqual } from "../crypto/secrets";
-import { databaseOf } from "../db/client";
 import type { AppEnv } from "../http/context";
 import { requireContentType } from "../http/middleware";
 import { NotFoundError, UnauthenticatedError } from "../http/problem";
@@ -42,5 +41,5 @@ const create = createRoute({
 });
 
 export const tenantRoutes = createRouter().openapi(create, async (c) =>
-  c.json(await createTenant(databaseOf(c.env), c.req.valid("json").name), 201),
+  c.json(await createTenant(c.var.request, c.req.valid("json").name), 201),
 );

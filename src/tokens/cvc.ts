@@ -1,6 +1,5 @@
-import { tenantKeysOf } from "../crypto/tenant-keys";
-import { databaseOf } from "../db/client";
-import type { Bindings, Config } from "../env";
+import type { RequestContext } from "../context";
+import type { Config } from "../env";
 import * as storage from "./storage";
 
 /*
@@ -30,17 +29,19 @@ function hasCvc(data: unknown): data is { cvc: unknown } & Record<string, unknow
  * Called by the scheduled handler: re-encrypts every card whose cvc window has passed without its
  * cvc, in bounded chunks. A token changed meanwhile is left to its new deadline.
  */
-export async function purgeExpiredCvcs(env: Bindings, now = Date.now()): Promise<number> {
-  const d1 = databaseOf(env).$client;
+export async function purgeExpiredCvcs(context: RequestContext, now = Date.now()): Promise<number> {
   let purged = 0;
-  for (;;) {
-    const due = await storage.tokensWithCvcDue(d1, now, PURGE_CHUNK);
-    for (const row of due) {
-      const keys = await tenantKeysOf(env, row.tenantId);
-      const data = withoutCvc(JSON.parse(await keys.decrypt(row.ciphertext, row.id)));
-      const ciphertext = await keys.encrypt(JSON.stringify(data), row.id);
-      purged += await storage.replaceCiphertextWithoutCvc(d1, row, ciphertext);
+  for (const db of context.dataDatabases()) {
+    for (;;) {
+      const due = await storage.tokensWithCvcDue(db.$client, now, PURGE_CHUNK);
+      for (const row of due) {
+        const keys = await context.forTenant(row.tenantId).keys();
+        const data = withoutCvc(JSON.parse(await keys.decrypt(row.ciphertext, row.id)));
+        const ciphertext = await keys.encrypt(JSON.stringify(data), row.id);
+        purged += await storage.replaceCiphertextWithoutCvc(db.$client, row, ciphertext);
+      }
+      if (due.length < PURGE_CHUNK) break;
     }
-    if (due.length < PURGE_CHUNK) return purged;
   }
+  return purged;
 }

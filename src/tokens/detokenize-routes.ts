@@ -29,5 +29,5 @@ const detokenize = createRoute({
 
 /** `POST /detokenize`: the detokenization of a proxy body, answered to the caller instead of forwarded. */
 export const detokenizeRoutes = createRouter().openapi(detokenize, async (c) =>
-  c.json(await detokenizeJson(c.env, c.var.principal, c.req.valid("json")), 200),
+  c.json(await detokenizeJson(c.var.context, c.var.principal, c.req.valid("json")), 200),
 );

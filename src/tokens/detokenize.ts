@@ -1,5 +1,5 @@
 import type { Principal } from "../auth/access";
-import type { Bindings } from "../env";
+import type { TenantContext } from "../context";
 import { ForbiddenError, ValidationError, type FieldErrors } from "../http/problem";
 import { fieldPath } from "../http/validation";
 import { evaluateValue, ExpressionError, expressionProblem } from "./expressions";
@@ -53,14 +53,14 @@ interface Plan {
  * Errors name the JSON path of the string, under `root`.
  */
 export async function detokenizeJson(
-  env: Bindings,
+  context: TenantContext,
   principal: Principal | null,
   value: unknown,
   root = "body",
 ): Promise<unknown> {
   const plan = planOf(value, root);
   if (plan.tokenIds.size === 0) return value;
-  const data = await reveal(env, principal, [...plan.tokenIds]);
+  const data = await reveal(context, principal, [...plan.tokenIds]);
   const errors: FieldErrors = {};
   const substituted = substitute(value, [], new Substitution(plan, data, root, errors));
   if (Object.keys(errors).length > 0) {
@@ -131,11 +131,11 @@ function parseExpression(text: string, inside: string): Expression | string {
   return problem === null ? { text, tokenId: normalTokenId(id), source } : `its filters ${problem}`;
 }
 
-async function reveal(env: Bindings, principal: Principal | null, ids: string[]): Promise<Map<string, unknown>> {
+async function reveal(context: TenantContext, principal: Principal | null, ids: string[]): Promise<Map<string, unknown>> {
   if (principal === null) {
     throw new ForbiddenError("Token references cannot be detokenized here: no application may use tokens for this request");
   }
-  return useTokens(env, principal, ids);
+  return useTokens(context, principal, ids);
 }
 
 /** Visits every string with its path; the path array is reused, so `visit` must not keep it. */

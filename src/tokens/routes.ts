@@ -100,16 +100,16 @@ const tokenize = createRoute({
 
 export const tokenRoutes = createRouter()
   .openapi(create, async (c) => {
-    const token = await tokens.createToken(c.env, c.var.principal, c.req.valid("json"));
+    const token = await tokens.createToken(c.var.context, c.var.principal, c.req.valid("json"));
     return c.json(token, token.deduplicated ? 200 : 201);
   })
-  .openapi(list, async (c) => c.json(await tokens.listTokens(c.env, c.var.principal, c.req.valid("query")), 200))
-  .openapi(get, async (c) => c.json(await tokens.getToken(c.env, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(list, async (c) => c.json(await tokens.listTokens(c.var.context, c.var.principal, c.req.valid("query")), 200))
+  .openapi(get, async (c) => c.json(await tokens.getToken(c.var.context, c.var.principal, c.req.valid("param").id), 200))
   .openapi(update, async (c) =>
-    c.json(await tokens.updateToken(c.env, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+    c.json(await tokens.updateToken(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )
   .openapi(remove, async (c) => {
-    await tokens.deleteToken(c.env, c.var.principal, c.req.valid("param").id);
+    await tokens.deleteToken(c.var.context, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);
   })
-  .openapi(tokenize, async (c) => c.json(await tokens.tokenize(c.env, c.var.principal, c.req.valid("json")), 201));
+  .openapi(tokenize, async (c) => c.json(await tokens.tokenize(c.var.context, c.var.principal, c.req.valid("json")), 201));

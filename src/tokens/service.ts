@@ -1,11 +1,11 @@
 import { and, asc, desc, eq, gt, isNull, ne, or, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import { accessTo, grantedContainers, type Principal, type Transform } from "../auth/access";
 import type { TokenPermission } from "../auth/permissions";
-import { tenantKeysOf, type TenantKeys } from "../crypto/tenant-keys";
-import { databaseOf, type Database } from "../db/client";
+import type { RequestContext, TenantContext } from "../context";
+import type { TenantKeys } from "../crypto/tenant-keys";
+import type { Database } from "../db/client";
 import { selectPage } from "../db/pages";
 import { tokens } from "../db/schema";
-import { configOf, type Bindings } from "../env";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
 import { auditFieldsOf, isoTime, pageOf, type Page } from "../http/schemas";
 import { applyMergePatch } from "../http/json";
@@ -62,8 +62,8 @@ export function parseCreateToken(input: unknown): CreateToken {
   return parsed.data;
 }
 
-export async function createToken(env: Bindings, principal: Principal, input: CreateToken): Promise<CreatedTokenResponse> {
-  const [created] = await createTokens(env, principal, [{ input }]);
+export async function createToken(context: TenantContext, principal: Principal, input: CreateToken): Promise<CreatedTokenResponse> {
+  const [created] = await createTokens(context, principal, [{ input }]);
   return created!;
 }
 
@@ -72,7 +72,7 @@ export async function createToken(env: Bindings, principal: Principal, input: Cr
  * written, and the new tokens go in one batch. A primitive leaf is answered with its token's id,
  * a create request with its token.
  */
-export async function tokenize(env: Bindings, principal: Principal, payload: unknown): Promise<unknown> {
+export async function tokenize(context: TenantContext, principal: Principal, payload: unknown): Promise<unknown> {
   const found = findTokenRequests(payload);
   const errors: FieldErrors = {};
   const requests: CreateRequest[] = [];
@@ -82,18 +82,18 @@ export async function tokenize(env: Bindings, principal: Principal, payload: unk
     else for (const issue of parsed.error.issues) (errors[jsonPath([...path, ...issue.path])] ??= []).push(issue.message);
   }
   if (Object.keys(errors).length > 0) throw invalid("Nothing was tokenized", errors);
-  const created = await createTokens(env, principal, requests);
+  const created = await createTokens(context, principal, requests);
   return substituteTokens(
     payload,
     found.map(({ path, leaf }, i) => ({ path, token: leaf ? created[i]!.id : created[i] })),
   );
 }
 
-export async function getToken(env: Bindings, principal: Principal, id: string): Promise<TokenResponse> {
-  const row = await findLiveToken(databaseOf(env), principal.tenantId, id, Date.now());
+export async function getToken(context: TenantContext, principal: Principal, id: string): Promise<TokenResponse> {
+  const row = await findLiveToken(context.db, principal.tenantId, id, Date.now());
   const transform = accessTo(principal, "token:read", containersOf(row));
   if (!transform) throw new ForbiddenError(`token:read is not granted on any container of token ${id}`);
-  const keys = await tenantKeysOf(env, principal.tenantId);
+  const keys = await context.keys();
   return present(row, transform, () => decryptData(keys, row));
 }
 
@@ -102,12 +102,12 @@ export async function getToken(env: Bindings, principal: Principal, id: string):
  * member to the type's default. The result is validated as a new token would be, and indexes and
  * fingerprint are recomputed. Moving between containers needs token:update on both sides.
  */
-export async function updateToken(env: Bindings, principal: Principal, id: string, patch: UpdateToken): Promise<UpdatedTokenResponse> {
-  const db = databaseOf(env);
+export async function updateToken(context: TenantContext, principal: Principal, id: string, patch: UpdateToken): Promise<UpdatedTokenResponse> {
+  const db = context.db;
   const now = Date.now();
   const row = await findLiveToken(db, principal.tenantId, id, now);
   requireOnEveryContainer(principal, "token:update", containersOf(row));
-  const keys = await tenantKeysOf(env, principal.tenantId);
+  const keys = await context.keys();
   const data = await decryptData(keys, row);
   const merged = CreateTokenBody.safeParse({
     type: row.type,
@@ -134,7 +134,7 @@ export async function updateToken(env: Bindings, principal: Principal, id: strin
     modifiedBy: principal.applicationId,
     modifiedAt: now,
     // The cvc's window starts when the data is written, not when other members change.
-    cvcExpiresAt: patch.data === undefined ? row.cvcExpiresAt : cvcDeadlineOf(definition, now, configOf(env)),
+    cvcExpiresAt: patch.data === undefined ? row.cvcExpiresAt : cvcDeadlineOf(definition, now, context.config),
   });
   if (patch.deduplicate_token) {
     const duplicate = await findDuplicateOf(db, principal, sealed.row, now);
@@ -175,7 +175,7 @@ async function presentDuplicate(keys: TenantKeys, principal: Principal, row: Tok
  * token:read, filtered by ids, types and metadata (every pair must match, case-insensitively).
  * Each token's data follows the principal's token:read transform for it.
  */
-export async function listTokens(env: Bindings, principal: Principal, query: ListTokens): Promise<Page<TokenResponse>> {
+export async function listTokens(context: TenantContext, principal: Principal, query: ListTokens): Promise<Page<TokenResponse>> {
   const granted = grantedContainers(principal, "token:read");
   const metadata = new Map(metadataFilterOf(query).reverse());
   const conditions = [
@@ -186,8 +186,8 @@ export async function listTokens(env: Bindings, principal: Principal, query: Lis
     metadata.size > 0 ? holdsMetadata([...metadata]) : undefined,
     granted === null ? undefined : inContainers(granted.map((grant) => grant.container)),
   ];
-  const { rows, total } = await selectPage(databaseOf(env), tokens, and(...conditions), [desc(tokens.createdAt), desc(tokens.id)], query);
-  return pageOf(await presentTokens(env, principal, "token:read", rows), total, query.page, query.size);
+  const { rows, total } = await selectPage(context.db, tokens, and(...conditions), [desc(tokens.createdAt), desc(tokens.id)], query);
+  return pageOf(await presentTokens(context, principal, "token:read", rows), total, query.page, query.size);
 }
 
 /** Every (key, value) pair is among the token's (lower-cased) metadata; the pairs travel as one JSON parameter. */
@@ -203,8 +203,8 @@ function inContainers(prefixes: string[]): SQL {
 }
 
 /** Removes the token, its ciphertext and its index rows at once. */
-export async function deleteToken(env: Bindings, principal: Principal, id: string): Promise<void> {
-  const db = databaseOf(env);
+export async function deleteToken(context: TenantContext, principal: Principal, id: string): Promise<void> {
+  const db = context.db;
   const now = Date.now();
   const row = await findLiveToken(db, principal.tenantId, id, now);
   requireOnEveryContainer(principal, "token:delete", containersOf(row));
@@ -214,12 +214,12 @@ export async function deleteToken(env: Bindings, principal: Principal, id: strin
 
 /** Decrypts the rows (of the principal's tenant) and applies each one's access transform for the permission. */
 export async function presentTokens(
-  env: Bindings,
+  context: TenantContext,
   principal: Principal,
   permission: TokenPermission,
   rows: TokenRow[],
 ): Promise<TokenResponse[]> {
-  const keys = await tenantKeysOf(env, principal.tenantId);
+  const keys = await context.keys();
   return Promise.all(
     rows.map((row) =>
       present(row, accessTo(principal, permission, containersOf(row)) ?? "redact", () => decryptData(keys, row)),
@@ -232,10 +232,10 @@ export async function presentTokens(
  * unknown, deleted or expired id is a 400; a token the principal may not use (no rule, or a rule
  * that redacts it, or masks a token without a mask) is a 403. One query for all ids.
  */
-export async function useTokens(env: Bindings, principal: Principal, ids: string[]): Promise<Map<string, unknown>> {
+export async function useTokens(context: TenantContext, principal: Principal, ids: string[]): Promise<Map<string, unknown>> {
   const wanted = [...new Set(ids.map(normalTokenId))];
   // Only the columns detokenization reads: this runs on every proxied call that holds references.
-  const rows = await storage.usableTokens(databaseOf(env).$client, principal.tenantId, wanted, Date.now());
+  const rows = await storage.usableTokens(context.db.$client, principal.tenantId, wanted, Date.now());
   const byId = new Map(rows.map((row) => [row.id, row]));
   const usable = ids.map((id) => {
     const row = byId.get(normalTokenId(id));
@@ -246,17 +246,19 @@ export async function useTokens(env: Bindings, principal: Principal, ids: string
     }
     return { id, row, transform };
   });
-  const keys = await tenantKeysOf(env, principal.tenantId);
+  const keys = await context.keys();
   const shown = await Promise.all(usable.map(({ row, transform }) => shownData(row, transform, () => decryptData(keys, row))));
   return new Map(usable.map(({ id }, i) => [id, shown[i]!.data]));
 }
 
-/** Called by the scheduled handler. */
-export function purgeExpiredTokens(env: Bindings, now = Date.now()): Promise<number> {
-  return storage.purgeExpiredTokens(databaseOf(env).$client, now);
+/** Called by the scheduled handler, for every tenant in every data database. */
+export async function purgeExpiredTokens(context: RequestContext, now = Date.now()): Promise<number> {
+  let purged = 0;
+  for (const db of context.dataDatabases()) purged += await storage.purgeExpiredTokens(db.$client, now);
+  return purged;
 }
 
-async function createTokens(env: Bindings, principal: Principal, requests: CreateRequest[]): Promise<CreatedTokenResponse[]> {
+async function createTokens(context: TenantContext, principal: Principal, requests: CreateRequest[]): Promise<CreatedTokenResponse[]> {
   if (requests.length === 0) return [];
   const definitions = requests.map((request) => definitionOf(request.input));
   definitions.forEach((definition, i) =>
@@ -271,8 +273,8 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
   const wanted = requests.map((request, i) => wantedIdOf(request.input, definitions[i]!.data, reportFor(i)));
   if (Object.keys(errors).length > 0) throw invalid(requests[0]!.path ? "Nothing was tokenized" : "The token was not created", errors);
 
-  const db = databaseOf(env);
-  const keys = await tenantKeysOf(env, principal.tenantId);
+  const db = context.db;
+  const keys = await context.keys();
   const now = Date.now();
   const ids = await claimTokenIds(db, principal.tenantId, wanted, definitions, now);
   const sealed = await Promise.all(
@@ -284,7 +286,7 @@ async function createTokens(env: Bindings, principal: Principal, requests: Creat
         createdAt: now,
         modifiedBy: principal.applicationId,
         modifiedAt: now,
-        cvcExpiresAt: cvcDeadlineOf(definition, now, configOf(env)),
+        cvcExpiresAt: cvcDeadlineOf(definition, now, context.config),
       }),
     ),
   );

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { principalForApplication } from "../../src/auth/service";
-import { databaseOf } from "../../src/db/client";
+import { requestContext, tenantContext } from "../support/context";
 import { expectProblem, seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
 import { createProxy, expectProxyError, invoke } from "../support/proxies";
@@ -28,7 +28,7 @@ async function reactorAnswer(code: string) {
 /** What a `bt` call answers to tenant code acting as a tenant's application: its value or the ApiError. */
 async function bridgeAnswer(call: string) {
   const tenant = await seedTokenTenant();
-  const application = await principalForApplication(databaseOf(env), tenant.tenantId, tenant.applicationId);
+  const application = await principalForApplication(tenantContext(tenant.tenantId), tenant.applicationId);
   const code = `module.exports = async (req) => {
     try { const value = await ${call}; return { raw: { created: typeof value.id } }; }
     catch (error) { return { raw: { name: error.name, status: error.status, message: error.message } }; }

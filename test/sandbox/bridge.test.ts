@@ -2,13 +2,13 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Principal } from "../../src/auth/access";
 import { principalForApplication } from "../../src/auth/service";
-import { databaseOf } from "../../src/db/client";
+import { requestContext, tenantContext } from "../support/context";
 import { call, createApplication } from "../support/harness";
 import { run, scriptOwner } from "../support/sandbox";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
 
 async function principalOf(tenantId: string, applicationId: string): Promise<Principal> {
-  const principal = await principalForApplication(databaseOf(env), tenantId, applicationId);
+  const principal = await principalForApplication(tenantContext(tenantId), applicationId);
   if (!principal) throw new Error("the application does not exist");
   return principal;
 }

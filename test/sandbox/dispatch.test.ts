@@ -1,13 +1,16 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { Bindings } from "../../src/env";
-import { publishScript, runScript, ScriptFailedError, unpublishScript, type ScriptOwner } from "../../src/sandbox";
+import { configOf, type Bindings } from "../../src/env";
+import { Sandbox, ScriptFailedError, type ScriptOwner } from "../../src/sandbox";
 import { fakeCloudflare, FAKE_API_BASE, type FakeCloudflare } from "../support/fake-cloudflare";
 import { scriptOwner } from "../support/sandbox";
 
 const CODE = "module.exports = async (req) => ({ raw: { doubled: req.args.n * 2 } });";
 
+/** The sandbox as a request context builds it for these bindings. */
+const sandboxOf = (bindings: Bindings) => new Sandbox(bindings, configOf(bindings));
+
 function runDispatched(cloudflare: FakeCloudflare, owner: ScriptOwner, code = CODE, args: unknown = { n: 21 }) {
-  return runScript(cloudflare.env, { owner, code, input: { args, configuration: {} }, application: null });
+  return sandboxOf(cloudflare.env).run({ owner, code, input: { args, configuration: {} }, application: null });
 }
 
 describe("Workers for Platforms host", () => {
@@ -23,7 +26,7 @@ describe("Workers for Platforms host", () => {
 
   it("publishing uploads the script to the namespace as one multipart form", async () => {
     const owner = scriptOwner("reactor", "tenant-dispatch");
-    await publishScript(cloudflare.env, owner, CODE);
+    await sandboxOf(cloudflare.env).publish(owner, CODE);
 
     expect(cloudflare.calls).toHaveLength(1);
     const [upload] = cloudflare.calls;
@@ -55,15 +58,15 @@ describe("Workers for Platforms host", () => {
   });
 
   it("an ES module is uploaded as a module part", async () => {
-    await publishScript(cloudflare.env, scriptOwner(), "export default async () => ({});");
+    await sandboxOf(cloudflare.env).publish(scriptOwner(), "export default async () => ({});");
     expect(cloudflare.calls[0]!.parts.find((part) => part.name === "tenant.js")?.type).toBe("application/javascript+module");
   });
 
   it("the script's name is stable for its owner and holds no tenant-chosen text", async () => {
     const owner = scriptOwner("request-transform", "tenant-dispatch");
-    await publishScript(cloudflare.env, owner, CODE);
-    await publishScript(cloudflare.env, owner, "module.exports = () => ({ body: {}, headers: {} });");
-    await publishScript(cloudflare.env, { ...owner, kind: "response-transform" }, CODE);
+    await sandboxOf(cloudflare.env).publish(owner, CODE);
+    await sandboxOf(cloudflare.env).publish(owner, "module.exports = () => ({ body: {}, headers: {} });");
+    await sandboxOf(cloudflare.env).publish({ ...owner, kind: "response-transform" }, CODE);
     const [first, second, otherKind] = cloudflare.calls.map((call) => call.url.split("/").at(-1));
     expect(second).toBe(first);
     expect(otherKind).not.toBe(first);
@@ -72,7 +75,7 @@ describe("Workers for Platforms host", () => {
 
   it("a published script runs through the dispatch namespace with the CPU and subrequest limits", async () => {
     const owner = scriptOwner();
-    await publishScript(cloudflare.env, owner, CODE);
+    await sandboxOf(cloudflare.env).publish(owner, CODE);
     expect(await runDispatched(cloudflare, owner)).toEqual({ raw: { doubled: 42 } });
     expect(cloudflare.dispatches).toEqual([
       { name: cloudflare.calls[0]!.url.split("/").at(-1), options: { limits: { cpuMs: 200, subRequests: 50 } } },
@@ -82,14 +85,14 @@ describe("Workers for Platforms host", () => {
   it("a script run through the namespace keeps the sandbox's contracts and errors", async () => {
     const owner = scriptOwner("request-transform");
     const code = 'const { BadRequestError } = require("@token-vault/errors");\nmodule.exports = () => { throw new BadRequestError({ card: "invalid" }); };';
-    await publishScript(cloudflare.env, owner, code);
+    await sandboxOf(cloudflare.env).publish(owner, code);
     await expect(runDispatched(cloudflare, owner, code)).rejects.toMatchObject({ status: 400, errors: { card: ["invalid"] } });
   });
 
   it("unpublishing deletes the script from the namespace", async () => {
     const owner = scriptOwner();
-    await publishScript(cloudflare.env, owner, CODE);
-    await unpublishScript(cloudflare.env, owner);
+    await sandboxOf(cloudflare.env).publish(owner, CODE);
+    await sandboxOf(cloudflare.env).unpublish(owner);
     expect(cloudflare.calls.map(({ method, url }) => ({ method, url }))).toEqual([
       { method: "PUT", url: cloudflare.calls[0]!.url },
       { method: "DELETE", url: cloudflare.calls[0]!.url },
@@ -98,12 +101,12 @@ describe("Workers for Platforms host", () => {
   });
 
   it("unpublishing a script that is already gone succeeds", async () => {
-    await expect(unpublishScript(cloudflare.env, scriptOwner())).resolves.toBeUndefined();
+    await expect(sandboxOf(cloudflare.env).unpublish(scriptOwner())).resolves.toBeUndefined();
   });
 
   it("an upload the API refuses is a 502 carrying the API's message", async () => {
     cloudflare.failNext(400, ["Uncaught SyntaxError: Unexpected token"]);
-    await expect(publishScript(cloudflare.env, scriptOwner(), CODE)).rejects.toMatchObject({
+    await expect(sandboxOf(cloudflare.env).publish(scriptOwner(), CODE)).rejects.toMatchObject({
       status: 502,
       title: "Script Publish Failed",
       message: "Could not upload the script in the dispatch namespace (400): Uncaught SyntaxError: Unexpected token",
@@ -112,7 +115,7 @@ describe("Workers for Platforms host", () => {
 
   it("a missing account, token or namespace is a configuration error that names them and no secret", async () => {
     const incomplete = { ...cloudflare.env, CLOUDFLARE_ACCOUNT_ID: undefined } as unknown as Bindings;
-    const error = await publishScript(incomplete, scriptOwner(), CODE).catch((caught: unknown) => caught as Error);
+    const error = await sandboxOf(incomplete).publish(scriptOwner(), CODE).catch((caught: unknown) => caught as Error);
     expect(error).toMatchObject({ status: 500, message: expect.stringContaining("CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_API_TOKEN and DISPATCH_NAMESPACE") });
     expect(JSON.stringify({ message: error?.message })).not.toContain("cloudflare-api-token-for-tests");
     expect(cloudflare.calls).toHaveLength(0);
@@ -120,8 +123,8 @@ describe("Workers for Platforms host", () => {
 
   it("with the Worker Loader host, publishing and unpublishing call no API", async () => {
     const loaderEnv = { ...cloudflare.env, SANDBOX_HOST: "loader" } as Bindings;
-    await publishScript(loaderEnv, scriptOwner(), CODE);
-    await unpublishScript(loaderEnv, scriptOwner());
+    await sandboxOf(loaderEnv).publish(scriptOwner(), CODE);
+    await sandboxOf(loaderEnv).unpublish(scriptOwner());
     expect(cloudflare.calls).toHaveLength(0);
   });
 });

@@ -1,7 +1,8 @@
 import { env } from "cloudflare:test";
 import type { Principal } from "../../src/auth/access";
 import type { Bindings } from "../../src/env";
-import { runScript, type ScriptKind, type ScriptOwner } from "../../src/sandbox";
+import type { ScriptKind, ScriptOwner } from "../../src/sandbox";
+import { tenantContext } from "./context";
 
 /** A fresh owner, so each test gets its own isolate. */
 export function scriptOwner(kind: ScriptKind = "reactor", tenantId = "sandbox-tests"): ScriptOwner {
@@ -21,7 +22,7 @@ export interface RunOptions {
 /** Runs `code` through the sandbox's public interface. */
 export function run(code: string, options: RunOptions = {}) {
   const owner = options.owner ?? scriptOwner(options.kind);
-  return runScript(options.env ?? env, {
+  return tenantContext(owner.tenantId, options.env ?? env).sandbox.run({
     owner,
     code,
     input: { args: options.args ?? {}, configuration: options.configuration ?? {} },

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { principalForKey } from "../../src/auth/service";
-import { databaseOf } from "../../src/db/client";
 import { useTokens } from "../../src/tokens/service";
+import { requestContext, tenantContext } from "../support/context";
 import { call, createApplication, expectProblem, type ApplicationSpec } from "../support/harness";
 import { createToken, patchToken, seedTokenTenant, VISA } from "../support/tokens";
 
@@ -24,7 +24,8 @@ async function cardAndThreeReaders() {
 }
 
 async function detokenize(key: string, ids: string[]) {
-  return useTokens(env, (await principalForKey(databaseOf(env), key))!, ids);
+  const principal = (await principalForKey(requestContext(), key))!;
+  return useTokens(tenantContext(principal.tenantId), principal, ids);
 }
 
 describe("access transforms", () => {

@@ -1,9 +1,9 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { principalForKey } from "../../src/auth/service";
-import { databaseOf } from "../../src/db/client";
 import worker from "../../src/index";
 import { useTokens } from "../../src/tokens/service";
+import { requestContext, tenantContext } from "../support/context";
 import { call, createApplication, expectProblem } from "../support/harness";
 import { createToken, expireToken, patchToken, seedTokenTenant, SSN } from "../support/tokens";
 
@@ -21,8 +21,8 @@ async function rowsOf(tokenId: string): Promise<Record<string, number>> {
 
 /** Detokenization as proxies and reactors do it (no HTTP route of the token API exposes it). */
 async function detokenize(key: string, ids: string[]) {
-  const principal = await principalForKey(databaseOf(env), key);
-  return useTokens(env, principal!, ids);
+  const principal = (await principalForKey(requestContext(), key))!;
+  return useTokens(tenantContext(principal.tenantId), principal, ids);
 }
 
 /** How many tokens a search for the id finds. */

@@ -1,14 +1,10 @@
-import { isNull } from "drizzle-orm";
-import { databaseOf } from "../../db/client";
-import { reactorFormulas } from "../../db/schema";
-import type { Bindings } from "../../env";
-import { publishScript } from "../../sandbox";
+import type { TenantContext } from "../../context";
 import { scriptOwnerOf } from "../script-owner";
+import * as storage from "../storage";
+import type { FormulaRow, OfficialColumns } from "../storage";
 import { OFFICIAL_FORMULAS, type OfficialFormula } from "./index";
 
-type FormulaRow = typeof reactorFormulas.$inferSelect;
-
-function columnsOf(formula: OfficialFormula) {
+function columnsOf(formula: OfficialFormula): OfficialColumns {
   return {
     name: formula.name,
     description: formula.description,
@@ -33,39 +29,32 @@ const seeded = new WeakMap<D1Database, Promise<void>>();
  * and database, before the first formula is read. Ids are fixed, so concurrent isolates and later
  * releases converge on the same rows, and reactors keep pointing at them.
  */
-export function ensureOfficialFormulas(env: Bindings): Promise<void> {
-  let done = seeded.get(env.DB);
+export function ensureOfficialFormulas(context: TenantContext): Promise<void> {
+  const database = context.db.$client;
+  let done = seeded.get(database);
   if (!done) {
-    done = seedOfficialFormulas(env).catch((error) => {
-      seeded.delete(env.DB);
+    done = seedOfficialFormulas(context).catch((error) => {
+      seeded.delete(database);
       throw error;
     });
-    seeded.set(env.DB, done);
+    seeded.set(database, done);
   }
   return done;
 }
 
-async function seedOfficialFormulas(env: Bindings): Promise<void> {
-  const db = databaseOf(env);
-  const stored = new Map(
-    (await db.select().from(reactorFormulas).where(isNull(reactorFormulas.tenantId))).map((row) => [row.id, row]),
-  );
+async function seedOfficialFormulas(context: TenantContext): Promise<void> {
+  const stored = new Map((await storage.officialFormulas(context.db)).map((row) => [row.id, row]));
   const changed = OFFICIAL_FORMULAS.filter((formula) => differs(stored.get(formula.id), formula));
   if (changed.length === 0) return;
   // Published first: if publishing fails, the rows stay as they were and the next isolate retries.
   for (const formula of changed) {
-    if (stored.get(formula.id)?.code !== formula.code) await publishScript(env, scriptOwnerOf({ id: formula.id, tenantId: null }), formula.code);
+    if (stored.get(formula.id)?.code !== formula.code) {
+      await context.sandbox.publish(scriptOwnerOf({ id: formula.id, tenantId: null }), formula.code);
+    }
   }
-  const now = Date.now();
-  const [first, ...rest] = changed.map((formula) =>
-    db
-      .insert(reactorFormulas)
-      .values({ id: formula.id, tenantId: null, type: "official", ...columnsOf(formula), createdBy: null, createdAt: now })
-      .onConflictDoUpdate({
-        target: reactorFormulas.id,
-        set: { ...columnsOf(formula), modifiedAt: now },
-        setWhere: isNull(reactorFormulas.tenantId),
-      }),
+  await storage.upsertOfficialFormulas(
+    context.db,
+    changed.map((formula) => ({ id: formula.id, columns: columnsOf(formula) })),
+    Date.now(),
   );
-  await db.batch([first!, ...rest]);
 }

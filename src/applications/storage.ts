@@ -1,0 +1,96 @@
+import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { nameMatches } from "../db/filters";
+import { selectPage } from "../db/pages";
+import { apiKeys, applications } from "../db/schema";
+import type { ListFilter } from "../http/schemas";
+
+export type ApplicationRow = typeof applications.$inferSelect;
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+
+const application = (tenantId: string, id: string) => and(eq(applications.tenantId, tenantId), eq(applications.id, id));
+const keysOf = (tenantId: string, applicationId: string) => and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.applicationId, applicationId));
+
+/** The application and its first key, both or neither. */
+export async function insertApplication(db: Database, row: ApplicationRow, key: ApiKeyRow): Promise<void> {
+  await db.batch([db.insert(applications).values(row), db.insert(apiKeys).values(key)]);
+}
+
+export async function findApplication(db: Database, tenantId: string, id: string): Promise<ApplicationRow | undefined> {
+  const [row] = await db.select().from(applications).where(application(tenantId, id)).limit(1);
+  return row;
+}
+
+export function applicationsAmong(db: Database, tenantId: string, ids: string[]): Promise<ApplicationRow[]> {
+  return db
+    .select()
+    .from(applications)
+    .where(and(eq(applications.tenantId, tenantId), inArray(applications.id, ids)));
+}
+
+export function applicationsPage(db: Database, tenantId: string, filter: ListFilter) {
+  const conditions: SQL[] = [eq(applications.tenantId, tenantId)];
+  if (filter.id.length > 0) conditions.push(inArray(applications.id, filter.id));
+  if (filter.name) conditions.push(nameMatches(applications.name, filter.name));
+  return selectPage(db, applications, and(...conditions), [desc(applications.createdAt), desc(applications.id)], filter);
+}
+
+export async function updateApplication(
+  db: Database,
+  tenantId: string,
+  id: string,
+  changes: Pick<ApplicationRow, "name" | "permissions" | "rules" | "modifiedBy" | "modifiedAt">,
+): Promise<ApplicationRow | undefined> {
+  const [row] = await db.update(applications).set(changes).where(application(tenantId, id)).returning();
+  return row;
+}
+
+/** The application and every key of it, at once. */
+export async function deleteApplication(db: Database, tenantId: string, id: string): Promise<void> {
+  await db.batch([db.delete(apiKeys).where(keysOf(tenantId, id)), db.delete(applications).where(application(tenantId, id))]);
+}
+
+export async function keyCount(db: Database, tenantId: string, applicationId: string): Promise<number> {
+  const [existing] = await db.select({ total: count() }).from(apiKeys).where(keysOf(tenantId, applicationId));
+  return existing?.total ?? 0;
+}
+
+export async function insertKey(db: Database, key: ApiKeyRow): Promise<void> {
+  await db.insert(apiKeys).values(key);
+}
+
+/**
+ * Replaces every key of the application with `key` and marks the application modified, in one
+ * batch; undefined when the application does not exist.
+ */
+export async function replaceKeys(
+  db: Database,
+  tenantId: string,
+  id: string,
+  key: ApiKeyRow,
+  modifiedBy: string,
+): Promise<ApplicationRow | undefined> {
+  const [, [row]] = await db.batch([
+    db.delete(apiKeys).where(keysOf(tenantId, id)),
+    db.update(applications).set({ modifiedBy, modifiedAt: key.createdAt }).where(application(tenantId, id)).returning(),
+    db.insert(apiKeys).values(key),
+  ]);
+  return row;
+}
+
+export function keysOfApplication(db: Database, tenantId: string, applicationId: string) {
+  return db
+    .select({ id: apiKeys.id, createdAt: apiKeys.createdAt })
+    .from(apiKeys)
+    .where(keysOf(tenantId, applicationId))
+    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+}
+
+/** Whether the key existed (and so was deleted). */
+export async function deleteKey(db: Database, tenantId: string, applicationId: string, keyId: string): Promise<boolean> {
+  const deleted = await db
+    .delete(apiKeys)
+    .where(and(keysOf(tenantId, applicationId), eq(apiKeys.id, keyId)))
+    .returning({ id: apiKeys.id });
+  return deleted.length > 0;
+}

@@ -1,0 +1,47 @@
+import { and, eq, lt } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { idempotencyRecords } from "../db/schema";
+
+/** One application's use of one idempotency key. */
+export interface IdempotencyScope {
+  tenantId: string;
+  applicationId: string;
+  key: string;
+}
+
+export type IdempotencyRecord = typeof idempotencyRecords.$inferSelect;
+
+const recordOf = (scope: IdempotencyScope) =>
+  and(
+    eq(idempotencyRecords.tenantId, scope.tenantId),
+    eq(idempotencyRecords.applicationId, scope.applicationId),
+    eq(idempotencyRecords.key, scope.key),
+  );
+
+/** Claims the key for a request, dropping its record once older than `expiredBefore`: false when another request holds it. */
+export async function claimKey(db: Database, scope: IdempotencyScope, requestHash: string, now: number, expiredBefore: number): Promise<boolean> {
+  await db.delete(idempotencyRecords).where(and(recordOf(scope), lt(idempotencyRecords.createdAt, expiredBefore)));
+  const claimed = await db
+    .insert(idempotencyRecords)
+    .values({ ...scope, requestHash, createdAt: now })
+    .onConflictDoNothing()
+    .returning({ key: idempotencyRecords.key });
+  return claimed.length > 0;
+}
+
+export async function findRecord(db: Database, scope: IdempotencyScope): Promise<IdempotencyRecord | undefined> {
+  const [record] = await db.select().from(idempotencyRecords).where(recordOf(scope)).limit(1);
+  return record;
+}
+
+export async function saveResponse(db: Database, scope: IdempotencyScope, status: number, sealedBody: string): Promise<void> {
+  await db.update(idempotencyRecords).set({ status, response: sealedBody }).where(recordOf(scope));
+}
+
+export async function releaseKey(db: Database, scope: IdempotencyScope): Promise<void> {
+  await db.delete(idempotencyRecords).where(recordOf(scope));
+}
+
+export async function purgeRecordsBefore(db: Database, expiredBefore: number): Promise<void> {
+  await db.delete(idempotencyRecords).where(lt(idempotencyRecords.createdAt, expiredBefore));
+}

@@ -1,0 +1,31 @@
+import type { Database } from "../db/client";
+import { tenants } from "../db/schema";
+
+export async function insertTenant(db: Database, tenant: typeof tenants.$inferInsert): Promise<void> {
+  await db.insert(tenants).values(tenant);
+}
+
+/**
+ * The bootstrap tenant, its management application and its key, in one batch. changes() is the row
+ * count of the previous statement in the batch: each insert happens only if the one before it did,
+ * i.e. only the first time.
+ */
+export async function insertBootstrapTenant(
+  db: Database,
+  bootstrap: { tenantId: string; applicationId: string; keyId: string; keyHash: string; permissions: readonly string[]; now: number },
+): Promise<void> {
+  const { tenantId, applicationId, keyId, keyHash, permissions, now } = bootstrap;
+  const d1 = db.$client;
+  await d1.batch([
+    d1.prepare("INSERT INTO tenants (id, name, created_at) VALUES (?, 'bootstrap', ?) ON CONFLICT DO NOTHING").bind(tenantId, now),
+    d1
+      .prepare(
+        `INSERT INTO applications (id, tenant_id, name, type, permissions, rules, created_at)
+         SELECT ?, ?, 'bootstrap', 'management', ?, '[]', ? WHERE changes() = 1`,
+      )
+      .bind(applicationId, tenantId, JSON.stringify(permissions), now),
+    d1
+      .prepare("INSERT INTO api_keys (id, tenant_id, application_id, hash, created_at) SELECT ?, ?, ?, ?, ? WHERE changes() = 1")
+      .bind(keyId, tenantId, applicationId, keyHash, now),
+  ]);
+}
