@@ -8,6 +8,7 @@
 //   npm run bench proxy [--iterations=500] [--duration=3000]
 // Direct, forwarded and proxied calls are measured turn about (latency in rounds, throughput in windows).
 import { createServer } from "node:http";
+import { readReply } from "../test/support/reply.mjs";
 
 const CARD = "4242424242424242";
 const TRANSFORM =
@@ -175,7 +176,7 @@ async function send(url, body, headers) {
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify(body),
   });
-  return { status: response.status, text: await response.text() };
+  return readReply(response);
 }
 
 /** A loopback destination that answers every request with the body it received, as JSON. */

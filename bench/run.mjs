@@ -8,6 +8,7 @@ import { readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { buildWorker, startLocalVault } from "../scripts/local-vault.mjs";
+import { readReply } from "../test/support/reply.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const benchDir = join(root, "bench");
@@ -90,15 +91,7 @@ const bench = {
     if (payload !== undefined && !Object.keys(sent).some((h) => h.toLowerCase() === "content-type")) {
       sent["content-type"] = "application/json";
     }
-    const response = await fetch(`${baseUrl}${path}`, { method, headers: sent, body: payload });
-    const text = await response.text();
-    let parsed = text;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {
-      // not JSON: keep the text
-    }
-    return { status: response.status, headers: response.headers, body: parsed };
+    return readReply(await fetch(`${baseUrl}${path}`, { method, headers: sent, body: payload }));
   },
   async seedTenant(name = `bench-${randomBytes(4).toString("hex")}`) {
     const reply = await bench.request("POST", "/tenants", { body: { name }, headers: { "SVC-OPERATOR-KEY": operatorKey } });

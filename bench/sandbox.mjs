@@ -14,6 +14,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
+import { readReply } from "../test/support/reply.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const workDir = join(root, ".bench", "sandbox");
@@ -56,9 +57,9 @@ export default async function sandbox(bench) {
   const { url, dispose } = await startBenchWorker();
   try {
     const call = async (query) => {
-      const response = await fetch(`${url}?${query}`);
-      if (!response.ok) throw new Error(`sandbox call failed: ${response.status} ${await response.text()}`);
-      return response.json();
+      const reply = await readReply(await fetch(`${url}?${query}`));
+      if (reply.status !== 200) throw new Error(`sandbox call failed: ${reply.status} ${reply.text}`);
+      return reply.body;
     };
     const expected = JSON.stringify({ body: { amount: 100, currency: "EUR" }, headers: { "content-type": "application/json" } });
     for (const mode of ["sandbox", "in-process"]) {

@@ -17,6 +17,7 @@ import { createServer } from "node:http";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { buildWorker, startLocalVault } from "./local-vault.mjs";
+import { readReply } from "../test/support/reply.mjs";
 
 const { values: options } = parseArgs({
   options: {
@@ -92,8 +93,7 @@ async function request(method, path, { key, body, headers = {} } = {}) {
     },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
+  return readReply(response);
 }
 
 async function expectStatus(reply, status, what) {

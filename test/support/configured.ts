@@ -1,6 +1,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import worker from "../../src/index";
 import { BASE, type Reply } from "./harness";
+import { readReply } from "./reply.mjs";
 
 /**
  * Calls the same worker inside workerd with some configuration changed (HEADER_PREFIX, a missing
@@ -22,12 +23,5 @@ export async function callConfigured(
   const ctx = createExecutionContext();
   const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, ...overrides }, ctx);
   await waitOnExecutionContext(ctx);
-  const text = await response.text();
-  let body: unknown = text;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    // not JSON: keep the text
-  }
-  return { status: response.status, headers: response.headers, body };
+  return readReply(response);
 }

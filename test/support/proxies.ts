@@ -1,6 +1,7 @@
 import { SELF } from "cloudflare:test";
 import { expect, inject } from "vitest";
 import { BASE, call, type Tenant } from "./harness";
+import { jsonOf, readReply } from "./reply.mjs";
 
 /** The loopback echo destination started by the test setup, with an optional path. */
 export function loopback(path = ""): string {
@@ -44,16 +45,8 @@ export async function invoke(method: string, path: string, options: InvokeOption
   if (options.apiKey) headers.set("SVC-API-KEY", options.apiKey);
   const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
   if (body !== undefined && !headers.has("content-type")) headers.set("content-type", options.contentType ?? "application/json");
-  const response = await SELF.fetch(`${BASE}/proxy${path}`, { method, headers, body, redirect: "manual" });
-  // Decoded from bytes: workerd warns when .text() reads a body whose type is not text (a form).
-  const text = new TextDecoder().decode(await response.arrayBuffer());
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, text, json };
+  const reply = await readReply(await SELF.fetch(`${BASE}/proxy${path}`, { method, headers, body, redirect: "manual" }));
+  return { status: reply.status, headers: reply.headers, text: reply.text, json: jsonOf(reply.text) };
 }
 
 /** Asserts a `{"proxy_error": problem}` reply with the status, and returns the problem. */
@@ -67,6 +60,6 @@ export function expectProxyError(reply: Invocation, status: number) {
 
 /** How many requests the loopback destination saw whose path or query contained the marker. */
 export async function destinationSaw(marker: string): Promise<number> {
-  const reply = await fetch(loopback(`/__seen?marker=${encodeURIComponent(marker)}`));
-  return ((await reply.json()) as { count: number }).count;
+  const reply = await readReply<{ count: number }>(await fetch(loopback(`/__seen?marker=${encodeURIComponent(marker)}`)));
+  return reply.body.count;
 }
