@@ -1,14 +1,13 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { matchedRoutes } from "hono/route";
 import { applicationRoutes } from "./applications/routes";
 import { permissionRoutes } from "./auth/routes";
 import type { AppEnv } from "./http/context";
 import { handleError } from "./http/errors";
-import { authenticate, traceAndConfigure } from "./http/middleware";
+import { authenticate, limitBody, traceAndConfigure } from "./http/middleware";
 import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, problemResponse } from "./http/problem";
-import { createRouter } from "./http/router";
+import { createRouter, HTTP_METHODS } from "./http/router";
 import { isInvocationPath } from "./proxies/destination";
 import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
 import { reactorRoutes } from "./reactors/routes";
@@ -18,9 +17,6 @@ import { detokenizeRoutes } from "./tokens/detokenize-routes";
 import { tokenRoutes } from "./tokens/routes";
 import { ensureBootstrap } from "./tenants/service";
 
-/** Largest JSON body the management and token API accepts. */
-export const API_BODY_LIMIT_BYTES = 1024 * 1024;
-const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
 /** Authenticates every request that reaches a known route; unknown routes fall through to 404/405. */
 const authenticateKnownRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -46,17 +42,11 @@ export function buildApp() {
   const app = new OpenAPIHono<AppEnv>({ strict: false });
 
   app.use("*", traceAndConfigure);
-  const apiBodyLimit = bodyLimit({
-    maxSize: API_BODY_LIMIT_BYTES,
-    onError: () => {
-      throw new PayloadTooLargeError(API_BODY_LIMIT_BYTES);
-    },
-  });
   // Proxy invocation applies its own limit, so that it too answers as proxy_error. (A plain test:
   // hono/combine's except() costs a router match and a middleware chain on every request.)
   app.use("*", async (c, next) => {
     if (isInvocationPath(c.req.path)) await next();
-    else await apiBodyLimit(c, next);
+    else await limitBody(c, next);
   });
 
   app.get("/health", (c) => c.json({ status: "ok" }));
@@ -106,7 +96,7 @@ export function buildApp() {
 
 function notFoundOrWrongMethod(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
   const path = c.req.path;
-  const allowed = METHODS.filter((method) =>
+  const allowed = HTTP_METHODS.filter((method) =>
     app.router.match(method, path)[0].some(([[, route]]) => route.method === method),
   );
   const error = allowed.length > 0 ? new MethodNotAllowedError(allowed) : new NotFoundError(`Route ${c.req.method} ${path}`);

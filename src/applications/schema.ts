@@ -1,7 +1,9 @@
+import { Name } from "../http/schemas";
 import { z } from "@hono/zod-openapi";
 import { TRANSFORMS } from "../auth/access";
 import { APPLICATION_TYPES, PERMISSIONS } from "../auth/permissions";
 import { RuleContainerPath } from "../tokens/containers";
+import { APPLICATIONS } from "../limits";
 
 const Permission = z.enum(PERMISSIONS, { error: `must be one of ${PERMISSIONS.join(", ")}` });
 
@@ -15,14 +17,13 @@ export const AccessRuleSchema = z
   })
   .openapi("AccessRule");
 
-const Name = z.string({ error: "is required" }).trim().min(1, "must not be empty").max(200, "must be at most 200 characters");
 
 export const CreateApplicationBody = z
   .object({
     name: Name,
     type: z.enum(APPLICATION_TYPES, { error: `must be one of ${APPLICATION_TYPES.join(", ")}` }),
     permissions: z.array(Permission).max(PERMISSIONS.length).default([]),
-    rules: z.array(AccessRuleSchema).max(100).default([]),
+    rules: z.array(AccessRuleSchema).max(APPLICATIONS.maxRules).default([]),
   })
   .openapi("CreateApplication");
 

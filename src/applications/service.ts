@@ -8,9 +8,10 @@ import { auditFieldsOf, isoTime, pageOf, type ListFilter, type Page } from "../h
 import type { ApplicationKeyResponse, ApplicationResponse, CreateApplication, UpdateApplication } from "./schema";
 import * as storage from "./storage";
 import type { ApplicationRow } from "./storage";
+import { APPLICATIONS } from "../limits";
 
 export const API_KEY_PREFIX = "key";
-const MAX_KEYS_PER_APPLICATION = 20;
+const MAX_KEYS_PER_APPLICATION = APPLICATIONS.maxKeys;
 
 export function toApplicationResponse(row: ApplicationRow): ApplicationResponse {
   return {

@@ -1,3 +1,4 @@
+import { ForbiddenError } from "../http/problem";
 import type { Permission, TokenPermission } from "./permissions";
 
 export const TRANSFORMS = ["reveal", "mask", "redact"] as const;
@@ -88,4 +89,28 @@ function sortedRules(principal: Principal): AccessRule[] {
     sorted.set(principal, rules);
   }
   return rules;
+}
+
+/**
+ * Writes need the permission on every container involved, not just one of them: a 403 naming the
+ * containers it lacks (`where` locates the request within a call, for messages).
+ */
+export function requireOnEveryContainer(principal: Principal, permission: TokenPermission, containers: string[], where = ""): void {
+  const denied = containers.filter((container) => accessTo(principal, permission, [container]) === null);
+  if (denied.length > 0) throw new ForbiddenError(`${permission} is not granted on container ${denied.join(", ")}${where}`);
+}
+
+const TRANSFORM_RESTRICTIVENESS: Transform[] = ["redact", "mask", "reveal"];
+
+/**
+ * Detokenizing needs token:use on every container of the token; when the containers' rules
+ * differ, the most restrictive transform applies.
+ */
+export function useTransform(principal: Principal, id: string, containers: string[]): Transform {
+  const transforms = containers.map((container) => {
+    const transform = accessTo(principal, "token:use", [container]);
+    if (transform === null) throw new ForbiddenError(`token:use is not granted on container ${container} of token ${id}`);
+    return transform;
+  });
+  return TRANSFORM_RESTRICTIVENESS.find((transform) => transforms.includes(transform)) ?? "redact";
 }

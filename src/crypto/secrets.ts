@@ -1,7 +1,7 @@
 import { toBase64Url, toHex, utf8 } from "./encoding";
 
 /** Longer strings are not API or proxy keys: refused without hashing or remembering them. */
-export const SECRET_MAX_LENGTH = 256;
+export { SECRET_MAX_LENGTH } from "../limits";
 
 /** A random secret with a recognisable prefix and 256 bits of entropy (API keys, proxy keys). */
 export function generateSecret(prefix: string): string {

@@ -1,11 +1,12 @@
 import { ValidationError } from "./problem";
+import { BODY } from "../limits";
 
 /**
  * What every JSON body the vault reads must satisfy before anything looks inside it: valid UTF-8
  * (a vault must not silently replace bytes it was given) and at most MAX_JSON_DEPTH levels of
  * arrays and objects (every walker of a body may then recurse without running out of stack).
  */
-export const MAX_JSON_DEPTH = 32;
+export const MAX_JSON_DEPTH = BODY.maxJsonDepth;
 
 const OPEN_BRACE = 0x7b;
 const OPEN_BRACKET = 0x5b;

@@ -1,22 +1,18 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./context";
-import { internalProblem, problemResponse, ProblemError, ValidationError } from "./problem";
+import { problemOf, problemResponse, ResponseError, ValidationError } from "./problem";
 
-/** The one error handler: a ProblemError becomes its problem body; anything else a bare 500. */
+/** The API's error handler: problem details (problemOf), or the response an error carries. */
 export function handleError(error: Error, c: Context<AppEnv>): Response {
-  if (error instanceof ProblemError) {
-    if (error.status >= 500) console.error(`[${c.var.traceId}] ${error.message}`);
-    return withTrace(c, problemResponse(error.toProblem(), error.headers));
-  }
+  if (error instanceof ResponseError) return error.toResponse();
   if (error instanceof HTTPException) {
     // Hono's own validators: malformed JSON and similar client errors.
     const problem = new ValidationError(error.message || "Malformed request").toProblem();
     return withTrace(c, problemResponse({ ...problem, status: error.status, title: titleOf(error.status) }));
   }
-  const traceId = c.var.traceId ?? crypto.randomUUID();
-  console.error(`[${traceId}] unexpected error`, error);
-  return withTrace(c, problemResponse(internalProblem(traceId)));
+  const { problem, headers } = problemOf(error, c.var.traceId ?? crypto.randomUUID());
+  return withTrace(c, problemResponse(problem, headers));
 }
 
 function titleOf(status: number): string {

@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { holdsPermission } from "../auth/access";
 import type { Permission } from "../auth/permissions";
 import { principalForKey } from "../auth/service";
@@ -6,7 +7,8 @@ import { RequestContext } from "../context";
 import { configOf } from "../env";
 import { checkBodyText } from "./body";
 import type { AppEnv } from "./context";
-import { ForbiddenError, UnauthenticatedError, UnsupportedMediaTypeError, ValidationError } from "./problem";
+import { ForbiddenError, PayloadTooLargeError, UnauthenticatedError, UnsupportedMediaTypeError, ValidationError } from "./problem";
+import { BODY } from "../limits";
 
 const TRACE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -58,6 +60,14 @@ export function requireContentType(...accepted: string[]): MiddlewareHandler<App
     await next();
   };
 }
+
+/** A body over BODY.maxBytes is a 413 before it is read: the API's and /proxy's one wiring. */
+export const limitBody: MiddlewareHandler<AppEnv> = bodyLimit({
+  maxSize: BODY.maxBytes,
+  onError: () => {
+    throw new PayloadTooLargeError(BODY.maxBytes);
+  },
+});
 
 /** For routes that accept any JSON (tokenize, detokenize): an absent body would otherwise read as `{}`. */
 export const requireBody: MiddlewareHandler<AppEnv> = async (c, next) => {

@@ -121,6 +121,29 @@ export function problemResponse(problem: Problem, headers: Record<string, string
 }
 
 /** The problem body for an unexpected failure: no internals, only the trace id to look it up. */
+/**
+ * An error that is itself the answer (tenant code that chose the whole HTTP response): error
+ * handlers send its response instead of a problem.
+ */
+export abstract class ResponseError extends ProblemError {
+  abstract toResponse(): Response;
+}
+
+/**
+ * The problem an error answers, for every error handler (the API's, /proxy's, the sandbox
+ * bridge's): a ProblemError its own problem, logged when it is a 5xx; anything else a 500 that
+ * names the trace id, logged with the error. `where` prefixes the log line.
+ */
+export function problemOf(error: unknown, traceId: string, where = ""): { problem: Problem; headers?: Record<string, string> } {
+  const label = where ? `[${traceId}] ${where}:` : `[${traceId}]`;
+  if (error instanceof ProblemError) {
+    if (error.status >= 500) console.error(`${label} ${error.message}`);
+    return { problem: error.toProblem(), headers: error.headers };
+  }
+  console.error(`${label} unexpected error`, error);
+  return { problem: internalProblem(traceId) };
+}
+
 export function internalProblem(traceId: string): Problem {
   return {
     type: "about:blank",

@@ -2,6 +2,9 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "./context";
 import { validationErrorOf } from "./validation";
 
+/** The methods the vault serves, the API's routes and /proxy alike. */
+export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
 const TARGET_NAMES: Record<string, string> = { json: "body", query: "query", param: "path", header: "header" };
 
 /** Every feature router: trailing slashes accepted, validation failures become our 400 problem. */

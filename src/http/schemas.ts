@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { NAME_MAX_LENGTH, PAGE_MAX_SIZE } from "../limits";
 
 export const Uuid = z.uuid({ error: "must be a UUID" }).transform((id) => id.toLowerCase());
 
@@ -20,7 +21,7 @@ export const PageQuery = z.object({
     .number({ error: "must be an integer" })
     .int("must be an integer")
     .min(1, "must be at least 1")
-    .max(100, "must be at most 100")
+    .max(PAGE_MAX_SIZE, `must be at most ${PAGE_MAX_SIZE}`)
     .default(20),
 });
 
@@ -28,8 +29,15 @@ export const PageQuery = z.object({
 export const repeatable = <T extends z.ZodType>(item: T) =>
   z.preprocess((value) => (value === undefined ? [] : Array.isArray(value) ? value : [value]), z.array(item).max(100));
 
+/** The name of an application, proxy, reactor, formula or tenant. */
+export const Name = z
+  .string({ error: "is required" })
+  .trim()
+  .min(1, "must not be empty")
+  .max(NAME_MAX_LENGTH, `must be at most ${NAME_MAX_LENGTH} characters`);
+
 /** `*` is the only wildcard of name filters; everything else matches literally, case-insensitively. */
-export const NameFilter = z.string().min(1).max(200).optional();
+export const NameFilter = z.string().min(1).max(NAME_MAX_LENGTH).optional();
 
 export const PaginationSchema = z
   .object({

@@ -8,8 +8,8 @@ import type { Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
 import { ConflictError } from "../http/problem";
 import * as storage from "./storage";
+import { IDEMPOTENCY_WINDOW_MS } from "../limits";
 
-export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /** A response given before under the same key. */
 export interface Replay {

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../http/context";
-import { internalProblem, ProblemError, type Problem } from "../http/problem";
+import { ProblemError, problemOf, ResponseError } from "../http/problem";
 
 /** The destination did not answer in time (`PROXY_TIMEOUT_MS`). */
 export class DestinationTimeoutError extends ProblemError {
@@ -18,19 +18,12 @@ export class DestinationResponseError extends ProblemError {
 
 /**
  * The error handler of invocation: every failure inside the vault is `{"proxy_error": problem}`,
- * so a caller can always tell the vault's errors from the destination's own.
+ * so a caller can always tell the vault's errors from the destination's own; a transform that
+ * chose the whole response (ResponseError) gets it.
  */
 export function proxyErrorResponse(error: Error, c: Context<AppEnv>): Response {
-  let problem: Problem;
-  let headers: Record<string, string> = {};
-  if (error instanceof ProblemError) {
-    problem = error.toProblem();
-    headers = error.headers ?? {};
-    if (error.status >= 500) console.error(`[${c.var.traceId}] proxy: ${error.message}`);
-  } else {
-    console.error(`[${c.var.traceId}] proxy: unexpected error`, error);
-    problem = internalProblem(c.var.traceId);
-  }
+  if (error instanceof ResponseError) return error.toResponse();
+  const { problem, headers } = problemOf(error, c.var.traceId, "proxy");
   return new Response(JSON.stringify({ proxy_error: problem }), {
     status: problem.status,
     headers: { ...headers, "content-type": "application/json" },

@@ -4,8 +4,9 @@ import type { RequestContext, TenantContext } from "../context";
 import { EgressRefusedError, egressRefusal, EgressTimeoutError, fetchThroughEgress } from "../egress/policy";
 import type { Config } from "../env";
 import { utf8TextOf } from "../http/body";
+import { HTTP_METHODS } from "../http/router";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../http/problem";
-import { CustomResponseError, ScriptFailedError, type ScriptKind, type TransformResult } from "../sandbox";
+import { ScriptFailedError, type ScriptKind, type TransformResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
 import {
   mightHoldReferences,
@@ -20,7 +21,6 @@ import { forwardableRequestHeaders, headersFrom, headersObject } from "./headers
 import { configurationOf, proxyForKey, type InvocableProxy } from "./service";
 import type { ProxyConfiguration } from "./schema";
 
-export const INVOCATION_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 /** Statuses whose responses cannot carry a body, whatever the response transform returns. */
 const NULL_BODY_STATUSES = new Set([204, 205]);
 
@@ -46,8 +46,8 @@ interface Invocation {
  */
 export async function invokeProxy(context: RequestContext, request: Request): Promise<Response> {
   const { config } = context;
-  if (!(INVOCATION_METHODS as readonly string[]).includes(request.method)) {
-    throw new MethodNotAllowedError([...INVOCATION_METHODS]);
+  if (!(HTTP_METHODS as readonly string[]).includes(request.method)) {
+    throw new MethodNotAllowedError([...HTTP_METHODS]);
   }
   const invocation = await authorise(context, request);
   try {
@@ -58,7 +58,6 @@ export async function invokeProxy(context: RequestContext, request: Request): Pr
     });
     return await answer(invocation, response);
   } catch (error) {
-    if (error instanceof CustomResponseError) return error.toResponse();
     if (error instanceof EgressTimeoutError) throw new DestinationTimeoutError(config.PROXY_TIMEOUT_MS);
     throw error;
   }

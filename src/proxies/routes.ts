@@ -1,9 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import { idempotent } from "../http/idempotency";
-import { requireContentType, requirePermission } from "../http/middleware";
-import { PayloadTooLargeError } from "../http/problem";
-import { createRouter } from "../http/router";
+import { limitBody, requireContentType, requirePermission } from "../http/middleware";
+import { createRouter, HTTP_METHODS } from "../http/router";
 import {
   IdParams,
   jsonBody,
@@ -15,12 +13,10 @@ import {
 } from "../http/schemas";
 import { INVOCATION_PATH } from "./destination";
 import { proxyErrorResponse } from "./errors";
-import { INVOCATION_METHODS, invokeProxy } from "./invocation";
+import { invokeProxy } from "./invocation";
 import { ProxyBody, ProxyPatchBody, ProxySchema } from "./schema";
 import * as proxies from "./service";
 
-/** Proxied bodies are read whole (to detokenize them), so they are bounded like the API's. */
-export const PROXY_BODY_LIMIT_BYTES = 1024 * 1024;
 
 const tags = ["Proxies"];
 const security = [{ ApiKey: [] }];
@@ -121,15 +117,11 @@ proxyInvocationRoutes.onError(proxyErrorResponse);
 proxyInvocationRoutes.on(
   ["ALL"],
   [INVOCATION_PATH, `${INVOCATION_PATH}/*`],
-  bodyLimit({
-    maxSize: PROXY_BODY_LIMIT_BYTES,
-    onError: () => {
-      throw new PayloadTooLargeError(PROXY_BODY_LIMIT_BYTES);
-    },
-  }),
+  // Proxied bodies are read whole (to detokenize them), so they are bounded like the API's.
+  limitBody,
   (c) => invokeProxy(c.var.request, c.req.raw),
 );
-for (const method of INVOCATION_METHODS) {
+for (const method of HTTP_METHODS) {
   proxyInvocationRoutes.openAPIRegistry.registerPath({
     method: method.toLowerCase() as Lowercase<typeof method>,
     path: `${INVOCATION_PATH}/{path}`,

@@ -1,11 +1,11 @@
 import { z } from "@hono/zod-openapi";
-import { Uuid } from "../http/schemas";
+import { Name, Uuid } from "../http/schemas";
+import { NAME_MAX_LENGTH, PROXIES } from "../limits";
 
-export const DESTINATION_URL_MAX_LENGTH = 400;
-const CONFIGURATION_MAX_ENTRIES = 100;
-const CONFIGURATION_VALUE_MAX_LENGTH = 10_000;
+export const DESTINATION_URL_MAX_LENGTH = PROXIES.destinationUrlMaxLength;
+const CONFIGURATION_MAX_ENTRIES = PROXIES.maxConfigurationEntries;
+const CONFIGURATION_VALUE_MAX_LENGTH = PROXIES.configurationValueMaxLength;
 
-const Name = z.string({ error: "is required" }).trim().min(1, "must not be empty").max(200, "must be at most 200 characters");
 
 /** The egress policy is checked by the service: it depends on configuration the schema cannot see. */
 const DestinationUrl = z
@@ -19,7 +19,7 @@ const TransformSchema = z
 
 const ApplicationReference = z.object({ id: Uuid }, { error: "must be an object with an id" });
 
-const ConfigurationName = z.string().min(1, "names must not be empty").max(200, "names must be at most 200 characters");
+const ConfigurationName = z.string().min(1, "names must not be empty").max(NAME_MAX_LENGTH, `names must be at most ${NAME_MAX_LENGTH} characters`);
 const ConfigurationValue = z
   .string({ error: "must be a string" })
   .max(CONFIGURATION_VALUE_MAX_LENGTH, `must be at most ${CONFIGURATION_VALUE_MAX_LENGTH} characters`);

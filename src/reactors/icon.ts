@@ -1,5 +1,7 @@
+import { REACTORS } from "../limits";
+
 /** Largest icon accepted, in decoded bytes: enough for a crisp 128×128 PNG, small enough to list. */
-export const ICON_MAX_BYTES = 64 * 1024;
+export const ICON_MAX_BYTES = REACTORS.iconMaxBytes;
 
 const DATA_URL = /^data:([^;,]*)((?:;[^;,]*)*),(.*)$/is;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;

@@ -14,7 +14,6 @@ import {
   problemResponses,
 } from "../http/schemas";
 import * as formulas from "./formulas";
-import { CustomResponseError } from "../sandbox";
 import {
   FormulaBody,
   FormulaSchema,
@@ -200,12 +199,6 @@ export const reactorRoutes = createRouter()
     await reactors.deleteReactor(c.var.context, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);
   })
-  .openapi(react, async (c) => {
-    try {
-      return c.json(await reactors.react(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json").args), 200);
-    } catch (error) {
-      // The formula chose the whole response.
-      if (error instanceof CustomResponseError) return error.toResponse();
-      throw error;
-    }
-  });
+  .openapi(react, async (c) =>
+    c.json(await reactors.react(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json").args), 200),
+  );

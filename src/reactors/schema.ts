@@ -1,17 +1,17 @@
 import { z } from "@hono/zod-openapi";
 import { ApplicationSchema } from "../applications/schema";
-import { Uuid } from "../http/schemas";
+import { Name, Uuid } from "../http/schemas";
 import { iconProblem } from "./icon";
+import { NAME_MAX_LENGTH, REACTORS } from "../limits";
 
 export const FORMULA_TYPES = ["official", "private"] as const;
 export const FORMULA_STATUSES = ["verified", "coming_soon"] as const;
 export const VALUE_TYPES = ["string", "boolean", "number"] as const;
 export type ValueType = (typeof VALUE_TYPES)[number];
 
-const CONTRACT_MAX_ELEMENTS = 100;
+const CONTRACT_MAX_ELEMENTS = REACTORS.maxContractElements;
 
-const Name = z.string({ error: "is required" }).trim().min(1, "must not be empty").max(200, "must be at most 200 characters");
-const Description = z.string({ error: "must be a string" }).max(2000, "must be at most 2000 characters").nullish();
+const Description = z.string({ error: "must be a string" }).max(REACTORS.descriptionMaxLength, `must be at most ${REACTORS.descriptionMaxLength} characters`).nullish();
 /** Contract elements: a missing description reads back as null. */
 const ElementDescription = Description.default(null);
 const ValueTypeSchema = z.enum(VALUE_TYPES, { error: `must be one of ${VALUE_TYPES.join(", ")}` });
@@ -21,7 +21,7 @@ const ConfigurationElementSchema = z
     name: z
       .string({ error: "is required" })
       .min(1, "must not be empty")
-      .max(200, "must be at most 200 characters")
+      .max(NAME_MAX_LENGTH, `must be at most ${NAME_MAX_LENGTH} characters`)
       .refine((name) => !name.includes("."), "must not contain dots: configuration is flat"),
     description: ElementDescription,
     type: ValueTypeSchema,
@@ -32,7 +32,7 @@ const RequestParameterSchema = z
   .object({
     name: z
       .string({ error: "is required" })
-      .max(200, "must be at most 200 characters")
+      .max(NAME_MAX_LENGTH, `must be at most ${NAME_MAX_LENGTH} characters`)
       .refine((name) => name.split(".").every((segment) => segment.length > 0), "must be dot-separated names with no empty segment"),
     description: ElementDescription,
     type: ValueTypeSchema,

@@ -1,18 +1,18 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { API_BODY_LIMIT_BYTES } from "../app";
 import type { Principal } from "../auth/access";
 import { principalForApplication } from "../auth/service";
 import { utf8 } from "../crypto/encoding";
 import { RequestContext, type TenantContext } from "../context";
 import type { Bindings } from "../env";
 import { checkBodyText } from "../http/body";
-import { internalProblem, PayloadTooLargeError, ProblemError, UnauthenticatedError, ValidationError, type Problem } from "../http/problem";
+import { PayloadTooLargeError, problemOf, UnauthenticatedError, ValidationError, type Problem } from "../http/problem";
 import { validationErrorOf } from "../http/validation";
 import { searchTokens } from "../search/service";
 import type { SearchRequest } from "../search/schema";
 import { TOKEN_ID_MAX_LENGTH } from "../tokens/ids";
 import { UpdateTokenBody } from "../tokens/schema";
 import { createToken, deleteToken, getToken, parseCreateToken, tokenize, updateToken } from "../tokens/service";
+import { BODY } from "../limits";
 
 /** Set by the vault when it hands a script its bridge: the principal `bt` acts as. */
 export interface BridgeProps {
@@ -76,9 +76,7 @@ export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
       if (!principal) throw new UnauthenticatedError("The application this script acts as no longer exists");
       return { ok: true, value: await action(context, principal, values) };
     } catch (error) {
-      if (error instanceof ProblemError) return { ok: false, problem: error.toProblem() };
-      console.error(`[${context.traceId}] bridge call failed`, error);
-      return { ok: false, problem: internalProblem(context.traceId) };
+      return { ok: false, problem: problemOf(error, context.traceId, "bridge call").problem };
     }
   }
 }
@@ -91,7 +89,7 @@ export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
 function argumentValue(text: unknown): unknown {
   if (typeof text !== "string") throw ValidationError.field("body", "must be sent as JSON text");
   const bytes = utf8.encode(text);
-  if (bytes.byteLength > API_BODY_LIMIT_BYTES) throw new PayloadTooLargeError(API_BODY_LIMIT_BYTES);
+  if (bytes.byteLength > BODY.maxBytes) throw new PayloadTooLargeError(BODY.maxBytes);
   checkBodyText(bytes, "application/json");
   try {
     return JSON.parse(text);

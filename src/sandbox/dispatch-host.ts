@@ -1,7 +1,7 @@
 import { toHex, utf8 } from "../crypto/encoding";
 import type { Bindings, Config } from "../env";
 import { ConfigurationError, ProblemError } from "../http/problem";
-import type { ScriptOwner } from "./index";
+import type { ScriptOwner } from "./types";
 import { SUBREQUEST_LIMIT, type SandboxEntrypoint } from "./loader-host";
 import {
   buildScriptModules,

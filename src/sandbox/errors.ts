@@ -1,5 +1,5 @@
-import { ProblemError, type FieldErrors } from "../http/problem";
-import type { ScriptKind } from "./index";
+import { ProblemError, ResponseError, type FieldErrors } from "../http/problem";
+import type { ScriptKind } from "./types";
 
 const KIND_NAMES: Record<ScriptKind, string> = {
   "request-transform": "request transform",
@@ -54,7 +54,7 @@ export class TenantError extends ProblemError {
  * Tenant code threw CustomHttpResponseError: the caller returns this response as given, through
  * `toResponse()`. As a ProblemError it still renders sensibly if a caller lets it through.
  */
-export class CustomResponseError extends ProblemError {
+export class CustomResponseError extends ResponseError {
   declare readonly headers: Record<string, string>;
 
   constructor(

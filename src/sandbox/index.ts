@@ -14,29 +14,15 @@ import { ScriptFailedError, ScriptInputTooLargeError, ScriptTimeoutError } from 
 import { loaderEntrypoint } from "./loader-host";
 import { resultOf, type ReactorResult, type TransformResult } from "./outcome";
 import { checkCode, CodeProblem, MAX_CODE_LENGTH, parseCode } from "./tenant-code";
+import type { ScriptOwner, ScriptRequest } from "./types";
+import { SANDBOX } from "../limits";
 
 export { CustomResponseError, ScriptFailedError, ScriptTimeoutError, TenantError } from "./errors";
 export type { ReactorResult, TransformResult } from "./outcome";
-
-export type ScriptKind = "request-transform" | "response-transform" | "reactor";
-
-/** Whose script it is: `id` is the proxy's or the reactor formula's id. */
-export interface ScriptOwner {
-  tenantId: string;
-  id: string;
-  kind: ScriptKind;
-}
-
-export interface ScriptRequest {
-  owner: ScriptOwner;
-  code: string;
-  input: { args: unknown; configuration: Record<string, unknown> };
-  /** The application `bt` acts as; without one, tenant code gets no `bt`. */
-  application: Principal | null;
-}
+export type { ScriptKind, ScriptOwner, ScriptRequest } from "./types";
 
 /** Largest input (args and configuration, as JSON) a script may be given. */
-export const MAX_INPUT_BYTES = 1024 * 1024;
+export const MAX_INPUT_BYTES = SANDBOX.inputMaxBytes;
 
 /**
  * Accepts code at save time or throws a 400 naming `field`, the line and the column: it must

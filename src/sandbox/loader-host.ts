@@ -3,7 +3,7 @@ import { toHex, utf8 } from "../crypto/encoding";
 import type { EgressFetchOptions } from "../egress/policy";
 import type { Bindings, Config } from "../env";
 import { ConfigurationError } from "../http/problem";
-import type { ScriptOwner } from "./index";
+import type { ScriptOwner } from "./types";
 import {
   loaderScriptModules,
   MAIN_MODULE,
@@ -12,6 +12,7 @@ import {
   WRAPPER_VERSION,
   type ScriptModule,
 } from "./worker-script";
+import { SANDBOX } from "../limits";
 
 /**
  * Calls into a sandboxed script with the input as JSON. The bridge capability `bt` is built from
@@ -22,7 +23,7 @@ export interface SandboxEntrypoint {
 }
 
 /** Fetches and RPC calls a script may make per run (bridge calls included). */
-export const SUBREQUEST_LIMIT = 50;
+export const SUBREQUEST_LIMIT = SANDBOX.subrequests;
 
 interface VaultEntrypoints {
   Egress(options: { props: EgressFetchOptions }): Fetcher;

@@ -1,8 +1,10 @@
 import { z } from "zod";
 import { utf8 } from "../crypto/encoding";
 import { jsonDepthOf, MAX_JSON_DEPTH } from "../http/body";
+import { isPlainObject } from "../http/json";
 import { CustomResponseError, ScriptFailedError, TENANT_ERRORS, TenantError } from "./errors";
-import type { ScriptKind } from "./index";
+import type { ScriptKind } from "./types";
+import { SANDBOX } from "../limits";
 
 /** What a transform returns: the body and headers that go on (request) or back (response). */
 export interface TransformResult {
@@ -17,7 +19,7 @@ export interface ReactorResult {
 }
 
 /** Tenant-written messages are returned to the caller; this keeps one from swamping a response. */
-const MAX_MESSAGE_LENGTH = 2_000;
+const MAX_MESSAGE_LENGTH = SANDBOX.errorMessageMaxLength;
 const message = z.string().transform((text) => (text.length > MAX_MESSAGE_LENGTH ? `${text.slice(0, MAX_MESSAGE_LENGTH)}…` : text));
 
 const OutcomeSchema = z.discriminatedUnion("kind", [
@@ -117,10 +119,6 @@ function parseReported(kind: ScriptKind, json: string): unknown {
 
 function invalid(kind: ScriptKind, detail: string): ScriptFailedError {
   return new ScriptFailedError(kind, detail, "Invalid Script Result");
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function describe(value: unknown): string {

@@ -1,7 +1,8 @@
 import { parse, type Node, type Options, type Program } from "acorn";
+import { SANDBOX } from "../limits";
 
 /** Largest script a tenant may save. */
-export const MAX_CODE_LENGTH = 50_000;
+export const MAX_CODE_LENGTH = SANDBOX.codeMaxLength;
 
 /** Modules tenant code may require or import, besides the errors module. */
 export const ALLOWED_BUILTINS = ["crypto", "buffer", "querystring", "url", "util", "stream"] as const;

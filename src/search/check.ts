@@ -4,9 +4,10 @@ import { DATE_FIELDS, EXACT_FIELDS, isDateField, isExactField, type Bound, type 
 import { timeSpanOf } from "./dates";
 import { InvalidQueryError } from "./errors";
 import type { SyntaxBound, SyntaxNode, SyntaxRange, SyntaxTerm, SyntaxValue } from "./syntax";
+import { SEARCH } from "../limits";
 
 /** Limits against abuse; the parser enforces the depth of parentheses too, before it can recurse deeper. */
-export const QUERY_LIMITS = { characters: 4096, terms: 100, depth: 20 } as const;
+export const QUERY_LIMITS = { characters: SEARCH.queryMaxCharacters, terms: SEARCH.queryMaxTerms, depth: SEARCH.queryMaxDepth } as const;
 
 const METADATA_PREFIX = "metadata.";
 const SEARCHABLE_FIELDS = [...EXACT_FIELDS, "data", "container", `${METADATA_PREFIX}<key>`, ...DATE_FIELDS].join(", ");

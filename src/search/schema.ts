@@ -1,8 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { QUERY_LIMITS } from "./check";
+import { PAGE_MAX_SIZE, SEARCH } from "../limits";
 
 /** Far beyond any page a client reads in order; keeps the offset an exact integer. */
-const MAX_PAGE = 1_000_000;
+const MAX_PAGE = SEARCH.maxPage;
 
 const integer = z.number({ error: "must be an integer" }).int("must be an integer");
 
@@ -18,7 +19,7 @@ export const SearchTokensBody = z
           example: 'metadata.customer:42 AND (type:social_security_number OR container:"/pii/*")',
         }),
       page: integer.min(1, "must be at least 1").max(MAX_PAGE, `must be at most ${MAX_PAGE}`).default(1),
-      size: integer.min(1, "must be at least 1").max(100, "must be at most 100").default(20),
+      size: integer.min(1, "must be at least 1").max(PAGE_MAX_SIZE, `must be at most ${PAGE_MAX_SIZE}`).default(20),
     },
     {
       error: (issue) =>

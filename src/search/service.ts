@@ -9,13 +9,14 @@ import { compileSearch } from "./compile";
 import { parseQuery } from "./parse";
 import { SearchTokensBody, type SearchRequest } from "./schema";
 import * as storage from "./storage";
+import { SEARCH } from "../limits";
 
 /**
  * The count reads at most this many matches past the start of the page. Counting every match of a
  * broad query over a million tokens would cost far more than the page itself; beyond the horizon
  * `total_items` is a lower bound that grows as the client pages on.
  */
-const COUNT_HORIZON = 10_000;
+const COUNT_HORIZON = SEARCH.countHorizon;
 
 /**
  * The page of tokens matching the query, newest first, among the containers where the principal

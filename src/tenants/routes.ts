@@ -6,7 +6,7 @@ import type { AppEnv } from "../http/context";
 import { requireContentType } from "../http/middleware";
 import { NotFoundError, UnauthenticatedError } from "../http/problem";
 import { createRouter } from "../http/router";
-import { jsonBody, jsonContent, problemResponses } from "../http/schemas";
+import { jsonBody, jsonContent, Name, problemResponses } from "../http/schemas";
 import { createTenant } from "./service";
 
 /** Operators only: `{P}-OPERATOR-KEY` must equal OPERATOR_API_KEY; without that secret the route does not exist. */
@@ -27,7 +27,7 @@ const create = createRoute({
   security: [{ OperatorKey: [] }],
   summary: "Create a tenant with its first management application and key (operators only)",
   middleware: [requireOperator, requireContentType("application/json")] as const,
-  request: jsonBody(z.object({ name: z.string({ error: "is required" }).trim().min(1).max(200) }).openapi("CreateTenant")),
+  request: jsonBody(z.object({ name: Name }).openapi("CreateTenant")),
   responses: {
     201: jsonContent(
       z.object({

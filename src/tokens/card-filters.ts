@@ -1,4 +1,5 @@
 import { ExpressionError } from "./expression-error";
+import { TOKENS } from "../limits";
 
 /** A card number with fewer than 16 digits has a 6-digit BIN, a longer one an 8-digit BIN. */
 export function binLength(digitCount: number): number {
@@ -13,7 +14,7 @@ export function cardBin(number: string, separators: ReadonlySet<string>): string
   return digits.slice(0, length).join("");
 }
 
-export const CARD_EXP_FORMAT_MAX_LENGTH = 20;
+export const CARD_EXP_FORMAT_MAX_LENGTH = TOKENS.cardExpFormatMaxLength;
 const EXPIRATION_FORMAT = /^(?:YYYY|YY|MM|[^A-Za-z])+$/;
 const EXPIRATION_PLACEHOLDER = /YYYY|YY|MM/g;
 

@@ -1,8 +1,9 @@
 import { z } from "@hono/zod-openapi";
+import { TOKENS } from "../limits";
 
 /** `/segment/segment/`: letters, digits, `_` and `-`; compared and stored lower-cased. */
 export const CONTAINER_PATTERN = /^\/(?:[A-Za-z0-9_-]+\/)+$/;
-export const CONTAINER_MAX_LENGTH = 200;
+export const CONTAINER_MAX_LENGTH = TOKENS.containerMaxLength;
 
 export const ContainerPath = z
   .string({ error: "must be a string" })

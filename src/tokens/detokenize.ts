@@ -5,9 +5,10 @@ import { fieldPath } from "../http/validation";
 import { evaluateValue, ExpressionError, expressionProblem } from "./expressions";
 import { normalTokenId, tokenIdProblem } from "./ids";
 import { useTokens } from "./service";
+import { TOKENS } from "../limits";
 
 /** More expressions than this in one request is refused: each one is a token read and a render. */
-export const MAX_REFERENCES = 100;
+export const MAX_REFERENCES = TOKENS.maxReferences;
 
 const EXPRESSION = /\{\{([\s\S]*?)\}\}/g;
 const EXPRESSION_ECHO_LIMIT = 60;

@@ -1,6 +1,7 @@
 import { AssertionError, Context, Liquid, toValueSync, Value, type Template } from "liquidjs";
 import { ExpressionError } from "./expression-error";
 import { registerFilters, textOf } from "./filters";
+import { TOKENS } from "../limits";
 
 /**
  * Liquid expressions over token data: search indexes, fingerprint expressions and masks. Tenants
@@ -10,7 +11,7 @@ import { registerFilters, textOf } from "./filters";
 
 export { ExpressionError } from "./expression-error";
 
-export const EXPRESSION_MAX_LENGTH = 1000;
+export const EXPRESSION_MAX_LENGTH = TOKENS.expressionMaxLength;
 /** Per render: tags and outputs rendered, and characters or items allocated (ranges, strings). */
 const RENDER_LIMITS = { templateLimit: 10_000, memoryLimit: 1_000_000 };
 const FILE_TAGS = ["include", "render", "layout", "block"];

@@ -4,6 +4,7 @@ import { cardBin, cardExpiration } from "./card-filters";
 import { ExpressionError } from "./expression-error";
 import { selectJsonPath } from "./json-path";
 import { cardMask, revealEnds, revealLast } from "./masking";
+import { TOKENS } from "../limits";
 
 /**
  * The vault's filters, on top of Liquid's standard ones. Arguments are checked (a wrong one is an
@@ -12,7 +13,7 @@ import { cardMask, revealEnds, revealLast } from "./masking";
  */
 
 const DEFAULT_MASK_CHAR = "X";
-const MAX_PAD_LENGTH = 1000;
+const MAX_PAD_LENGTH = TOKENS.padMaxLength;
 
 type Filter = (this: { context: Context }, value: unknown, ...args: unknown[]) => unknown;
 

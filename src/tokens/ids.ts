@@ -1,4 +1,5 @@
 import { evaluateExpression, ExpressionError } from "./expressions";
+import { TOKENS } from "../limits";
 
 /**
  * Token ids. The vault gives a token a random UUID; a client may choose its own id (or an alias
@@ -8,8 +9,8 @@ import { evaluateExpression, ExpressionError } from "./expressions";
  * URL path or inside a detokenization expression `{{ <id> | filter }}`, without control characters,
  * and without leading or trailing white space (an expression's id is read trimmed).
  */
-export const TOKEN_ID_MIN_LENGTH = 3;
-export const TOKEN_ID_MAX_LENGTH = 400;
+export const TOKEN_ID_MIN_LENGTH = TOKENS.idMinLength;
+export const TOKEN_ID_MAX_LENGTH = TOKENS.idMaxLength;
 export const TOKEN_ID_FORBIDDEN = "#/\\+?[]|&=%<>{}^";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,6 +1,7 @@
 import { JSONPath } from "jsonpath-plus";
 import { AssertionError, type Context } from "liquidjs";
 import { ExpressionError } from "./expression-error";
+import { TOKENS } from "../limits";
 
 /**
  * `json: '<path>'`: any JSONPath (members, indexes, wildcards, slices, unions, filters, recursive
@@ -13,7 +14,7 @@ import { ExpressionError } from "./expression-error";
  * would allocate without bound inside one step.
  */
 
-export const JSON_PATH_MAX_LENGTH = 1000;
+export const JSON_PATH_MAX_LENGTH = TOKENS.jsonPathMaxLength;
 type Budget = Context["memoryLimit"];
 type Script = { runInNewContext(context: object): unknown };
 type ScriptConstructor = new (code: string) => Script;

@@ -4,12 +4,13 @@ import { ContainerPath } from "./containers";
 import { EXPRESSION_MAX_LENGTH, expressionProblem } from "./expressions";
 import { isAliasExpression, normalTokenId, tokenIdProblem } from "./ids";
 import { TOKEN_TYPE_RULES, TOKEN_TYPES } from "./types";
+import { TOKENS } from "../limits";
 
-export const MAX_CONTAINERS = 20;
-export const MAX_SEARCH_INDEXES = 20;
-export const MAX_METADATA_ENTRIES = 100;
-const METADATA_KEY_MAX_LENGTH = 200;
-const METADATA_VALUE_MAX_LENGTH = 1000;
+export const MAX_CONTAINERS = TOKENS.maxContainers;
+export const MAX_SEARCH_INDEXES = TOKENS.maxSearchIndexes;
+export const MAX_METADATA_ENTRIES = TOKENS.maxMetadataEntries;
+const METADATA_KEY_MAX_LENGTH = TOKENS.metadataKeyMaxLength;
+const METADATA_VALUE_MAX_LENGTH = TOKENS.metadataValueMaxLength;
 const SEARCHABLE_TYPES = TOKEN_TYPES.filter((type) => TOKEN_TYPE_RULES[type].defaultSearchIndexes !== null);
 
 /** Unknown members are refused: a misspelt `search_indexes` must not silently create an unindexed token. */
@@ -37,7 +38,7 @@ const Expression = z
   .openapi({ description: "A Liquid expression over `data`" });
 
 /** A mask template's JSON text at most this long: it is stored with every token. */
-export const MASK_MAX_LENGTH = 10_000;
+export const MASK_MAX_LENGTH = TOKENS.maskMaxLength;
 
 const MASK_PROBLEM = "must be an expression, or an object or array whose string values are expressions";
 

@@ -1,4 +1,6 @@
-import { getTableColumns, getTableName, type Table } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, getTableName, gt, isNull, ne, or, sql, type AnyColumn, type SQL, type Table } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { selectPage } from "../db/pages";
 import { tokenContainers, tokenMetadata, tokens, tokenSearchIndex } from "../db/schema";
 
 /*
@@ -33,9 +35,14 @@ const PURGE_CHUNK = 500;
  * A deduplicating token (`unlessDuplicateIn`) is inserted by the same statement only when no
  * duplicate is live, and its side rows only when its row was inserted: D1 runs statements one at a
  * time, so of concurrent deduplicating creates of one value exactly one inserts. The change count
- * of the statement at `tokensStatement` tells how many rows went in.
+ * Answers how many token rows went in.
  */
-export function insertTokens(d1: D1Database, sealed: SealedToken[], chosenIds: string[], now: number): D1PreparedStatement[] {
+export async function insertTokens(d1: D1Database, sealed: SealedToken[], chosenIds: string[], now: number): Promise<number> {
+  const results = await d1.batch(insertStatements(d1, sealed, chosenIds, now));
+  return results[tokensStatement(chosenIds)]?.meta.changes ?? 0;
+}
+
+function insertStatements(d1: D1Database, sealed: SealedToken[], chosenIds: string[], now: number): D1PreparedStatement[] {
   const tenantId = sealed[0]!.row.tenantId;
   const expired = "SELECT id FROM tokens WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?)) AND expires_at <= ?";
   const release =
@@ -56,8 +63,8 @@ export function insertTokens(d1: D1Database, sealed: SealedToken[], chosenIds: s
   return [...release, insert, ...insertSideRows(d1, sealed, guarded ? INSERTED_WITH_IT : undefined)];
 }
 
-/** Where the tokens statement sits in insertTokens' batch. */
-export function tokensStatement(chosenIds: string[]): number {
+/** Where the tokens statement sits in insertStatements' batch. */
+function tokensStatement(chosenIds: string[]): number {
   return chosenIds.length === 0 ? 0 : SIDE_TABLES.length + 1;
 }
 
@@ -149,7 +156,12 @@ export function isTakenIdError(error: unknown): boolean {
  * deleted or changed since it was read is left alone (the update then reports no change). The side
  * statements check for the new ciphertext, whose random IV makes it unique to this write.
  */
-export function replaceToken(d1: D1Database, token: SealedToken, readCiphertext: string): D1PreparedStatement[] {
+export async function replaceToken(d1: D1Database, token: SealedToken, readCiphertext: string): Promise<boolean> {
+  const [update] = await d1.batch(replaceStatements(d1, token, readCiphertext));
+  return update?.meta.changes === 1;
+}
+
+function replaceStatements(d1: D1Database, token: SealedToken, readCiphertext: string): D1PreparedStatement[] {
   const { row } = token;
   const written = "EXISTS (SELECT 1 FROM tokens WHERE tenant_id = ? AND id = ? AND ciphertext = ?)";
   const writtenParams = [row.tenantId, row.id, row.ciphertext];
@@ -183,16 +195,17 @@ export function replaceToken(d1: D1Database, token: SealedToken, readCiphertext:
   return [update, ...clear, ...insertSideRows(d1, [token], { condition: written, params: writtenParams })];
 }
 
-/** The live token's side rows, then its row; the last statement's change count says whether it existed. */
-export function deleteToken(d1: D1Database, tenantId: string, id: string, now: number): D1PreparedStatement[] {
-  return [
+/** Deletes the live token's side rows, then its row: whether it existed. */
+export async function deleteToken(d1: D1Database, tenantId: string, id: string, now: number): Promise<boolean> {
+  const results = await d1.batch([
     ...SIDE_TABLES.map((table) =>
       d1.prepare(`DELETE FROM ${getTableName(table)} WHERE tenant_id = ? AND token_id = ?`).bind(tenantId, id),
     ),
     d1
       .prepare("DELETE FROM tokens WHERE tenant_id = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)")
       .bind(tenantId, id, now),
-  ];
+  ]);
+  return results.at(-1)?.meta.changes === 1;
 }
 
 /**
@@ -291,4 +304,77 @@ function columnsOf(table: Table, row: Record<string, unknown>): Record<string, u
   return Object.fromEntries(
     Object.entries(getTableColumns(table)).map(([property, column]) => [column.name, row[property] ?? null]),
   );
+}
+
+// Reads through drizzle.
+
+/** The condition every read of tokens carries: an expired token behaves as deleted. */
+function tokenIsLive(now: number): SQL {
+  return or(isNull(tokens.expiresAt), gt(tokens.expiresAt, now))!;
+}
+
+/** `column IN (…)` with the values as one JSON parameter, whatever their number. */
+function inJsonArray(column: AnyColumn, values: string[]): SQL {
+  return sql`${column} IN (SELECT value FROM json_each(${JSON.stringify(values)}))`;
+}
+
+export async function findLiveToken(db: Database, tenantId: string, id: string, now: number): Promise<TokenRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(tokens)
+    .where(and(eq(tokens.tenantId, tenantId), eq(tokens.id, id), tokenIsLive(now)))
+    .limit(1);
+  return row;
+}
+
+export interface TokenListFilter {
+  ids: string[];
+  types: string[];
+  /** Lower-cased (key, value) pairs that must all be among the token's metadata. */
+  metadata: [string, string][];
+  /** One of the token's containers must lie under one of these; null: any container. */
+  containerPrefixes: string[] | null;
+  page: number;
+  size: number;
+}
+
+/** A page of the tenant's live tokens matching the filter, newest first, with the number matching. */
+export function liveTokensPage(db: Database, tenantId: string, filter: TokenListFilter, now: number) {
+  const conditions = [
+    eq(tokens.tenantId, tenantId),
+    tokenIsLive(now),
+    filter.ids.length > 0 ? inJsonArray(tokens.id, filter.ids) : undefined,
+    filter.types.length > 0 ? inJsonArray(tokens.type, filter.types) : undefined,
+    filter.metadata.length > 0 ? holdsMetadata(filter.metadata) : undefined,
+    filter.containerPrefixes === null ? undefined : inContainers(filter.containerPrefixes),
+  ];
+  return selectPage(db, tokens, and(...conditions), [desc(tokens.createdAt), desc(tokens.id)], filter);
+}
+
+/** Every (key, value) pair is among the token's (lower-cased) metadata; the pairs travel as one JSON parameter. */
+function holdsMetadata(pairs: [string, string][]): SQL {
+  return sql`(SELECT count(DISTINCT m.key) FROM token_metadata AS m, json_each(${JSON.stringify(pairs)}) AS f
+    WHERE m.tenant_id = ${tokens.tenantId} AND m.key = f.value ->> 0 AND m.value = f.value ->> 1 AND m.token_id = ${tokens.id}) = ${pairs.length}`;
+}
+
+/** One of the token's containers lies under one of the prefixes (a rule's container covers its sub-containers). */
+function inContainers(prefixes: string[]): SQL {
+  return sql`EXISTS (SELECT 1 FROM token_containers AS a, json_each(${JSON.stringify(prefixes)}) AS p
+    WHERE a.tenant_id = ${tokens.tenantId} AND a.token_id = ${tokens.id} AND substr(a.container, 1, length(p.value)) = p.value)`;
+}
+
+/** The tenant's live tokens with one of the fingerprints, other than `excludedId`, oldest first. */
+export function liveTokensByFingerprint(db: Database, tenantId: string, fingerprints: string[], now: number, excludedId?: string): Promise<TokenRow[]> {
+  return db
+    .select()
+    .from(tokens)
+    .where(
+      and(
+        eq(tokens.tenantId, tenantId),
+        inJsonArray(tokens.fingerprint, fingerprints),
+        excludedId === undefined ? undefined : ne(tokens.id, excludedId),
+        tokenIsLive(now),
+      ),
+    )
+    .orderBy(asc(tokens.createdAt), asc(tokens.id));
 }

@@ -1,5 +1,6 @@
 import { MAX_JSON_DEPTH } from "../http/body";
 import { ValidationError } from "../http/problem";
+import { TOKENS } from "../limits";
 
 /*
  * A tokenize payload is any JSON: each object with `type` and `data` is a token create request,
@@ -7,7 +8,7 @@ import { ValidationError } from "../http/problem";
  * answers back into a copy of the payload: a leaf's token id, or a request's token object.
  */
 
-export const MAX_TOKENS_PER_TOKENIZE = 100;
+export const MAX_TOKENS_PER_TOKENIZE = TOKENS.maxPerTokenize;
 
 export type JsonPath = (string | number)[];
 

@@ -1,0 +1,86 @@
+/**
+ * Every limit a client can run into, in one place, by area. README.md's "Limits" table lists the
+ * same values; test/foundation/limits.test.ts holds the two together. Tuning values that no client
+ * sees (cache sizes, purge chunks) stay next to the code they tune.
+ */
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/** Request bodies: the API's and /proxy's. */
+export const BODY = {
+  /** Largest body the API, /proxy and a `bt` argument accept (413 over it). */
+  maxBytes: 1 * MiB,
+  /** Deepest nesting of arrays and objects in any JSON the vault reads or writes. */
+  maxJsonDepth: 32,
+} as const;
+
+/** Names of applications, proxies, reactors and formulas; configuration entries' names. */
+export const NAME_MAX_LENGTH = 200;
+
+/** Items per page of every list and search. */
+export const PAGE_MAX_SIZE = 100;
+
+export const TOKENS = {
+  idMinLength: 3,
+  idMaxLength: 400,
+  maxContainers: 20,
+  containerMaxLength: 200,
+  maxSearchIndexes: 20,
+  maxMetadataEntries: 100,
+  metadataKeyMaxLength: 200,
+  metadataValueMaxLength: 1000,
+  expressionMaxLength: 1000,
+  maskMaxLength: 10_000,
+  /** Create requests and leaves in one tokenize call. */
+  maxPerTokenize: 100,
+  /** Distinct token references in one detokenized body (proxy, react, `bt`, bulk detokenize). */
+  maxReferences: 100,
+  jsonPathMaxLength: 1000,
+  padMaxLength: 1000,
+  cardExpFormatMaxLength: 20,
+} as const;
+
+export const SEARCH = {
+  queryMaxCharacters: 4096,
+  queryMaxTerms: 100,
+  queryMaxDepth: 20,
+  maxPage: 1_000_000,
+  /** `total_items` counts at most this many matches past the start of the page. */
+  countHorizon: 10_000,
+} as const;
+
+export const APPLICATIONS = {
+  maxRules: 100,
+  maxKeys: 20,
+} as const;
+
+/** Longest API key or proxy key the vault will look up. */
+export const SECRET_MAX_LENGTH = 256;
+
+export const PROXIES = {
+  destinationUrlMaxLength: 400,
+  maxConfigurationEntries: 100,
+  configurationValueMaxLength: 10_000,
+} as const;
+
+export const REACTORS = {
+  /** Elements of a formula's configuration or request-parameters contract. */
+  maxContractElements: 100,
+  iconMaxBytes: 64 * KiB,
+  descriptionMaxLength: 2000,
+} as const;
+
+/** Tenant code (transforms and reactor formulas); CPU and wall time are settings. */
+export const SANDBOX = {
+  codeMaxLength: 50_000,
+  /** Args and configuration of one run, as JSON. */
+  inputMaxBytes: 1 * MiB,
+  subrequests: 50,
+  /** One allocation inside tenant code (production isolates have 128 MB in all). */
+  allocationMaxBytes: 128 * MiB,
+  errorMessageMaxLength: 2000,
+} as const;
+
+/** How long an idempotency key's response is replayed. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;

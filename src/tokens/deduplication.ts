@@ -1,0 +1,102 @@
+/**
+ * `deduplicate_token`: a create or update whose type and fingerprint match a live token in the
+ * caller's reach is answered with that token instead of writing a new one. The database makes it
+ * atomic (storage.insertTokens): of concurrent deduplicating creates of one value, one inserts.
+ */
+import { accessTo, type Principal } from "../auth/access";
+import type { TokenPermission } from "../auth/permissions";
+import type { Database } from "../db/client";
+import { ConflictError } from "../http/problem";
+import { containersOf } from "./presentation";
+import * as storage from "./storage";
+import type { SealedToken, TokenRow } from "./storage";
+
+/** What a create request ends in: a new token to insert, or an existing token it duplicates. */
+export interface Outcome {
+  row: TokenRow;
+  /** Present when the token is new and must be written. */
+  inserted?: SealedToken;
+  /** The plaintext when this request supplied it; absent for an existing token, which is decrypted. */
+  data?: () => unknown;
+}
+
+/** Tokens are duplicates when type and fingerprint are equal. */
+function identityOf(row: Pick<TokenRow, "type" | "fingerprint">): string {
+  return `${row.type}\u0000${row.fingerprint}`;
+}
+
+/**
+ * The oldest live token per type and fingerprint in a container where the principal holds the
+ * permission (token:create for creates, token:update for updates), other than `excludedId`.
+ */
+async function existingDuplicates(
+  db: Database,
+  principal: Principal,
+  permission: TokenPermission,
+  fingerprints: string[],
+  now: number,
+  excludedId?: string,
+): Promise<Map<string, TokenRow>> {
+  if (fingerprints.length === 0) return new Map();
+  const rows = await storage.liveTokensByFingerprint(db, principal.tenantId, [...new Set(fingerprints)], now, excludedId);
+  const oldest = new Map<string, TokenRow>();
+  for (const row of rows) {
+    if (!oldest.has(identityOf(row)) && accessTo(principal, permission, containersOf(row)) !== null) oldest.set(identityOf(row), row);
+  }
+  return oldest;
+}
+
+/**
+ * A deduplicating request (`deduplicating[i]`) whose type and fingerprint match a live token the
+ * principal may create in (the oldest such), or a token created earlier in the same call, gets
+ * that token.
+ */
+export async function deduplicate(
+  db: Database,
+  principal: Principal,
+  sealed: SealedToken[],
+  deduplicating: boolean[],
+  dataOf: (i: number) => unknown,
+  now: number,
+): Promise<Outcome[]> {
+  const wanted = sealed.filter((_, i) => deduplicating[i]).map((token) => token.row.fingerprint);
+  const seen = new Map<string, Outcome>(
+    [...(await existingDuplicates(db, principal, "token:create", wanted, now))].map(([identity, row]) => [identity, { row }]),
+  );
+  return sealed.map((token, i) => {
+    const match = seen.get(identityOf(token.row));
+    if (match && deduplicating[i]) return { row: match.row, data: match.data };
+    const outcome: Outcome = { row: token.row, inserted: token, data: () => dataOf(i) };
+    if (!match) seen.set(identityOf(token.row), outcome);
+    return outcome;
+  });
+}
+
+/**
+ * Deduplicating creates that a concurrent create of the same value beat to the insert: each is
+ * answered with the token that won, as if it had been there when the request began.
+ */
+export async function answerLostRaces(db: Database, principal: Principal, outcomes: Outcome[], now: number): Promise<void> {
+  const attempted = outcomes.flatMap((outcome) => (outcome.inserted ? [outcome.inserted] : []));
+  const written = await storage.writtenTokenIds(db.$client, attempted);
+  const lost = outcomes.filter((outcome) => outcome.inserted && !written.has(outcome.inserted.row.id));
+  const winners = await existingDuplicates(db, principal, "token:create", lost.map(({ row }) => row.fingerprint), now);
+  const lostRows = new Set(lost.map(({ row }) => row));
+  // Requests of the same call that deduplicated onto a lost token follow it to the winner.
+  for (const outcome of outcomes.filter(({ row }) => lostRows.has(row))) {
+    const winner = winners.get(identityOf(outcome.row));
+    if (!winner) throw new ConflictError("A duplicate of this token was created and removed meanwhile; retry the request");
+    outcome.row = winner;
+    outcome.inserted = undefined;
+    outcome.data = undefined;
+  }
+}
+
+/**
+ * The oldest other live token of the same type and fingerprint in a container where the principal
+ * may update tokens (as creation deduplicates only within the caller's reach).
+ */
+export async function duplicateOfUpdate(db: Database, principal: Principal, updated: TokenRow, now: number): Promise<TokenRow | undefined> {
+  const found = await existingDuplicates(db, principal, "token:update", [updated.fingerprint], now, updated.id);
+  return found.get(identityOf(updated));
+}

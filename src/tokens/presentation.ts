@@ -1,0 +1,44 @@
+import type { Transform } from "../auth/access";
+import { auditFieldsOf, isoTime } from "../http/schemas";
+import { applyMask, maskOf } from "./masks";
+import type { TokenResponse } from "./schema";
+import type { TokenRow } from "./storage";
+import type { TokenType } from "./types";
+
+/** The data a transform shows: all of it, its mask (when the token has one), or none at all. */
+export async function shownData(row: Pick<TokenRow, "mask">, transform: Transform, data: () => unknown): Promise<{ data?: unknown }> {
+  if (transform === "reveal") return { data: await data() };
+  if (transform === "mask" && row.mask !== null) return { data: applyMask(maskOf(row.mask)!, await data()) };
+  return {};
+}
+
+/** The token as the caller may see it: data revealed, masked (absent without a mask) or redacted. */
+export async function present(row: TokenRow, transform: Transform, data: () => unknown): Promise<TokenResponse> {
+  const shown = await shownData(row, transform, data);
+  return {
+    id: row.id,
+    type: row.type as TokenType,
+    tenant_id: row.tenantId,
+    ...shown,
+    fingerprint: row.fingerprint,
+    containers: containersOf(row),
+    metadata: metadataOf(row),
+    search_indexes: searchIndexesOf(row),
+    fingerprint_expression: row.fingerprintExpression,
+    mask: maskOf(row.mask) as TokenResponse["mask"],
+    expires_at: isoTime(row.expiresAt),
+    ...auditFieldsOf(row),
+  };
+}
+
+export function containersOf(row: Pick<TokenRow, "containers">): string[] {
+  return JSON.parse(row.containers) as string[];
+}
+
+export function metadataOf(row: Pick<TokenRow, "metadata">): Record<string, string> {
+  return JSON.parse(row.metadata) as Record<string, string>;
+}
+
+export function searchIndexesOf(row: Pick<TokenRow, "searchIndexes">): string[] {
+  return JSON.parse(row.searchIndexes) as string[];
+}
