@@ -6,7 +6,7 @@ import { permissionRoutes } from "./auth/routes";
 import type { AppEnv } from "./http/context";
 import { handleError } from "./http/errors";
 import { authenticate, limitBody, traceAndConfigure } from "./http/middleware";
-import { MethodNotAllowedError, NotFoundError, PayloadTooLargeError, problemResponse } from "./http/problem";
+import { MethodNotAllowedError, NotFoundError, problemResponse } from "./http/problem";
 import { createRouter, HTTP_METHODS } from "./http/router";
 import { isInvocationPath } from "./proxies/destination";
 import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";

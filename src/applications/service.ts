@@ -3,7 +3,7 @@ import { credentialsChanged } from "../auth/lookup-cache";
 import { mayHold, PERMISSIONS_BY_TYPE, type ApplicationType, type Permission } from "../auth/permissions";
 import type { TenantContext } from "../context";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
-import { ConflictError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
+import { addFieldError, ConflictError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
 import { auditFieldsOf, isoTime, pageOf, type ListFilter, type Page } from "../http/schemas";
 import type { ApplicationKeyResponse, ApplicationResponse, CreateApplication, UpdateApplication } from "./schema";
 import * as storage from "./storage";
@@ -32,21 +32,25 @@ export function toApplicationResponse(row: ApplicationRow): ApplicationResponse 
  */
 function checkGrants(type: ApplicationType, permissions: Permission[], rules: AccessRule[]): Permission[] {
   const errors: FieldErrors = {};
-  const refuse = (path: string, permission: string) =>
-    (errors[path] ??= []).push(
-      `${permission} cannot be held by a ${type} application (allowed: ${PERMISSIONS_BY_TYPE[type].join(", ")})`,
-    );
-  permissions.forEach((permission, i) => mayHold(type, permission) || refuse(`permissions[${i}]`, permission));
-  rules.forEach((rule, i) =>
-    rule.permissions.forEach((permission, j) => mayHold(type, permission) || refuse(`rules[${i}].permissions[${j}]`, permission)),
-  );
+  const check = (path: string, permission: Permission) => {
+    if (mayHold(type, permission)) return;
+    addFieldError(errors, path, `${permission} cannot be held by a ${type} application (allowed: ${PERMISSIONS_BY_TYPE[type].join(", ")})`);
+  };
+  permissions.forEach((permission, i) => {
+    check(`permissions[${i}]`, permission);
+  });
+  rules.forEach((rule, i) => {
+    rule.permissions.forEach((permission, j) => {
+      check(`rules[${i}].permissions[${j}]`, permission);
+    });
+  });
   if (rules.length > 0 && permissions.length > 0) {
     errors.permissions = ["must be empty when rules are given: rules grant permissions per container"];
   }
   if (rules.length > 0 && type === "management") errors.rules = ["management applications have no container rules"];
   const priorities = new Set<number>();
   rules.forEach((rule, i) => {
-    if (priorities.has(rule.priority)) (errors[`rules[${i}].priority`] ??= []).push("must be unique among the rules");
+    if (priorities.has(rule.priority)) addFieldError(errors, `rules[${i}].priority`, "must be unique among the rules");
     priorities.add(rule.priority);
   });
   if (Object.keys(errors).length > 0) {

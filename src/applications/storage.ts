@@ -1,7 +1,6 @@
-import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, inArray } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { nameMatches } from "../db/filters";
-import { selectPage } from "../db/pages";
+import { namedResourcesPage } from "../db/pages";
 import { apiKeys, applications } from "../db/schema";
 import type { ListFilter } from "../http/schemas";
 
@@ -29,10 +28,7 @@ export function applicationsAmong(db: Database, tenantId: string, ids: string[])
 }
 
 export function applicationsPage(db: Database, tenantId: string, filter: ListFilter) {
-  const conditions: SQL[] = [eq(applications.tenantId, tenantId)];
-  if (filter.id.length > 0) conditions.push(inArray(applications.id, filter.id));
-  if (filter.name) conditions.push(nameMatches(applications.name, filter.name));
-  return selectPage(db, applications, and(...conditions), [desc(applications.createdAt), desc(applications.id)], filter);
+  return namedResourcesPage(db, applications, tenantId, filter);
 }
 
 export async function updateApplication(

@@ -51,6 +51,11 @@ export class ValidationError extends ProblemError {
   }
 }
 
+/** Adds the messages to the field's list. */
+export function addFieldError(errors: FieldErrors, path: string, ...messages: string[]): void {
+  errors[path] = [...(errors[path] ?? []), ...messages];
+}
+
 /** `configuration.limit: must be a number, configuration.live: is required`: field errors as one sentence. */
 export function describeFieldErrors(errors: FieldErrors): string {
   return Object.entries(errors)

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { ValidationError, type FieldErrors } from "./problem";
+import { addFieldError, ValidationError, type FieldErrors } from "./problem";
 
 /** `rules[0].container` style path of a zod issue; the target (body, query, path) when empty. */
 export function fieldPath(path: readonly PropertyKey[], fallback = "body"): string {
@@ -14,7 +14,7 @@ export function fieldErrorsOf(error: z.ZodError, fallback = "body"): FieldErrors
   const errors: FieldErrors = {};
   for (const issue of error.issues) {
     const path = fieldPath(issue.path, fallback);
-    (errors[path] ??= []).push(issue.message);
+    addFieldError(errors, path, issue.message);
   }
   return errors;
 }

@@ -6,7 +6,7 @@ export const STRUCTURED_MEDIA_TYPES = ["application/json", "application/x-www-fo
 export type StructuredMediaType = (typeof STRUCTURED_MEDIA_TYPES)[number];
 
 export function structuredMediaTypeOf(contentType: string | null): StructuredMediaType | null {
-  const mediaType = contentType?.split(";", 1)[0]!.trim().toLowerCase();
+  const mediaType = contentType?.split(";", 1)[0]?.trim().toLowerCase();
   return STRUCTURED_MEDIA_TYPES.find((type) => type === mediaType) ?? null;
 }
 
@@ -76,9 +76,9 @@ export function serialiseStructured(
 
 function appendFormValue(params: URLSearchParams, name: string, value: unknown): void {
   if (Array.isArray(value)) {
-    value.forEach((item, index) =>
-      appendFormValue(params, item !== null && typeof item === "object" ? `${name}[${index}]` : name, item),
-    );
+    for (const [index, item] of value.entries()) {
+      appendFormValue(params, item !== null && typeof item === "object" ? `${name}[${index}]` : name, item);
+    }
   } else if (value !== null && typeof value === "object") {
     for (const [key, item] of Object.entries(value)) appendFormValue(params, `${name}[${key}]`, item);
   } else {

@@ -2,7 +2,6 @@ import { holdsPermission, type Principal } from "../auth/access";
 import { principalForKey } from "../auth/service";
 import type { RequestContext, TenantContext } from "../context";
 import { EgressRefusedError, egressRefusal, EgressTimeoutError, fetchThroughEgress } from "../egress/policy";
-import type { Config } from "../env";
 import { utf8TextOf } from "../http/body";
 import { HTTP_METHODS } from "../http/router";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../http/problem";

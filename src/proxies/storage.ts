@@ -1,8 +1,7 @@
-import { and, desc, eq, inArray, type SQL } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { principalColumns, type PrincipalColumns } from "../auth/storage";
 import type { Database } from "../db/client";
-import { nameMatches } from "../db/filters";
-import { selectPage } from "../db/pages";
+import { namedResourcesPage } from "../db/pages";
 import { applications, proxies } from "../db/schema";
 import type { ListFilter } from "../http/schemas";
 
@@ -20,10 +19,7 @@ export async function findProxy(db: Database, tenantId: string, id: string): Pro
 }
 
 export function proxiesPage(db: Database, tenantId: string, filter: ListFilter) {
-  const conditions: SQL[] = [eq(proxies.tenantId, tenantId)];
-  if (filter.id.length > 0) conditions.push(inArray(proxies.id, filter.id));
-  if (filter.name) conditions.push(nameMatches(proxies.name, filter.name));
-  return selectPage(db, proxies, and(...conditions), [desc(proxies.createdAt), desc(proxies.id)], filter);
+  return namedResourcesPage(db, proxies, tenantId, filter);
 }
 
 export async function updateProxy(

@@ -1,5 +1,4 @@
 import type { TenantKeys } from "../crypto/tenant-keys";
-import type { Bindings } from "../env";
 import type { Configuration } from "./contract";
 
 /** Additional data of the ciphertext: a configuration copied onto another reactor fails to decrypt. */

@@ -3,7 +3,7 @@ import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { principalColumns, type PrincipalColumns } from "../auth/storage";
 import type { Database } from "../db/client";
 import { nameMatches } from "../db/filters";
-import { selectPage } from "../db/pages";
+import { namedResourcesPage, selectPage } from "../db/pages";
 import { applications, reactorFormulas, reactors } from "../db/schema";
 import type { ListFilter } from "../http/schemas";
 
@@ -137,10 +137,7 @@ export async function findReactor(db: Database, tenantId: string, id: string): P
 }
 
 export function reactorsPage(db: Database, tenantId: string, filter: ListFilter) {
-  const conditions: SQL[] = [eq(reactors.tenantId, tenantId)];
-  if (filter.id.length > 0) conditions.push(inArray(reactors.id, filter.id));
-  if (filter.name) conditions.push(nameMatches(reactors.name, filter.name));
-  return selectPage(db, reactors, and(...conditions), [desc(reactors.createdAt), desc(reactors.id)], filter);
+  return namedResourcesPage(db, reactors, tenantId, filter);
 }
 
 /** Saves the reactor only while the formula is the version it was checked against; undefined otherwise (or when it is gone). */

@@ -92,7 +92,10 @@ export function instrumentCode(code: string, { format, program }: ParsedCode): s
     // Closings at the same position nest: the inner node's closing comes first.
     insertions.push({ at: node.end, text: after, order: -sequence });
   };
-  const insertAt = (at: number, text: string) => insertions.push({ at, text, order: (sequence += 1) });
+  const insertAt = (at: number, text: string) => {
+    sequence += 1;
+    insertions.push({ at, text, order: sequence });
+  };
 
   walk(program, (node) => {
     const body = loopBody(node) ?? functionBody(node);

@@ -13,7 +13,7 @@ export function parseQuery(text: string): Query | null {
   if (text.length > QUERY_LIMITS.characters) {
     throw new InvalidQueryError(QUERY_LIMITS.characters + 1, `a query is at most ${QUERY_LIMITS.characters} characters long`);
   }
-  let syntax;
+  let syntax: ReturnType<typeof parse>;
   try {
     syntax = parse(text, { maxDepth: QUERY_LIMITS.depth });
   } catch (error) {

@@ -36,7 +36,7 @@ export async function searchTokens(context: TenantContext, principal: Principal,
     {
       tenantId: principal.tenantId,
       now: Date.now(),
-      containers: granted && granted.map((grant) => grant.container),
+      containers: granted === null ? null : granted.map((grant) => grant.container),
       blindIndexes: await blindIndexesOf(context, query),
     },
     { limit: size, offset, countLimit: offset + COUNT_HORIZON },

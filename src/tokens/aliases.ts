@@ -53,7 +53,7 @@ export function aliasCard(number: string, reveal: { bin: boolean; last4: boolean
     const digits = digitPositions.map((position, ordinal) => (kept[ordinal] ? Number(characters[position]) : Number(pick(DIGITS))));
     digits[checkOrdinal] = luhnCompletion(digits, checkOrdinal);
     const alias = [...characters];
-    digitPositions.forEach((position, ordinal) => (alias[position] = String(digits[ordinal])));
+    for (const [ordinal, position] of digitPositions.entries()) alias[position] = String(digits[ordinal]);
     return alias.join("");
   });
 }

@@ -1,4 +1,4 @@
-import type { FieldErrors } from "../http/problem";
+import { addFieldError, type FieldErrors } from "../http/problem";
 import { fieldPath } from "../http/validation";
 import { evaluateExpression, ExpressionError, type ExpressionScope } from "./expressions";
 import { checkMask } from "./masks";
@@ -68,7 +68,5 @@ export function evaluate(definition: TokenDefinition, report: Report): Evaluated
 
 /** Collects reports as field errors, named by the member's path (within a tokenize payload when `at` is given). */
 export function fieldErrorCollector(errors: FieldErrors, at?: JsonPath): Report {
-  return (field, message) => {
-    (errors[at ? jsonPath([...at, ...field]) : fieldPath(field)] ??= []).push(message);
-  };
+  return (field, message) => addFieldError(errors, at ? jsonPath([...at, ...field]) : fieldPath(field), message);
 }

@@ -1,6 +1,6 @@
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
-import { ForbiddenError, ValidationError, type FieldErrors } from "../http/problem";
+import { addFieldError, ForbiddenError, ValidationError, type FieldErrors } from "../http/problem";
 import { fieldPath } from "../http/validation";
 import { evaluateValue, ExpressionError, expressionProblem } from "./expressions";
 import { normalTokenId, tokenIdProblem } from "./ids";
@@ -85,7 +85,7 @@ function planOf(value: unknown, root: string): Plan {
       parsed = parseText(text);
       plan.texts.set(text, parsed);
     }
-    if (parsed.problems.length > 0) (errors[fieldPath(path, root)] ??= []).push(...parsed.problems);
+    if (parsed.problems.length > 0) addFieldError(errors, fieldPath(path, root), ...parsed.problems);
   });
   if (count > MAX_REFERENCES) {
     throw new ValidationError(`At most ${MAX_REFERENCES} token references are allowed in one request; found ${count}`);
@@ -141,7 +141,10 @@ async function reveal(context: TenantContext, principal: Principal | null, ids: 
 
 /** Visits every string with its path; the path array is reused, so `visit` must not keep it. */
 function walkStrings(value: unknown, path: PropertyKey[], visit: (text: string, path: PropertyKey[]) => void): void {
-  if (typeof value === "string") return visit(value, path);
+  if (typeof value === "string") {
+    visit(value, path);
+    return;
+  }
   if (value === null || typeof value !== "object") return;
   const entries: [PropertyKey, unknown][] = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value);
   for (const [key, item] of entries) {
@@ -175,7 +178,7 @@ class Substitution {
       this.outcomes.set(key, outcome);
     }
     if ("value" in outcome) return outcome.value;
-    (this.errors[fieldPath(path, this.root)] ??= []).push(outcome.problem);
+    addFieldError(this.errors, fieldPath(path, this.root), outcome.problem);
     return null;
   }
 }

@@ -57,7 +57,7 @@ const Mask = z
       if (typeof value === "string") {
         const problem = value.length > EXPRESSION_MAX_LENGTH ? `must be at most ${EXPRESSION_MAX_LENGTH} characters` : expressionProblem(value);
         if (problem) ctx.addIssue({ code: "custom", path, message: problem });
-      } else if (Array.isArray(value)) value.forEach((item, index) => visit(item, [...path, index]));
+      } else if (Array.isArray(value)) for (const [index, item] of value.entries()) visit(item, [...path, index]);
       else if (value !== null && typeof value === "object") for (const [key, item] of Object.entries(value)) visit(item, [...path, key]);
     };
     visit(mask, []);

@@ -2,7 +2,7 @@ import { accessTo, grantedContainers, requireOnEveryContainer, useTransform, typ
 import type { TokenPermission } from "../auth/permissions";
 import type { RequestContext, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
-import { ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
+import { addFieldError, ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
 import { applyMergePatch } from "../http/json";
 import { isoTime, pageOf, type Page } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
@@ -61,7 +61,7 @@ export async function tokenize(context: TenantContext, principal: Principal, pay
   for (const { path, request } of found) {
     const parsed = CreateTokenBody.safeParse(request);
     if (parsed.success) requests.push({ input: parsed.data, path });
-    else for (const issue of parsed.error.issues) (errors[jsonPath([...path, ...issue.path])] ??= []).push(issue.message);
+    else for (const issue of parsed.error.issues) addFieldError(errors, jsonPath([...path, ...issue.path]), issue.message);
   }
   if (Object.keys(errors).length > 0) throw ValidationError.summarised("Nothing was tokenized", errors);
   const created = await createTokens(context, principal, requests);
@@ -174,7 +174,7 @@ export async function listTokens(context: TenantContext, principal: Principal, q
       ids: query.id,
       types: query.type,
       metadata: [...new Map(metadataFilterOf(query).reverse())],
-      containerPrefixes: granted && granted.map((grant) => grant.container),
+      containerPrefixes: granted === null ? null : granted.map((grant) => grant.container),
       page: query.page,
       size: query.size,
     },
@@ -243,9 +243,9 @@ export async function purgeExpiredTokens(context: RequestContext, now = Date.now
 async function createTokens(context: TenantContext, principal: Principal, requests: CreateRequest[]): Promise<CreatedTokenResponse[]> {
   if (requests.length === 0) return [];
   const definitions = requests.map((request) => definitionOf(request.input));
-  definitions.forEach((definition, i) =>
-    requireOnEveryContainer(principal, "token:create", definition.containers, whereIs(requests[i]!.path)),
-  );
+  for (const [i, definition] of definitions.entries()) {
+    requireOnEveryContainer(principal, "token:create", definition.containers, whereIs(requests[i]!.path));
+  }
   const errors: FieldErrors = {};
   const reports = requests.map((request) => fieldErrorCollector(errors, request.path));
   const evaluated = definitions.map((definition, i) => evaluate(definition, reports[i]!));

@@ -27,7 +27,7 @@ export function findTokenRequests(payload: unknown): TokenRequestAt[] {
     if (path.length > MAX_JSON_DEPTH) throw ValidationError.field(jsonPath(path), `nesting deeper than ${MAX_JSON_DEPTH} levels is not supported`);
     if (value === null) return;
     if (Array.isArray(value)) {
-      value.forEach((item, index) => visit(item, [...path, index]));
+      for (const [index, item] of value.entries()) visit(item, [...path, index]);
     } else if (typeof value === "object") {
       if (isTokenRequest(value)) found.push({ path, request: value, leaf: false });
       else for (const [key, member] of Object.entries(value)) visit(member, [...path, key]);

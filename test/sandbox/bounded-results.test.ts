@@ -1,7 +1,7 @@
-import { env } from "cloudflare:test";
+
 import { describe, expect, it } from "vitest";
 import { principalForApplication } from "../../src/auth/service";
-import { requestContext, tenantContext } from "../support/context";
+import { tenantContext } from "../support/context";
 import { expectProblem, seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
 import { createProxy, expectProxyError, invoke } from "../support/proxies";

@@ -1,8 +1,8 @@
-import { env } from "cloudflare:test";
+
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Principal } from "../../src/auth/access";
 import { principalForApplication } from "../../src/auth/service";
-import { requestContext, tenantContext } from "../support/context";
+import { tenantContext } from "../support/context";
 import { call, createApplication } from "../support/harness";
 import { run, scriptOwner } from "../support/sandbox";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";

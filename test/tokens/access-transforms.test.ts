@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+
 import { describe, expect, it } from "vitest";
 import { principalForKey } from "../../src/auth/service";
 import { useTokens } from "../../src/tokens/service";

@@ -10,7 +10,7 @@ export const cardAccountUpdater: OfficialFormula = {
   status: "coming_soon",
   configuration: [],
   request_parameters: [{ name: "card_number", description: "The card number, usually a token reference", type: "string", optional: false }],
-  code: String.raw`"use strict";
+  code: `"use strict";
 
 const { BadRequestError } = require("@token-vault/errors");
 

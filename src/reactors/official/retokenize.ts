@@ -14,7 +14,7 @@ export const retokenize: OfficialFormula = {
     { name: "data", description: "The value to store, usually a token reference", type: "string", optional: false },
     { name: "type", description: "Token type of the new token (default token)", type: "string", optional: true },
   ],
-  code: String.raw`"use strict";
+  code: `"use strict";
 
 const { BadRequestError } = require("@token-vault/errors");
 
