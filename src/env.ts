@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { ConfigurationError } from "./http/problem";
 
-/** Bindings declared in wrangler.toml. Configuration values are parsed separately by `configOf`. */
-export interface Bindings {
-  DB: D1Database;
-  LOADER?: WorkerLoader;
-  DISPATCHER?: DispatchNamespace;
-}
+/**
+ * The bindings, typed from wrangler.toml by `wrangler types` (src/worker-configuration.generated.d.ts,
+ * kept current by `npm test`). The Worker Loader is bound locally; production binds the dispatch
+ * namespace instead, which wrangler.toml does not declare. Configuration values are parsed
+ * separately by `configOf`.
+ */
+export type Bindings = Pick<Cloudflare.Env, "DB"> & Partial<Pick<Cloudflare.Env, "LOADER">> & { DISPATCHER?: DispatchNamespace };
 
 const flag = (fallback: "true" | "false" = "false") =>
   z
