@@ -1,12 +1,13 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * Tests of the original interface's own clients (its JS SDK), run from Node as those clients run,
- * against the bundled vault in Miniflare's workerd (scripts/local-vault.mjs) with HEADER_PREFIX=BT.
+ * Tests run from Node against the bundled vault in Miniflare's workerd (scripts/local-vault.mjs):
+ * the original interface's own clients (its JS SDK, with HEADER_PREFIX=BT) as those clients run,
+ * and the cases whose runtime log lines must be captured rather than printed (test/node/).
  */
 export default defineConfig({
   test: {
-    include: ["test/clients/**/*.test.ts"],
+    include: ["test/clients/**/*.test.ts", "test/node/**/*.test.ts"],
     environment: "node",
     testTimeout: 30_000,
     hookTimeout: 180_000,

@@ -24,20 +24,26 @@ export const compatibilityDate = /compatibility_date\s*=\s*"([^"]+)"/.exec(wrang
 const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.exec(wrangler)[1]);
 
 /**
- * Starts the vault (built into `buildDir`) beside any `workers` given (Miniflare worker options).
+ * Starts the vault (built into `buildDir`) beside any `workers` given (Miniflare worker options);
+ * `onLog({level, message})`, when given, receives every log line instead of the console.
  * Two hops of Miniflare's own are left out, for every worker, because production has neither:
  * - unsafeDirectSockets: requests reach each worker on its own socket instead of through
  *   Miniflare's entry worker (which routes and adds CF-* headers; about 0.7 ms a request here);
  * - stripCfConnectingIp: outbound fetches go straight out instead of through another worker of
  *   Miniflare's that strips one header.
+ *
+ * @param {{ buildDir: string, host?: string, bindings?: Record<string, string>, workers?: object[],
+ *   onLog?: (log: { level: string, message: string }) => void }} options
  */
-export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings = {}, workers = [] }) {
+export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings = {}, workers = [], onLog }) {
   const masterKey = randomBytes(32).toString("base64");
   const operatorKey = `operator-${randomBytes(24).toString("hex")}`;
   const direct = [{ host, port: 0 }];
   const mf = new Miniflare({
     host,
     port: 0,
+    // A caller that captures the runtime's logs (workerd's and the workers' console) gets them all.
+    ...(onLog ? { handleStructuredLogs: onLog } : {}),
     workers: [
       {
         name: "vault",
