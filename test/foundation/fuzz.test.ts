@@ -2,13 +2,16 @@ import { env, SELF } from "cloudflare:test";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BASE, createApplication, seedTenant } from "../support/harness";
+import { unknownReplyMismatches } from "../support/documented-replies";
 import { documentedOperations, type DocumentedOperation } from "../support/openapi";
+import { readReply } from "../support/reply.mjs";
 
 /*
  * Every operation of the served OpenAPI document, fed seeded generated requests: wrong types,
  * missing and extra members, huge strings, deep nesting, invalid JSON, invalid UTF-8, wrong content
- * types, non-UUID and unknown path ids. The property: never a 5xx, and every 4xx is problem details
- * with a detail. A new route is fuzzed as soon as it is in the document.
+ * types, non-UUID and unknown path ids. The property: never a 5xx, every 4xx is problem details
+ * with a detail, and every reply is one the document declares for the operation. A new route is
+ * fuzzed as soon as it is in the document.
  */
 
 const SEED = 20_261_122;
@@ -77,7 +80,7 @@ describe("OpenAPI-driven fuzzing", () => {
     expect(operations.length).toBeGreaterThan(30);
   });
 
-  it("never answers a 5xx, and every 4xx is problem details with a detail", async () => {
+  it("never answers a 5xx, every 4xx is problem details with a detail, and every reply is as documented", async () => {
     const failures: string[] = [];
     for (const operation of operations) {
       await fc.assert(
@@ -88,26 +91,28 @@ describe("OpenAPI-driven fuzzing", () => {
           if (operation.operator) headers["SVC-OPERATOR-KEY"] = env.OPERATOR_API_KEY;
           const sendsBody = body !== null && operation.method !== "GET";
           if (sendsBody) headers["content-type"] = body.contentType;
-          const response = await SELF.fetch(`${BASE}${path}${search ? `?${search}` : ""}`, {
-            method: operation.method,
-            headers,
-            body: sendsBody ? body.bytes : undefined,
-          });
-          const text = await response.text();
+          const reply = await readReply(
+            await SELF.fetch(`${BASE}${path}${search ? `?${search}` : ""}`, {
+              method: operation.method,
+              headers,
+              body: sendsBody ? body.bytes : undefined,
+            }),
+          );
           const where = `${operation.method} ${path} (${sendsBody ? body.contentType : "no body"})`;
-          if (response.status >= 500) {
-            failures.push(`${where}: ${response.status} ${text.slice(0, 200)}`);
+          if (reply.status >= 500) {
+            failures.push(`${where}: ${reply.status} ${reply.text.slice(0, 200)}`);
             return false;
           }
-          if (response.status >= 400) {
-            const problem = JSON.parse(text) as { detail?: unknown; proxy_error?: { detail?: unknown } };
-            const detail = problem.detail ?? problem.proxy_error?.detail;
+          if (reply.status >= 400) {
+            const detail = reply.body?.detail ?? reply.body?.proxy_error?.detail;
             if (typeof detail !== "string" || detail.length === 0) {
-              failures.push(`${where}: ${response.status} without a detail: ${text.slice(0, 200)}`);
+              failures.push(`${where}: ${reply.status} without a detail: ${reply.text.slice(0, 200)}`);
               return false;
             }
           }
-          return true;
+          const mismatches = unknownReplyMismatches(operation.method, path, reply);
+          failures.push(...mismatches.map((mismatch) => `${where}: ${mismatch}`));
+          return mismatches.length === 0;
         }),
         { seed: SEED, numRuns: RUNS_PER_OPERATION, endOnFailure: true },
       ).catch(() => undefined);

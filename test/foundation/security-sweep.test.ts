@@ -1,18 +1,21 @@
 import { env, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BASE, call, createApplication, seedTenant, type Reply, type Tenant } from "../support/harness";
+import { expectDocumentedReply } from "../support/documented-replies";
 import { documentedOperations, type DocumentedOperation } from "../support/openapi";
 import { createProxy } from "../support/proxies";
 import { createFormula, createReactor } from "../support/reactors";
+import { readReply } from "../support/reply.mjs";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
 
 /*
  * One security sweep over every operation of the served OpenAPI document: without a key the answer
  * is 401; with a key whose application holds no permission it is 403 (except the few routes any
  * valid key may call); and another tenant's id is a 404 that changes nothing. Proxy invocation
- * (`/proxy`) is selected by its proxy key, so there another tenant's API key is a 401. A new route
- * is swept as soon as it is in the document; a new kind of path id needs an owner below, or this
- * test fails.
+ * (`/proxy`) is selected by its proxy key, so there another tenant's API key is a 401. Every reply
+ * must also be one the document declares, so an operation that does not document its 401, 403 or
+ * 404 fails here too. A new route is swept as soon as it is in the document; a new kind of path id
+ * needs an owner below, or this test fails.
  */
 
 type Operation = DocumentedOperation;
@@ -100,8 +103,9 @@ async function send(operation: Operation, path: string, headers: Record<string, 
     headers: { ...headers, ...(operation.bodyType ? { "content-type": operation.bodyType } : {}) },
     body,
   });
-  const text = await response.text();
-  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+  const reply = await readReply(response);
+  expectDocumentedReply(operation.method, path, reply);
+  return reply;
 }
 
 const name = (operation: Operation) => `${operation.method} ${operation.path}`;

@@ -1,7 +1,9 @@
 import { env, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BASE, call, createApplication, expectProblem, rowCounts, seedTenant, type Reply } from "../support/harness";
+import { expectDocumentedReply } from "../support/documented-replies";
 import { documentedOperations } from "../support/openapi";
+import { readReply } from "../support/reply.mjs";
 
 /*
  * Every route of the OpenAPI document that takes a body refuses, before anything is stored, a body
@@ -45,7 +47,9 @@ async function send(route: BodyRoute, body: Uint8Array | string): Promise<Reply[
     const headers: Record<string, string> = { "content-type": route.contentType, "SVC-API-KEY": key };
     if (route.operator) headers["SVC-OPERATOR-KEY"] = env.OPERATOR_API_KEY;
     const response = await SELF.fetch(`${BASE}${route.path}`, { method: route.method, headers, body });
-    replies.push({ status: response.status, headers: response.headers, body: await response.json() });
+    const reply = await readReply(response);
+    expectDocumentedReply(route.method, route.path, reply);
+    replies.push(reply);
   }
   return replies;
 }

@@ -1,5 +1,16 @@
 import { env, SELF } from "cloudflare:test";
+import type { ExtractSchema } from "hono/types";
 import { expect } from "vitest";
+import type { applicationRoutes } from "../../src/applications/routes";
+import type { permissionRoutes } from "../../src/auth/routes";
+import type { proxyRoutes } from "../../src/proxies/routes";
+import type { reactorRoutes } from "../../src/reactors/routes";
+import type { searchRoutes } from "../../src/search/routes";
+import type { tenantRoutes } from "../../src/tenants/routes";
+import type { detokenizeRoutes } from "../../src/tokens/detokenize-routes";
+import type { tokenRoutes } from "../../src/tokens/routes";
+import { expectDocumentedReply } from "./documented-replies";
+import { readReply, type Reply } from "./reply.mjs";
 
 export const BASE = "http://vault.test";
 
@@ -12,28 +23,69 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-export interface Reply<T = any> {
-  status: number;
-  headers: Headers;
-  body: T;
-}
+export type { Reply };
 
-/** One HTTP call to the vault inside workerd, JSON in and out. */
+/** One HTTP call to the vault inside workerd, JSON in and out; the reply must be the one the OpenAPI document declares. */
 export async function call<T = any>(method: string, path: string, options: CallOptions = {}): Promise<Reply<T>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers["SVC-API-KEY"] = options.key;
   let body: string | undefined = options.raw;
   if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined) headers["content-type"] ??= options.contentType ?? "application/json";
-  const response = await SELF.fetch(`${BASE}${path}`, { method, headers, body });
-  const text = await response.text();
-  let parsed: unknown = text;
-  try {
-    parsed = text ? JSON.parse(text) : null;
-  } catch {
-    // not JSON: keep the text
-  }
-  return { status: response.status, headers: response.headers, body: parsed as T };
+  const reply = await readReply<T>(await SELF.fetch(`${BASE}${path}`, { method, headers, body }));
+  expectDocumentedReply(method, path, reply);
+  return reply;
+}
+
+/** The routers' types: the replies each handler returns, typed by its route's zod response schemas. */
+type Routes = ExtractSchema<typeof applicationRoutes> &
+  ExtractSchema<typeof permissionRoutes> &
+  ExtractSchema<typeof proxyRoutes> &
+  ExtractSchema<typeof reactorRoutes> &
+  ExtractSchema<typeof searchRoutes> &
+  ExtractSchema<typeof tenantRoutes> &
+  ExtractSchema<typeof detokenizeRoutes> &
+  ExtractSchema<typeof tokenRoutes>;
+
+/** A path as the document writes it (`/tokens/{id}`) from the router's (`/tokens/:id`), and back. */
+type DocumentPath<P extends string> = P extends `${infer Head}:${infer Name}/${infer Tail}`
+  ? `${Head}{${Name}}/${DocumentPath<Tail>}`
+  : P extends `${infer Head}:${infer Name}`
+    ? `${Head}{${Name}}`
+    : P;
+type RouterPath<P extends string> = P extends `${infer Head}{${infer Name}}${infer Tail}` ? `${Head}:${Name}${RouterPath<Tail>}` : P;
+
+/** Every documented operation, named as the document does: `GET /tokens/{id}`. */
+export type Route = {
+  [P in keyof Routes & string]: {
+    [M in keyof Routes[P] & string]: M extends `$${infer Method}` ? `${Uppercase<Method>} ${DocumentPath<P>}` : never;
+  }[keyof Routes[P] & string];
+}[keyof Routes & string];
+
+type Endpoint<R extends Route> = R extends `${infer Method} ${infer Path}`
+  ? RouterPath<Path> extends infer Served extends keyof Routes
+    ? Routes[Served][`$${Lowercase<Method>}` & keyof Routes[Served]]
+    : never
+  : never;
+type ParamNames<P extends string> = P extends `${string}{${infer Name}}${infer Tail}` ? Name | ParamNames<Tail> : never;
+type RouteOptions<R extends Route> = CallOptions &
+  ([ParamNames<R>] extends [never] ? { params?: never } : { params: Record<ParamNames<R>, string> });
+
+/**
+ * One call to a documented operation that must answer `status`; the reply's body is typed by the
+ * schema of that response. `call` stays the general form, for replies a test expects to be refused.
+ */
+export async function callRoute<R extends Route, S extends Endpoint<R>["status"]>(
+  route: R,
+  status: S,
+  options: RouteOptions<R>,
+): Promise<Reply<Extract<Endpoint<R>, { status: S }>["output"]>> {
+  const [method, template] = route.split(" ") as [string, string];
+  const params: Record<string, string> = options.params ?? {};
+  const path = template.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(params[name]!));
+  const reply = await call(method, path, options);
+  expect(reply.status, `${method} ${path}: ${JSON.stringify(reply.body)}`).toBe(status);
+  return reply;
 }
 
 /** Asserts an RFC 7807 problem with the status, and returns it for further checks. */
@@ -55,14 +107,13 @@ let tenantCount = 0;
 
 /** A fresh tenant through the operator endpoint, so tests never share data by accident. */
 export async function seedTenant(name = `tenant-${++tenantCount}`): Promise<Tenant> {
-  const reply = await call("POST", "/tenants", {
+  const reply = await callRoute("POST /tenants", 201, {
     body: { name },
     headers: { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY },
   });
-  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
   return {
     tenantId: reply.body.tenant.id,
-    managementKey: reply.body.application.keys[0].key,
+    managementKey: reply.body.application.key,
     managementApplicationId: reply.body.application.id,
   };
 }
@@ -76,12 +127,11 @@ export interface ApplicationSpec {
 
 /** An application of the tenant with exactly the given grants; returns its id and key. */
 export async function createApplication(tenant: Tenant, spec: ApplicationSpec): Promise<{ id: string; key: string }> {
-  const reply = await call("POST", "/applications", {
+  const reply = await callRoute("POST /applications", 201, {
     key: tenant.managementKey,
     body: { name: spec.name ?? `${spec.type} app`, type: spec.type, permissions: spec.permissions ?? [], rules: spec.rules ?? [] },
   });
-  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
-  return { id: reply.body.id, key: reply.body.keys[0].key };
+  return { id: reply.body.id, key: reply.body.key };
 }
 
 /** Every row of every table, as text: for the "nothing stored in plaintext" checks. */
