@@ -6,17 +6,6 @@ import { CustomResponseError, ScriptFailedError, TENANT_ERRORS, TenantError } fr
 import type { ScriptKind } from "./types";
 import { SANDBOX } from "../limits";
 
-/** What a transform returns: the body and headers that go on (request) or back (response). */
-export interface TransformResult {
-  body: unknown;
-  headers: Record<string, string>;
-}
-
-/** What a reactor returns: plaintext output and a payload to tokenize, both optional. */
-export interface ReactorResult {
-  raw?: unknown;
-  tokenize?: unknown;
-}
 
 /** Tenant-written messages are returned to the caller; this keeps one from swamping a response. */
 const MAX_MESSAGE_LENGTH = SANDBOX.errorMessageMaxLength;
@@ -35,6 +24,17 @@ const OutcomeSchema = z.discriminatedUnion("kind", [
 ]);
 
 const HeadersSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
+
+/** What a transform returns: the body and headers that go on (request) or back (response). */
+const TransformResultSchema = z.strictObject({ body: z.unknown().default(null), headers: HeadersSchema });
+export type TransformResult = z.output<typeof TransformResultSchema>;
+
+/** What a reactor returns: plaintext output and a payload to tokenize (an object or an array), both optional. */
+const ReactorResultSchema = z.strictObject({
+  raw: z.unknown().optional(),
+  tokenize: z.union([z.array(z.unknown()), z.record(z.string(), z.unknown())]).optional(),
+});
+export type ReactorResult = z.output<typeof ReactorResultSchema>;
 /** 1xx is informational only: the Workers runtime cannot send one as a final response. */
 const StatusSchema = z.number().int().min(200).max(599);
 
@@ -77,9 +77,9 @@ function transformResult(kind: ScriptKind, value: unknown): TransformResult {
   const unexpected = Object.keys(value).filter((key) => key !== "body" && key !== "headers");
   if (unexpected.length > 0) throw invalid(kind, `${expected}; unexpected ${quoteAll(unexpected)}`);
   if (!("headers" in value)) throw invalid(kind, `${expected}; headers is missing`);
-  const headers = HeadersSchema.safeParse(value.headers);
-  if (!headers.success) throw invalid(kind, `${expected}; headers must be an object of strings`);
-  return { body: value.body ?? null, headers: headers.data };
+  const result = TransformResultSchema.safeParse(value);
+  if (!result.success) throw invalid(kind, `${expected}; headers must be an object of strings`);
+  return result.data;
 }
 
 function reactorResult(value: unknown): ReactorResult {
@@ -87,13 +87,9 @@ function reactorResult(value: unknown): ReactorResult {
   if (!isPlainObject(value)) throw invalid("reactor", `${expected}, not ${describe(value)}`);
   const unexpected = Object.keys(value).filter((key) => key !== "raw" && key !== "tokenize");
   if (unexpected.length > 0) throw invalid("reactor", `${expected}; unexpected ${quoteAll(unexpected)}`);
-  if (value.tokenize !== undefined && (value.tokenize === null || typeof value.tokenize !== "object")) {
-    throw invalid("reactor", `${expected}; tokenize must be an object or an array, not ${describe(value.tokenize)}`);
-  }
-  return {
-    ...(value.raw !== undefined ? { raw: value.raw } : {}),
-    ...(value.tokenize !== undefined ? { tokenize: value.tokenize } : {}),
-  };
+  const result = ReactorResultSchema.safeParse(value);
+  if (!result.success) throw invalid("reactor", `${expected}; tokenize must be an object or an array, not ${describe(value.tokenize)}`);
+  return result.data;
 }
 
 function customResponse(kind: ScriptKind, outcome: { status: unknown; headers: unknown; json: string }): Error {
