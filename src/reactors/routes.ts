@@ -152,6 +152,18 @@ const deleteReactor = createRoute({
   responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
 });
 
+/**
+ * The code may throw CustomHttpResponseError with any status, the vault's problem statuses
+ * included: each documents the code's own body, in any media type, beside the problem.
+ */
+const orChosenByCode = (responses: ReturnType<typeof problemResponses>) =>
+  Object.fromEntries(
+    Object.entries(responses).map(([status, response]) => [
+      status,
+      { ...response, content: { ...response.content, "*/*": { schema: z.unknown() } } },
+    ]),
+  );
+
 const react = createRoute({
   method: "post",
   path: "/reactors/{id}/react",
@@ -166,7 +178,7 @@ const react = createRoute({
   request: { params: IdParams, ...jsonBody(ReactBody) },
   responses: {
     200: jsonContent(ReactResultSchema, "The code's raw output and the tokens made from its tokenize output"),
-    ...problemResponses(400, 401, 403, 404, 409, 413, 415),
+    ...orChosenByCode(problemResponses(400, 401, 403, 404, 409, 413, 415)),
     default: {
       description: "The status, headers and body the code chose by throwing CustomHttpResponseError",
       content: { "*/*": { schema: z.unknown() } },

@@ -9,16 +9,6 @@ import type { Reply } from "./reply.mjs";
  * schema (the schema the served document is generated from), with no member the schema leaves out.
  */
 
-/**
- * Known differences between what the service answers and what its document says, each exactly as
- * `replyMismatches` words it. They are bugs of src/ (or of its document): fix one, delete its entry.
- */
-export const KNOWN_UNDOCUMENTED_REPLIES = new Set<string>([
-  // A CustomHttpResponseError may choose a status the route documents as a problem (409 here): its own
-  // body and content type then contradict the documented problem.
-  'POST /reactors/{id}/react 409: content type "application/json" not documented (documented: application/problem+json)',
-]);
-
 /** Routes served outside the document on purpose. */
 const UNDOCUMENTED_ROUTES = new Set(["GET /health", "GET /openapi.json"]);
 
@@ -122,14 +112,9 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
 
 const pointer = (path: PropertyKey[]) => `body${path.map((key) => (typeof key === "number" ? `[${key}]` : `.${String(key)}`)).join("")}`;
 
-/** The mismatches of the reply that are not known ones. */
-export function unknownReplyMismatches(method: string, path: string, reply: Reply): string[] {
-  return replyMismatches(method, path, reply).filter((mismatch) => !KNOWN_UNDOCUMENTED_REPLIES.has(mismatch));
-}
-
-/** Fails with every mismatch of the reply that is not a known one. */
+/** Fails with every mismatch of the reply. */
 export function expectDocumentedReply(method: string, path: string, reply: Reply): void {
-  const unexpected = unknownReplyMismatches(method, path, reply);
+  const unexpected = replyMismatches(method, path, reply);
   if (unexpected.length > 0) {
     throw new Error(`the reply to ${method} ${path} differs from the OpenAPI document:\n  ${unexpected.join("\n  ")}`);
   }
