@@ -20,7 +20,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const workDir = join(root, ".bench", "sandbox");
 
 const ENTRY = `
-import { runScript } from "../../src/sandbox";
+import { RequestContext } from "../../src/context";
 export { Egress } from "../../src/egress/entrypoint";
 export { Bridge } from "../../src/sandbox/bridge";
 
@@ -32,7 +32,8 @@ const INPUT = { args: { body: { amount: 100, currency: "EUR" }, headers: { "cont
 
 function once(env, mode, owner) {
   if (mode === "in-process") return inProcess(JSON.parse(JSON.stringify(INPUT)));
-  return runScript(env, { owner: { tenantId: "bench", id: owner, kind: "request-transform" }, code: CODE, input: INPUT, application: null });
+  const { sandbox } = new RequestContext(env, "bench").forTenant("bench");
+  return sandbox.run({ owner: { tenantId: "bench", id: owner, kind: "request-transform" }, code: CODE, input: INPUT, application: null });
 }
 
 export default {

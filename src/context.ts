@@ -40,8 +40,6 @@ export class RequestContext {
 }
 
 export class TenantContext extends RequestContext {
-  /** The database that holds this tenant's data. */
-  readonly db: Database;
   /** Where this tenant's code runs. */
   readonly sandbox: Sandbox;
   #keys: Promise<TenantKeys> | undefined;
@@ -52,8 +50,12 @@ export class TenantContext extends RequestContext {
     readonly tenantId: string,
   ) {
     super(env, traceId);
-    this.db = databaseOf(env, tenantId);
     this.sandbox = new Sandbox(env, this.config);
+  }
+
+  /** The database that holds this tenant's data. */
+  get db(): Database {
+    return databaseOf(this.env, this.tenantId);
   }
 
   /** The tenant's keys, derived on first use and kept for the rest of the request. */
