@@ -10,8 +10,9 @@ import { Miniflare } from "miniflare";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
-/** Bundles the worker as `wrangler deploy` would, into `outdir`. */
+/** Bundles the worker as `wrangler deploy` would, into `outdir`, with the sandbox's wrapper built afresh. */
 export function buildWorker(outdir) {
+  execFileSync("npm", ["run", "--silent", "build:wrapper"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], {
     cwd: root,
     stdio: "ignore",

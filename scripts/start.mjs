@@ -38,6 +38,7 @@ const devVars = Object.fromEntries(
 
 const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: "inherit" });
 if (existsSync(join(root, "grammar", "search.peggy"))) run("npm", ["run", "--silent", "build:parser"]);
+run("npm", ["run", "--silent", "build:wrapper"]);
 run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local"]);
 
 const wrangler = spawn("npx", ["wrangler", "dev", "--port", port, "--ip", "127.0.0.1"], {

@@ -1,0 +1,128 @@
+/**
+ * The entrypoint: runs the tenant's function on the input and reports one outcome as plain data.
+ * The vault trusts none of it: it validates every outcome again on its side (outcome.ts).
+ *
+ * The modules here become the isolate's modules as they are: scripts/build-sandbox-wrapper.mjs
+ * builds each into src/sandbox/wrapper.generated.ts, and worker-script.ts adds the tenant's.
+ */
+// The prelude first: it must run before anything else the isolate evaluates, tenant code above all.
+import { AllocationLimitError, CpuLimitError, intrinsics, startSlice } from "./prelude.js";
+import { WorkerEntrypoint } from "cloudflare:workers";
+import type { Bridge, BridgeReply } from "../bridge";
+import * as errors from "./errors.js";
+import exported from "./tenant.js";
+import { TOO_DEEP_RESULT } from "./vault-values";
+
+type BridgeMethod = Extract<keyof Bridge, "tokenize" | "createToken" | "getToken" | "updateToken" | "deleteToken" | "searchTokens">;
+/** The bridge as the isolate holds it: each method takes its arguments as JSON text. */
+type BridgeCapability = Record<BridgeMethod, (...argumentTexts: string[]) => Promise<BridgeReply>>;
+
+type Handler = (req: unknown) => unknown;
+
+const { stringify, parse, freeze } = intrinsics;
+
+class InvalidResultError extends intrinsics.Error {}
+
+function handlerOf(value: unknown): Handler | null {
+  if (typeof value === "function") return value as Handler;
+  if (value !== null && typeof value === "object" && typeof (value as { default?: unknown }).default === "function") {
+    return (value as { default: Handler }).default;
+  }
+  return null;
+}
+
+// Arguments cross as JSON text, like a request body: the vault bounds it before it parses it.
+function argumentText(value: unknown): string {
+  return stringify(value === undefined ? null : value);
+}
+
+function clientFor(bridge: BridgeCapability) {
+  const call = async (method: BridgeMethod, args: unknown[]) => {
+    const reply = await bridge[method](...args.map(argumentText));
+    if (reply.ok) return reply.value;
+    throw new errors.ApiError(reply.problem);
+  };
+  return freeze({
+    tokenize: (...args: unknown[]) => call("tokenize", args),
+    tokens: freeze({
+      create: (...args: unknown[]) => call("createToken", args),
+      retrieve: (...args: unknown[]) => call("getToken", args),
+      update: (...args: unknown[]) => call("updateToken", args),
+      delete: (...args: unknown[]) => call("deleteToken", args),
+      search: (...args: unknown[]) => call("searchTokens", args),
+    }),
+  });
+}
+
+function where(key: string): string {
+  return key === "" ? "" : ' at "' + key + '"';
+}
+
+function toJson(value: unknown): string {
+  try {
+    return stringify(value === undefined ? null : value, (key, item) => {
+      if (typeof item === "function") throw new InvalidResultError("returned a function" + where(key) + ", which cannot be sent as JSON");
+      if (typeof item === "symbol") throw new InvalidResultError("returned a symbol" + where(key) + ", which cannot be sent as JSON");
+      if (typeof item === "bigint") throw new InvalidResultError("returned a BigInt" + where(key) + ": convert it to a string or a number");
+      return item;
+    });
+  } catch (error) {
+    if (error instanceof InvalidResultError) throw error;
+    if (error instanceof intrinsics.TypeError && /circular/i.test(error.message)) {
+      throw new InvalidResultError("returned a cyclic object, which cannot be sent as JSON");
+    }
+    // Serialising recurses: a value nested thousands of levels deep overflows the stack first.
+    if (error instanceof intrinsics.RangeError && /call stack/i.test(error.message)) {
+      throw new InvalidResultError(TOO_DEEP_RESULT);
+    }
+    throw error;
+  }
+}
+
+function messageOf(error: unknown): string {
+  try {
+    if (error instanceof Error) return error.name + ": " + error.message;
+    return String(error);
+  } catch {
+    return "a value that cannot be described";
+  }
+}
+
+function outcomeOf(error: unknown) {
+  if (error instanceof CpuLimitError) return { kind: "cpu-limit" };
+  if (error instanceof AllocationLimitError) return { kind: "memory-limit", message: error.message };
+  if (error instanceof InvalidResultError) return { kind: "invalid-result", message: error.message };
+  if (error instanceof errors.CustomHttpResponseError) {
+    return { kind: "custom-response", status: error.status, headers: error.headers, json: toJson(error.body) };
+  }
+  if (error instanceof errors.ScriptError) return { kind: "typed-error", name: error.name, errors: error.errors };
+  return { kind: "threw", message: messageOf(error) };
+}
+
+/** What the tenant's function is called with. */
+interface TenantRequest {
+  args: unknown;
+  configuration: unknown;
+  bt?: ReturnType<typeof clientFor>;
+}
+
+export default class Sandbox extends WorkerEntrypoint<{ BRIDGE?: BridgeCapability }> {
+  async run(inputJson: string, bridge: BridgeCapability | null) {
+    startSlice();
+    try {
+      const handler = handlerOf(exported);
+      if (handler === null) return { kind: "no-function" };
+      const input = parse(inputJson);
+      const req: TenantRequest = { args: input.args, configuration: input.configuration };
+      const capability = bridge ?? this.env.BRIDGE;
+      if (capability) req.bt = clientFor(capability);
+      return { kind: "returned", json: toJson(await handler(req)) };
+    } catch (error) {
+      try {
+        return outcomeOf(error);
+      } catch (reportError) {
+        return outcomeOf(reportError);
+      }
+    }
+  }
+}
