@@ -185,5 +185,6 @@ function stemOf(path) {
  */
 function templateLiteral(text) {
   const escaped = text.replaceAll("\\", "\\\\").replaceAll("`", "\\`").replaceAll("${", "\\${");
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a substitution of the generated code's own
   return `\`${escaped.replace(LIMITS_PLACEHOLDER, "${JSON.stringify(limits)}")}\``;
 }

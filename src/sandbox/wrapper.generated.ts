@@ -3,7 +3,7 @@
 import type { ScriptLimits, ScriptModule } from "./types";
 
 /** A digest of the modules below: part of every isolate id, so no isolate of another wrapper is reused. */
-export const WRAPPER_VERSION = "66b7176d091393f9";
+export const WRAPPER_VERSION = "b01ebca1e4a4ab80";
 
 /** The isolate's main module. */
 export const MAIN_MODULE = "sandbox.js";
@@ -58,14 +58,14 @@ function clientFor(bridge) {
   });
 }
 function where(key) {
-  return key === "" ? "" : ' at "' + key + '"';
+  return key === "" ? "" : \` at "\${key}"\`;
 }
 function toJson(value) {
   try {
     return stringify(value === void 0 ? null : value, (key, item) => {
-      if (typeof item === "function") throw new InvalidResultError("returned a function" + where(key) + ", which cannot be sent as JSON");
-      if (typeof item === "symbol") throw new InvalidResultError("returned a symbol" + where(key) + ", which cannot be sent as JSON");
-      if (typeof item === "bigint") throw new InvalidResultError("returned a BigInt" + where(key) + ": convert it to a string or a number");
+      if (typeof item === "function") throw new InvalidResultError(\`returned a function\${where(key)}, which cannot be sent as JSON\`);
+      if (typeof item === "symbol") throw new InvalidResultError(\`returned a symbol\${where(key)}, which cannot be sent as JSON\`);
+      if (typeof item === "bigint") throw new InvalidResultError(\`returned a BigInt\${where(key)}: convert it to a string or a number\`);
       return item;
     });
   } catch (error) {
@@ -165,7 +165,7 @@ function define(name, value) {
 var BUILTINS = /* @__PURE__ */ Object.create(null);
 for (const name of ALLOWED_BUILTINS) {
   BUILTINS[name] = name;
-  BUILTINS["node:" + name] = name;
+  BUILTINS[\`node:\${name}\`] = name;
 }
 define(REQUIRE, function require2(specifier) {
   const text = typeof specifier === "string" ? specifier : "" + specifier;
@@ -216,7 +216,7 @@ var AllocationLimitError = class extends RangeError {
 };
 function refuse(bytes) {
   if (bytes > MAX_ALLOCATION_BYTES) {
-    throw new AllocationLimitError("Allocation of " + bytes + " bytes exceeds the sandbox limit of " + MAX_ALLOCATION_BYTES + " bytes");
+    throw new AllocationLimitError(\`Allocation of \${bytes} bytes exceeds the sandbox limit of \${MAX_ALLOCATION_BYTES} bytes\`);
   }
 }
 var { max, toNumber, apply, construct } = intrinsics;
@@ -280,7 +280,7 @@ export {
     {
       name: "builtins.js",
       format: "commonjs",
-      source: `module.exports = (name) => require("node:" + name);
+      source: `module.exports = (name) => require(\`node:\${name}\`);
 `,
     },
     {
@@ -357,7 +357,7 @@ var CustomHttpResponseError = class extends Error {
 };
 var ApiError = class extends Error {
   constructor(problem) {
-    super(problem.detail + " (" + problem.status + ")");
+    super(\`\${problem.detail} (\${problem.status})\`);
     this.name = "ApiError";
     this.status = problem.status;
     this.title = problem.title;

@@ -80,6 +80,7 @@ export class CustomHttpResponseError extends Error {
   declare body: unknown;
 
   constructor({ status, headers = {}, body }: CustomHttpResponse = {}) {
+    // biome-ignore lint/style/useTemplate: + converts the tenant's status as it always has (valueOf first); a template calls toString
     super("Custom HTTP response " + status);
     this.name = "CustomHttpResponseError";
     this.status = status;
@@ -95,7 +96,7 @@ export class ApiError extends Error {
   declare errors: FieldErrors | undefined;
 
   constructor(problem: Problem) {
-    super(problem.detail + " (" + problem.status + ")");
+    super(`${problem.detail} (${problem.status})`);
     this.name = "ApiError";
     this.status = problem.status;
     this.title = problem.title;

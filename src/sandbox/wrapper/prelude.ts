@@ -45,9 +45,10 @@ function define(name: string, value: unknown): void {
 const BUILTINS: Record<string, string> = Object.create(null);
 for (const name of ALLOWED_BUILTINS) {
   BUILTINS[name] = name;
-  BUILTINS["node:" + name] = name;
+  BUILTINS[`node:${name}`] = name;
 }
 define(REQUIRE, function require(specifier: unknown) {
+  // biome-ignore lint/style/useTemplate: + converts the tenant's value as it always has (valueOf first); a template calls toString
   const text = typeof specifier === "string" ? specifier : "" + specifier;
   if (text === ERRORS_MODULE || text === ORIGINAL_ERRORS_MODULE) return errors;
   const name = BUILTINS[text];
@@ -103,7 +104,7 @@ globalThis.fetch = async function fetch(...args: Parameters<typeof outboundFetch
 export class AllocationLimitError extends RangeError {}
 function refuse(bytes: number): void {
   if (bytes > MAX_ALLOCATION_BYTES) {
-    throw new AllocationLimitError("Allocation of " + bytes + " bytes exceeds the sandbox limit of " + MAX_ALLOCATION_BYTES + " bytes");
+    throw new AllocationLimitError(`Allocation of ${bytes} bytes exceeds the sandbox limit of ${MAX_ALLOCATION_BYTES} bytes`);
   }
 }
 // Captured intrinsics only: tenant code may replace Math, Number or Reflect to skip the check.

@@ -5,7 +5,7 @@
  * The modules here become the isolate's modules as they are: scripts/build-sandbox-wrapper.mjs
  * builds each into src/sandbox/wrapper.generated.ts, and worker-script.ts adds the tenant's.
  */
-// The prelude first: it must run before anything else the isolate evaluates, tenant code above all.
+// biome-ignore assist/source/organizeImports: the prelude must be evaluated first, before tenant code above all
 import { AllocationLimitError, CpuLimitError, intrinsics, startSlice } from "./prelude.js";
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { Bridge, BridgeReply } from "../bridge";
@@ -55,15 +55,15 @@ function clientFor(bridge: BridgeCapability) {
 }
 
 function where(key: string): string {
-  return key === "" ? "" : ' at "' + key + '"';
+  return key === "" ? "" : ` at "${key}"`;
 }
 
 function toJson(value: unknown): string {
   try {
     return stringify(value === undefined ? null : value, (key, item) => {
-      if (typeof item === "function") throw new InvalidResultError("returned a function" + where(key) + ", which cannot be sent as JSON");
-      if (typeof item === "symbol") throw new InvalidResultError("returned a symbol" + where(key) + ", which cannot be sent as JSON");
-      if (typeof item === "bigint") throw new InvalidResultError("returned a BigInt" + where(key) + ": convert it to a string or a number");
+      if (typeof item === "function") throw new InvalidResultError(`returned a function${where(key)}, which cannot be sent as JSON`);
+      if (typeof item === "symbol") throw new InvalidResultError(`returned a symbol${where(key)}, which cannot be sent as JSON`);
+      if (typeof item === "bigint") throw new InvalidResultError(`returned a BigInt${where(key)}: convert it to a string or a number`);
       return item;
     });
   } catch (error) {
@@ -81,6 +81,7 @@ function toJson(value: unknown): string {
 
 function messageOf(error: unknown): string {
   try {
+    // biome-ignore lint/style/useTemplate: + converts the tenant's name and message as it always has (valueOf first)
     if (error instanceof Error) return error.name + ": " + error.message;
     return String(error);
   } catch {
