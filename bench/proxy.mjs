@@ -112,7 +112,8 @@ export default async function proxy(bench) {
       bench.report("  through the proxy p50", proxyLatency.p50, "direct p50", directLatency.p50, "ms");
       bench.report("  through the proxy p95", proxyLatency.p95, "direct p95", directLatency.p95, "ms");
       bench.report("  through a bare forwarding worker p50", forwardLatency.p50, "direct p50", directLatency.p50, "ms");
-      const added = (figures) => `p50 ${(figures.p50 - directLatency.p50).toFixed(3)} ms, p95 ${(figures.p95 - directLatency.p95).toFixed(3)} ms`;
+      const added = (figures) =>
+        `p50 ${(figures.p50 - directLatency.p50).toFixed(3)} ms, p95 ${(figures.p95 - directLatency.p95).toFixed(3)} ms`;
       console.log(`    added latency: ${added(proxyLatency)} (a bare forwarding worker adds ${added(forwardLatency)})`);
       console.log(
         `    the vault's own share (proxy minus bare forwarding): p50 ${(proxyLatency.p50 - forwardLatency.p50).toFixed(3)} ms,` +

@@ -18,10 +18,12 @@ const RUNNER_FILES = new Set(["run.mjs"]);
 const argv = process.argv.slice(2);
 const names = argv.filter((arg) => !arg.startsWith("--"));
 const args = Object.fromEntries(
-  argv.filter((arg) => arg.startsWith("--")).map((arg) => {
-    const [key, value = "true"] = arg.slice(2).split("=");
-    return [key, value];
-  }),
+  argv
+    .filter((arg) => arg.startsWith("--"))
+    .map((arg) => {
+      const [key, value = "true"] = arg.slice(2).split("=");
+      return [key, value];
+    }),
 );
 const available = readdirSync(benchDir)
   .filter((file) => file.endsWith(".mjs") && !RUNNER_FILES.has(file))

@@ -78,11 +78,23 @@ export default async function sandbox(bench) {
     bench.report("warm sandbox call p95 (HTTP round trip)", warm.p95, "in-process call p95 (HTTP round trip)", inProcess.p95, "ms");
     bench.report("cold sandbox call p50 (HTTP round trip)", cold.p50, "in-process call p50 (HTTP round trip)", inProcess.p50, "ms");
     bench.report("cold sandbox call p95 (HTTP round trip)", cold.p95, "in-process call p95 (HTTP round trip)", inProcess.p95, "ms");
-    bench.report("warm sandbox cost p50 (minus HTTP floor)", warm.p50 - inProcess.p50, "cold sandbox cost p50 (minus floor)", cold.p50 - inProcess.p50, "ms");
+    bench.report(
+      "warm sandbox cost p50 (minus HTTP floor)",
+      warm.p50 - inProcess.p50,
+      "cold sandbox cost p50 (minus floor)",
+      cold.p50 - inProcess.p50,
+      "ms",
+    );
 
     const warmBatch = await call(`mode=sandbox&owner=warm&batch=${batch}`);
     const inProcessBatch = await call(`mode=in-process&batch=${batch}`);
-    bench.report(`warm sandbox call, in-worker mean of ${batch}`, warmBatch.ms / batch, "in-process call, in-worker mean", inProcessBatch.ms / batch, "ms");
+    bench.report(
+      `warm sandbox call, in-worker mean of ${batch}`,
+      warmBatch.ms / batch,
+      "in-process call, in-worker mean",
+      inProcessBatch.ms / batch,
+      "ms",
+    );
   } finally {
     await dispose();
   }

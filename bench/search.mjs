@@ -23,8 +23,11 @@ const MIN_SIZE = 20_000;
 const REPEAT = 50;
 
 export default async function search(bench) {
-  const sizes = String(bench.args.sizes ?? "100000,1000000").split(",").map(Number);
-  if (sizes.some((size) => !(size >= MIN_SIZE))) throw new Error(`every size must be at least ${MIN_SIZE}: the queries target its first tokens`);
+  const sizes = String(bench.args.sizes ?? "100000,1000000")
+    .split(",")
+    .map(Number);
+  if (sizes.some((size) => !(size >= MIN_SIZE)))
+    throw new Error(`every size must be at least ${MIN_SIZE}: the queries target its first tokens`);
   const iterations = Number(bench.args.iterations ?? 200);
   const chunk = Number(bench.args.chunk ?? 2000);
 
@@ -54,7 +57,13 @@ export default async function search(bench) {
       bench.report(`${at} in-worker p50`, measured.worker.p50, "HTTP p50", measured.http.p50, "ms");
       bench.report(`${at} in-worker p95`, measured.worker.p95, "HTTP p95", measured.http.p95, "ms");
       bench.report(`${at} compiled SQL, one run`, measured.compiledPerRun, "hand-written SQL, one run", measured.handPerRun, "ms");
-      bench.report(`${at} compiled SQL rows read`, measured.rowsRead.compiled, "hand-written SQL rows read", measured.rowsRead.hand, "rows");
+      bench.report(
+        `${at} compiled SQL rows read`,
+        measured.rowsRead.compiled,
+        "hand-written SQL rows read",
+        measured.rowsRead.hand,
+        "rows",
+      );
     }
   }
 
@@ -69,7 +78,10 @@ export default async function search(bench) {
   }
 
   console.log("\n  parse rate, same corpus");
-  const [generated, reference] = parseRates(parseCorpus(), [(query) => parseGenerated(query, { maxDepth: 20 }), (query) => lucene.parse(query)]);
+  const [generated, reference] = parseRates(parseCorpus(), [
+    (query) => parseGenerated(query, { maxDepth: 20 }),
+    (query) => lucene.parse(query),
+  ]);
   bench.report("generated parser (grammar/search.peggy)", generated, "lucene npm package", reference, "queries/s");
 }
 
@@ -243,7 +255,10 @@ async function measure(bench, key, kind, compiled, iterations) {
   const hand = prepareAll(bench.db, kind.hand);
   const ours = prepareAll(bench.db, compiled);
   const rowsRead = {};
-  for (const [label, statements] of [["hand", hand], ["compiled", ours]]) {
+  for (const [label, statements] of [
+    ["hand", hand],
+    ["compiled", ours],
+  ]) {
     const [page, count] = await bench.db.batch(statements);
     const sameTotal = kind.matches === null || Object.values(count.results[0])[0] === kind.matches;
     if (page.results[0]?.id !== check.body.data[0]?.id || page.results.length !== check.body.data.length || !sameTotal) {
@@ -345,7 +360,6 @@ async function loadCompiler() {
   writeFileSync(file, result.outputFiles[0].text);
   return import(pathToFileURL(file).href);
 }
-
 
 /** Queries both grammars read (container paths quoted, since bare /…/ is a Lucene regex). */
 function parseCorpus() {

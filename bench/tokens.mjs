@@ -113,9 +113,7 @@ function tableByTable(db, rows) {
   return Object.entries(rows).map(([table, tableRows]) => {
     const columns = Object.keys(tableRows[0]);
     return db
-      .prepare(
-        `INSERT INTO ${table} (${columns.join(", ")}) SELECT ${columns.map((c) => `value ->> '${c}'`).join(", ")} FROM json_each(?)`,
-      )
+      .prepare(`INSERT INTO ${table} (${columns.join(", ")}) SELECT ${columns.map((c) => `value ->> '${c}'`).join(", ")} FROM json_each(?)`)
       .bind(JSON.stringify(tableRows));
   });
 }

@@ -3,7 +3,7 @@
 // now. wrangler also reads .dev.vars, which holds each developer's own settings, so the types are
 // generated from a copy of wrangler.toml in a temporary folder and compared with the committed file.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, symlinkSync, copyFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";

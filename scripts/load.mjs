@@ -1,4 +1,9 @@
 #!/usr/bin/env node
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
 // Load harness: a mixed load against a running vault for a fixed time, then a check that nothing was
 // lost or doubled.
 //   npm run load                          starts its own vault (bundled worker in Miniflare)
@@ -11,13 +16,8 @@
 // deduplicated value, and no 5xx. Prints throughput and p50/p95/p99 per operation and the totals;
 // exits non-zero when a check fails.
 import autocannon from "autocannon";
-import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
-import { createServer } from "node:http";
-import { join } from "node:path";
-import { parseArgs } from "node:util";
-import { buildWorker, startLocalVault } from "./local-vault.mjs";
 import { readReply } from "../test/support/reply.mjs";
+import { buildWorker, startLocalVault } from "./local-vault.mjs";
 
 const { values: options } = parseArgs({
   options: {
@@ -79,7 +79,9 @@ try {
 function devVar(name) {
   const file = join(process.cwd(), ".dev.vars");
   if (!existsSync(file)) return undefined;
-  const line = readFileSync(file, "utf8").split("\n").find((entry) => entry.startsWith(`${name}=`));
+  const line = readFileSync(file, "utf8")
+    .split("\n")
+    .find((entry) => entry.startsWith(`${name}=`));
   return line?.slice(name.length + 1).replace(/^"|"$/g, "");
 }
 
@@ -178,7 +180,12 @@ function scenarios({ key, proxyKey, tokenId }) {
     {
       name: "search",
       connections: 2,
-      request: () => ({ method: "POST", path: "/tokens/search", headers: json, body: JSON.stringify({ query: `metadata.run:${runId}`, size: 10 }) }),
+      request: () => ({
+        method: "POST",
+        path: "/tokens/search",
+        headers: json,
+        body: JSON.stringify({ query: `metadata.run:${runId}`, size: 10 }),
+      }),
     },
     {
       name: "proxy with a reference",
@@ -251,7 +258,9 @@ function percentile(sorted, q) {
 }
 
 function report(results) {
-  console.log(`\n${"operation".padEnd(26)} ${"requests".padStart(9)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${"p95 ms".padStart(8)} ${"p99 ms".padStart(8)}  statuses`);
+  console.log(
+    `\n${"operation".padEnd(26)} ${"requests".padStart(9)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${"p95 ms".padStart(8)} ${"p99 ms".padStart(8)}  statuses`,
+  );
   let total = 0;
   const all = [];
   for (const { scenario, durations, statuses } of results) {
@@ -297,7 +306,10 @@ async function verify({ key }, results) {
     const answered = counted.reduce((sum, { statuses }) => sum + (statuses.get(201) ?? 0), 0);
     const inFlight = counted.reduce((sum, { inFlight }) => sum + inFlight, 0);
     const page = Math.max(1, Math.floor(answered / 100));
-    const reply = await request("POST", "/tokens/search", { key, body: { query: `metadata.run:${runId} AND metadata.source:${source}`, page, size: 100 } });
+    const reply = await request("POST", "/tokens/search", {
+      key,
+      body: { query: `metadata.run:${runId} AND metadata.source:${source}`, page, size: 100 },
+    });
     const found = reply.body?.pagination?.total_items;
     console.log(`search metadata.source:${source}: ${found} found, ${answered} answered 201 (+ ${inFlight} cut off in flight)`);
     if (!(found >= answered && found <= answered + inFlight)) {
@@ -313,7 +325,8 @@ async function verify({ key }, results) {
   }
   const dedupIds = new Set(results.find(({ scenario }) => scenario.acceptDeduplicated)?.ids ?? []);
   console.log(`deduplicating creates: ${dedupIds.size} distinct ids for ${DEDUPLICATED_VALUES.length} values`);
-  if (dedupIds.size !== DEDUPLICATED_VALUES.length) failures.push(`deduplicating creates gave ${dedupIds.size} ids for ${DEDUPLICATED_VALUES.length} values`);
+  if (dedupIds.size !== DEDUPLICATED_VALUES.length)
+    failures.push(`deduplicating creates gave ${dedupIds.size} ids for ${DEDUPLICATED_VALUES.length} values`);
   return failures;
 }
 

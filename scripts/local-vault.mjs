@@ -72,7 +72,9 @@ export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings =
   await mf.ready;
   const urlOf = async (worker) => (await mf.unsafeGetDirectURL(worker)).toString().replace(/\/$/, "");
   const db = await mf.getD1Database("DB", "vault");
-  for (const file of readdirSync(join(root, "migrations")).filter((f) => f.endsWith(".sql")).sort()) {
+  for (const file of readdirSync(join(root, "migrations"))
+    .filter((f) => f.endsWith(".sql"))
+    .sort()) {
     const statements = readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint");
     for (const statement of statements) if (statement.trim()) await db.prepare(statement).run();
   }

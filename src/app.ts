@@ -13,10 +13,9 @@ import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
 import { reactorRoutes } from "./reactors/routes";
 import { searchRoutes } from "./search/routes";
 import { tenantRoutes } from "./tenants/routes";
+import { ensureBootstrap } from "./tenants/service";
 import { detokenizeRoutes } from "./tokens/detokenize-routes";
 import { tokenRoutes } from "./tokens/routes";
-import { ensureBootstrap } from "./tenants/service";
-
 
 /** Authenticates every request that reaches a known route; unknown routes fall through to 404/405. */
 const authenticateKnownRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -61,7 +60,9 @@ export function buildApp() {
     if (!document) {
       const text = JSON.stringify(app.getOpenAPI31Document(OPENAPI_OBJECT));
       document = JSON.parse(
-        text.replaceAll(`${DOCUMENTED_PREFIX}-`, `${prefix.toUpperCase()}-`).replaceAll(`${DOCUMENTED_PREFIX.toLowerCase()}-`, `${prefix.toLowerCase()}-`),
+        text
+          .replaceAll(`${DOCUMENTED_PREFIX}-`, `${prefix.toUpperCase()}-`)
+          .replaceAll(`${DOCUMENTED_PREFIX.toLowerCase()}-`, `${prefix.toLowerCase()}-`),
       );
       documents.set(prefix, document);
     }
@@ -96,9 +97,7 @@ export function buildApp() {
 
 function notFoundOrWrongMethod(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
   const path = c.req.path;
-  const allowed = HTTP_METHODS.filter((method) =>
-    app.router.match(method, path)[0].some(([[, route]]) => route.method === method),
-  );
+  const allowed = HTTP_METHODS.filter((method) => app.router.match(method, path)[0].some(([[, route]]) => route.method === method));
   const error = allowed.length > 0 ? new MethodNotAllowedError(allowed) : new NotFoundError(`Route ${c.req.method} ${path}`);
   return handleErrorResponse(c, error);
 }

@@ -8,9 +8,9 @@
  *
  * Services take `(context, principal, input)`.
  */
-import { tenantKeysOf, type TenantKeys } from "./crypto/tenant-keys";
-import { databaseOf, type Database } from "./db/client";
-import { configOf, type Bindings, type Config } from "./env";
+import { type TenantKeys, tenantKeysOf } from "./crypto/tenant-keys";
+import { type Database, databaseOf } from "./db/client";
+import { type Bindings, type Config, configOf } from "./env";
 import { Sandbox } from "./sandbox";
 
 export class RequestContext {

@@ -2,22 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { idempotent } from "../http/idempotency";
 import { requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
-import {
-  IdParams,
-  jsonBody,
-  jsonContent,
-  ListQuery,
-  paginated,
-  problemResponses,
-  Uuid,
-} from "../http/schemas";
-import {
-  ApplicationKeySchema,
-  ApplicationSchema,
-  CreateApplicationBody,
-  CreatedApplicationSchema,
-  UpdateApplicationBody,
-} from "./schema";
+import { IdParams, jsonBody, jsonContent, ListQuery, paginated, problemResponses, Uuid } from "../http/schemas";
+import { ApplicationKeySchema, ApplicationSchema, CreateApplicationBody, CreatedApplicationSchema, UpdateApplicationBody } from "./schema";
 import * as applications from "./service";
 
 const tags = ["Applications"];
@@ -144,24 +130,15 @@ const revokeKey = createRoute({
 });
 
 export const applicationRoutes = createRouter()
-  .openapi(create, async (c) =>
-    c.json(await applications.createApplication(c.var.context, c.var.principal, c.req.valid("json")), 201),
-  )
-  .openapi(list, async (c) =>
-    c.json(await applications.listApplications(c.var.context, c.var.principal, c.req.valid("query")), 200),
-  )
+  .openapi(create, async (c) => c.json(await applications.createApplication(c.var.context, c.var.principal, c.req.valid("json")), 201))
+  .openapi(list, async (c) => c.json(await applications.listApplications(c.var.context, c.var.principal, c.req.valid("query")), 200))
   // Before /applications/{id}, which would refuse "key" as an id.
   .openapi(getByKey, async (c) =>
     c.json(await applications.getApplication(c.var.context, c.var.principal, c.var.principal.applicationId), 200),
   )
-  .openapi(get, async (c) =>
-    c.json(await applications.getApplication(c.var.context, c.var.principal, c.req.valid("param").id), 200),
-  )
+  .openapi(get, async (c) => c.json(await applications.getApplication(c.var.context, c.var.principal, c.req.valid("param").id), 200))
   .openapi(update, async (c) =>
-    c.json(
-      await applications.updateApplication(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")),
-      200,
-    ),
+    c.json(await applications.updateApplication(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )
   .openapi(remove, async (c) => {
     await applications.deleteApplication(c.var.context, c.var.principal, c.req.valid("param").id);

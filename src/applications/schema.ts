@@ -1,9 +1,9 @@
-import { Name } from "../http/schemas";
 import { z } from "@hono/zod-openapi";
 import { TRANSFORMS } from "../auth/access";
 import { APPLICATION_TYPES, PERMISSIONS } from "../auth/permissions";
-import { RuleContainerPath } from "../tokens/containers";
+import { Name } from "../http/schemas";
 import { APPLICATIONS } from "../limits";
+import { RuleContainerPath } from "../tokens/containers";
 
 const Permission = z.enum(PERMISSIONS, { error: `must be one of ${PERMISSIONS.join(", ")}` });
 
@@ -16,7 +16,6 @@ export const AccessRuleSchema = z
     permissions: z.array(Permission).min(1, "must hold at least one permission").max(PERMISSIONS.length),
   })
   .openapi("AccessRule");
-
 
 export const CreateApplicationBody = z
   .object({

@@ -1,14 +1,14 @@
 import type { AccessRule, Principal } from "../auth/access";
 import { credentialsChanged } from "../auth/lookup-cache";
-import { mayHold, PERMISSIONS_BY_TYPE, type ApplicationType, type Permission } from "../auth/permissions";
+import { type ApplicationType, mayHold, PERMISSIONS_BY_TYPE, type Permission } from "../auth/permissions";
 import type { TenantContext } from "../context";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
-import { addFieldError, ConflictError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
-import { auditFieldsOf, isoTime, pageOf, type ListFilter, type Page } from "../http/schemas";
-import type { ApplicationKeyResponse, ApplicationResponse, CreateApplication, UpdateApplication } from "./schema";
-import * as storage from "./storage";
-import type { ApplicationRow } from "./storage";
+import { addFieldError, ConflictError, type FieldErrors, NotFoundError, ValidationError } from "../http/problem";
+import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { APPLICATIONS } from "../limits";
+import type { ApplicationKeyResponse, ApplicationResponse, CreateApplication, UpdateApplication } from "./schema";
+import type { ApplicationRow } from "./storage";
+import * as storage from "./storage";
 
 export const API_KEY_PREFIX = "key";
 const MAX_KEYS_PER_APPLICATION = APPLICATIONS.maxKeys;
@@ -114,7 +114,11 @@ export async function applicationsById(context: TenantContext, ids: string[]): P
   return new Map(rows.map((row) => [row.id, toApplicationResponse(row)]));
 }
 
-export async function listApplications(context: TenantContext, _principal: Principal, filter: ListFilter): Promise<Page<ApplicationResponse>> {
+export async function listApplications(
+  context: TenantContext,
+  _principal: Principal,
+  filter: ListFilter,
+): Promise<Page<ApplicationResponse>> {
   const { rows, total } = await storage.applicationsPage(context.db, context.tenantId, filter);
   return pageOf(rows.map(toApplicationResponse), total, filter.page, filter.size);
 }

@@ -47,18 +47,13 @@ export function containerCovers(ruleContainer: string, container: string): boole
  * one of the containers and grants the permission wins. Without rules, plain permissions apply to
  * every container.
  */
-export function accessTo(
-  principal: Principal,
-  permission: TokenPermission,
-  containers: readonly string[],
-): Transform | null {
+export function accessTo(principal: Principal, permission: TokenPermission, containers: readonly string[]): Transform | null {
   if (principal.rules.length === 0) {
     return principal.permissions.includes(permission) ? DEFAULT_TRANSFORM[permission] : null;
   }
   const rule = sortedRules(principal).find(
     (candidate) =>
-      candidate.permissions.includes(permission) &&
-      containers.some((container) => containerCovers(candidate.container, container)),
+      candidate.permissions.includes(permission) && containers.some((container) => containerCovers(candidate.container, container)),
   );
   return rule ? rule.transform : null;
 }
@@ -68,10 +63,7 @@ export function accessTo(
  * in rule order; `null` means every container under the default transform (no rules). Search uses it
  * to restrict the SQL to what the caller may see.
  */
-export function grantedContainers(
-  principal: Principal,
-  permission: TokenPermission,
-): { container: string; transform: Transform }[] | null {
+export function grantedContainers(principal: Principal, permission: TokenPermission): { container: string; transform: Transform }[] | null {
   if (principal.rules.length === 0) {
     return principal.permissions.includes(permission) ? null : [];
   }

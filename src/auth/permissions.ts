@@ -1,14 +1,7 @@
 export const APPLICATION_TYPES = ["private", "public", "management"] as const;
 export type ApplicationType = (typeof APPLICATION_TYPES)[number];
 
-export const TOKEN_PERMISSIONS = [
-  "token:create",
-  "token:read",
-  "token:update",
-  "token:delete",
-  "token:search",
-  "token:use",
-] as const;
+export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"] as const;
 
 export const MANAGEMENT_PERMISSIONS = [
   "application:create",

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { createRouter } from "../http/router";
 import { jsonContent, problemResponses } from "../http/schemas";
-import { APPLICATION_TYPES, PERMISSION_DESCRIPTIONS, PERMISSIONS, mayHold } from "./permissions";
+import { APPLICATION_TYPES, mayHold, PERMISSION_DESCRIPTIONS, PERMISSIONS } from "./permissions";
 
 const PermissionSchema = z
   .object({ type: z.string(), description: z.string(), application_types: z.array(z.enum(APPLICATION_TYPES)) })

@@ -1,19 +1,20 @@
-import { SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
-import { LookupCache } from "./lookup-cache";
 import type { RequestContext, TenantContext } from "../context";
+import { SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
 import { ValidationError } from "../http/problem";
-import * as storage from "./storage";
-import type { PrincipalColumns } from "./storage";
 import type { AccessRule, Principal } from "./access";
+import { LookupCache } from "./lookup-cache";
 import type { Permission } from "./permissions";
+import type { PrincipalColumns } from "./storage";
+import * as storage from "./storage";
 
 /**
  * Recent API key lookups, by the key itself (which this isolate holds for the request anyway), so
  * that a reused lookup costs no hashing. An application may hold long rules, so entries are weighed
  * by their characters as well as counted.
  */
-const recentPrincipals = new LookupCache<Principal | null>({ entries: 10_000, weight: 4_000_000 }, (principal) =>
-  JSON.stringify(principal).length,
+const recentPrincipals = new LookupCache<Principal | null>(
+  { entries: 10_000, weight: 4_000_000 },
+  (principal) => JSON.stringify(principal).length,
 );
 
 /**

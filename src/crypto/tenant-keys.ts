@@ -22,9 +22,7 @@ export class TenantKeys {
     const cacheKey = `${masterKeyBase64}\u0000${tenantId}`;
     const cached = cache.get(cacheKey);
     if (cached) return cached;
-    const master = await crypto.subtle.importKey("raw", fromBase64(masterKeyBase64), "HKDF", false, [
-      "deriveKey",
-    ]);
+    const master = await crypto.subtle.importKey("raw", fromBase64(masterKeyBase64), "HKDF", false, ["deriveKey"]);
     const derive = (purpose: Purpose, algorithm: SubtleCryptoDeriveKeyAlgorithm | SubtleCryptoImportKeyAlgorithm, usages: string[]) =>
       crypto.subtle.deriveKey(
         {

@@ -22,7 +22,10 @@ export async function selectPage<Table extends SQLiteTable>(
       .orderBy(...order)
       .limit(page.size)
       .offset((page.page - 1) * page.size),
-    db.select({ total: count() }).from(table as SQLiteTable).where(where),
+    db
+      .select({ total: count() })
+      .from(table as SQLiteTable)
+      .where(where),
   ]);
   return { rows: rows as Table["$inferSelect"][], total: totals[0]?.total ?? 0 };
 }

@@ -45,10 +45,7 @@ export const apiKeys = sqliteTable(
     hash: text("hash").notNull(),
     createdAt: integer("created_at").notNull(),
   },
-  (table) => [
-    uniqueIndex("api_keys_hash").on(table.hash),
-    index("api_keys_application").on(table.tenantId, table.applicationId),
-  ],
+  (table) => [uniqueIndex("api_keys_hash").on(table.hash), index("api_keys_application").on(table.tenantId, table.applicationId)],
 );
 
 export const idempotencyRecords = sqliteTable(
@@ -114,10 +111,7 @@ export const tokenContainers = sqliteTable(
     container: text("container").notNull(),
     tokenId: text("token_id").notNull(),
   },
-  (table) => [
-    primaryKey({ columns: [table.tenantId, table.container, table.tokenId] }),
-    index("token_containers_token").on(table.tokenId),
-  ],
+  (table) => [primaryKey({ columns: [table.tenantId, table.container, table.tokenId] }), index("token_containers_token").on(table.tokenId)],
 );
 
 export const tokenMetadata = sqliteTable(
@@ -183,7 +177,9 @@ export const reactorFormulas = sqliteTable(
     name: text("name").notNull(),
     description: text("description"),
     type: text("type", { enum: ["official", "private"] }).notNull(),
-    status: text("status", { enum: ["verified", "coming_soon"] }).notNull().default("verified"),
+    status: text("status", { enum: ["verified", "coming_soon"] })
+      .notNull()
+      .default("verified"),
     icon: text("icon"),
     code: text("code").notNull(),
     /** JSON array of configuration elements. */

@@ -1,7 +1,7 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { Bindings } from "../env";
 import { ProblemError } from "../http/problem";
-import { fetchThroughEgress, type EgressFetchOptions } from "./policy";
+import { type EgressFetchOptions, fetchThroughEgress } from "./policy";
 
 /**
  * Marks a response the egress made itself because it refused or could not complete the request.

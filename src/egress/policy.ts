@@ -153,7 +153,7 @@ function ipv4(a: number, b: number, c: number, d: number): number {
 
 function inIpv4Range(address: number, network: number, prefixLength: number): boolean {
   const mask = prefixLength === 0 ? 0 : (0xffffffff << (32 - prefixLength)) >>> 0;
-  return ((address & mask) >>> 0) === network;
+  return (address & mask) >>> 0 === network;
 }
 
 function inIpv6Range(address: bigint, prefix: bigint, prefixLength: number): boolean {

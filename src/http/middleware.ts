@@ -5,10 +5,10 @@ import type { Permission } from "../auth/permissions";
 import { principalForKey } from "../auth/service";
 import { RequestContext } from "../context";
 import { configOf } from "../env";
+import { BODY } from "../limits";
 import { checkBodyText } from "./body";
 import type { AppEnv } from "./context";
 import { ForbiddenError, PayloadTooLargeError, UnauthenticatedError, UnsupportedMediaTypeError, ValidationError } from "./problem";
-import { BODY } from "../limits";
 
 const TRACE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 

@@ -7,9 +7,8 @@
 import type { Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
 import { ConflictError } from "../http/problem";
-import * as storage from "./storage";
 import { IDEMPOTENCY_WINDOW_MS } from "../limits";
-
+import * as storage from "./storage";
 
 /** A response given before under the same key. */
 export interface Replay {
@@ -46,7 +45,13 @@ export async function claimIdempotencyKey(
 }
 
 /** Keeps the response for replays; a 5xx releases the key instead, so the client can retry. */
-export async function rememberResponse(context: TenantContext, principal: Principal, key: string, status: number, body: string): Promise<void> {
+export async function rememberResponse(
+  context: TenantContext,
+  principal: Principal,
+  key: string,
+  status: number,
+  body: string,
+): Promise<void> {
   const scope = scopeOf(principal, key);
   if (status >= 500) return storage.releaseKey(context.db, scope);
   const keys = await context.keys();

@@ -19,7 +19,13 @@ const recordOf = (scope: IdempotencyScope) =>
   );
 
 /** Claims the key for a request, dropping its record once older than `expiredBefore`: false when another request holds it. */
-export async function claimKey(db: Database, scope: IdempotencyScope, requestHash: string, now: number, expiredBefore: number): Promise<boolean> {
+export async function claimKey(
+  db: Database,
+  scope: IdempotencyScope,
+  requestHash: string,
+  now: number,
+  expiredBefore: number,
+): Promise<boolean> {
   await db.delete(idempotencyRecords).where(and(recordOf(scope), lt(idempotencyRecords.createdAt, expiredBefore)));
   const claimed = await db
     .insert(idempotencyRecords)

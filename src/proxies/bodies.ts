@@ -29,7 +29,6 @@ export function mightHoldReferences(bytes: Uint8Array, mediaType: StructuredMedi
 /** Replaces invalid sequences instead of failing: enough to look for ASCII in any bytes. */
 const lenientUtf8 = new TextDecoder();
 
-
 /**
  * Parses a JSON or form body; an empty body is null. The bytes must be UTF-8, and JSON may nest
  * at most MAX_JSON_DEPTH levels, so no walker of the result can run out of stack. `refuse` makes
@@ -61,11 +60,7 @@ function formObjectOf(params: URLSearchParams): Record<string, string | string[]
  * and nested objects use bracket names (`card[number]=…`), the convention payment APIs expect.
  * `refuse` makes the error for a form body that is not an object.
  */
-export function serialiseStructured(
-  type: StructuredMediaType,
-  value: unknown,
-  refuse: (reason: string) => ProblemError,
-): string | null {
+export function serialiseStructured(type: StructuredMediaType, value: unknown, refuse: (reason: string) => ProblemError): string | null {
   if (value === null || value === undefined) return null;
   if (type === "application/json") return JSON.stringify(value);
   if (typeof value !== "object" || Array.isArray(value)) throw refuse("a form body must be an object");

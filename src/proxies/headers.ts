@@ -35,11 +35,7 @@ export function forwardableRequestHeaders(headers: Headers, config: Config): Rec
   );
   const forwarded = [...headers].filter(
     ([name]) =>
-      !vaultOwn.has(name) &&
-      !namedByConnection.has(name) &&
-      mayTravel(name) &&
-      !name.startsWith("cf-") &&
-      FORWARDABLE_NAME.test(name),
+      !vaultOwn.has(name) && !namedByConnection.has(name) && mayTravel(name) && !name.startsWith("cf-") && FORWARDABLE_NAME.test(name),
   );
   // fromEntries, not assignment: a header named __proto__ stays a header.
   return Object.fromEntries(forwarded);

@@ -1,24 +1,18 @@
 import { holdsPermission, type Principal } from "../auth/access";
 import { principalForKey } from "../auth/service";
 import type { RequestContext, TenantContext } from "../context";
-import { EgressRefusedError, egressRefusal, EgressTimeoutError, fetchThroughEgress } from "../egress/policy";
+import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../egress/policy";
 import { utf8TextOf } from "../http/body";
-import { HTTP_METHODS } from "../http/router";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../http/problem";
+import { HTTP_METHODS } from "../http/router";
 import { ScriptFailedError, type ScriptKind, type TransformResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
-import {
-  mightHoldReferences,
-  parseStructured,
-  serialiseStructured,
-  structuredMediaTypeOf,
-  type StructuredMediaType,
-} from "./bodies";
-import { callerTarget, destinationFor, proxyKeyInQuery, type CallerTarget } from "./destination";
+import { mightHoldReferences, parseStructured, type StructuredMediaType, serialiseStructured, structuredMediaTypeOf } from "./bodies";
+import { type CallerTarget, callerTarget, destinationFor, proxyKeyInQuery } from "./destination";
 import { DestinationResponseError, DestinationTimeoutError } from "./errors";
 import { forwardableRequestHeaders, headersFrom, headersObject } from "./headers";
-import { configurationOf, proxyForKey, type InvocableProxy } from "./service";
 import type { ProxyConfiguration } from "./schema";
+import { configurationOf, type InvocableProxy, proxyForKey } from "./service";
 
 /** Statuses whose responses cannot carry a body, whatever the response transform returns. */
 const NULL_BODY_STATUSES = new Set([204, 205]);
@@ -171,11 +165,7 @@ async function outgoingRequest(invocation: Invocation, request: Request): Promis
 /** A body is read (parsed or decoded) only when it may hold references or a transform needs it. */
 type RequestBody = { read: false; bytes: Uint8Array | null } | { read: true; value: unknown };
 
-async function readRequestBody(
-  request: Request,
-  mediaType: StructuredMediaType | null,
-  transformed: boolean,
-): Promise<RequestBody> {
+async function readRequestBody(request: Request, mediaType: StructuredMediaType | null, transformed: boolean): Promise<RequestBody> {
   const bytes = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
   if (!bytes) return transformed ? { read: true, value: null } : { read: false, bytes };
   if (!transformed && !mightHoldReferences(bytes, mediaType)) return { read: false, bytes };

@@ -2,21 +2,12 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { idempotent } from "../http/idempotency";
 import { limitBody, requireContentType, requirePermission } from "../http/middleware";
 import { createRouter, HTTP_METHODS } from "../http/router";
-import {
-  IdParams,
-  jsonBody,
-  jsonContent,
-  ListQuery,
-  mergePatchBody,
-  paginated,
-  problemResponses,
-} from "../http/schemas";
+import { IdParams, jsonBody, jsonContent, ListQuery, mergePatchBody, paginated, problemResponses } from "../http/schemas";
 import { INVOCATION_PATH } from "./destination";
 import { proxyErrorResponse } from "./errors";
 import { invokeProxy } from "./invocation";
 import { ProxyBody, ProxyPatchBody, ProxySchema } from "./schema";
 import * as proxies from "./service";
-
 
 const tags = ["Proxies"];
 const security = [{ ApiKey: [] }];

@@ -6,7 +6,6 @@ export const DESTINATION_URL_MAX_LENGTH = PROXIES.destinationUrlMaxLength;
 const CONFIGURATION_MAX_ENTRIES = PROXIES.maxConfigurationEntries;
 const CONFIGURATION_VALUE_MAX_LENGTH = PROXIES.configurationValueMaxLength;
 
-
 /** The egress policy is checked by the service: it depends on configuration the schema cannot see. */
 const DestinationUrl = z
   .string({ error: "is required" })
@@ -19,7 +18,10 @@ const TransformSchema = z
 
 const ApplicationReference = z.object({ id: Uuid }, { error: "must be an object with an id" });
 
-const ConfigurationName = z.string().min(1, "names must not be empty").max(NAME_MAX_LENGTH, `names must be at most ${NAME_MAX_LENGTH} characters`);
+const ConfigurationName = z
+  .string()
+  .min(1, "names must not be empty")
+  .max(NAME_MAX_LENGTH, `names must be at most ${NAME_MAX_LENGTH} characters`);
 const ConfigurationValue = z
   .string({ error: "must be a string" })
   .max(CONFIGURATION_VALUE_MAX_LENGTH, `must be at most ${CONFIGURATION_VALUE_MAX_LENGTH} characters`);
@@ -56,9 +58,7 @@ export const ProxyPatchBody = z
     request_transform: TransformSchema.nullish(),
     response_transform: TransformSchema.nullish(),
     application: ApplicationReference.nullish(),
-    configuration: z
-      .record(ConfigurationName, ConfigurationValue.nullable(), { error: "must be an object of strings" })
-      .nullish(),
+    configuration: z.record(ConfigurationName, ConfigurationValue.nullable(), { error: "must be an object of strings" }).nullish(),
     require_auth: RequireAuth.optional(),
   })
   .openapi("ProxyPatch");

@@ -5,20 +5,14 @@ import type { RequestContext, TenantContext } from "../context";
 import { generateSecret, SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { egressRefusal } from "../egress/policy";
-import { NotFoundError, ValidationError } from "../http/problem";
-import { auditFieldsOf, pageOf, type ListFilter, type Page } from "../http/schemas";
-import { validationErrorOf } from "../http/validation";
-import { validateCode, type ScriptKind } from "../sandbox";
-import {
-  ProxyBody,
-  type ProxyConfiguration,
-  type ProxyInput,
-  type ProxyPatch,
-  type ProxyResponse,
-} from "./schema";
 import { applyMergePatch } from "../http/json";
-import * as storage from "./storage";
+import { NotFoundError, ValidationError } from "../http/problem";
+import { auditFieldsOf, type ListFilter, type Page, pageOf } from "../http/schemas";
+import { validationErrorOf } from "../http/validation";
+import { type ScriptKind, validateCode } from "../sandbox";
+import { ProxyBody, type ProxyConfiguration, type ProxyInput, type ProxyPatch, type ProxyResponse } from "./schema";
 import type { ProxyRow } from "./storage";
+import * as storage from "./storage";
 
 const PROXY_KEY_PREFIX = "proxy";
 
@@ -91,9 +85,7 @@ async function columnsOf(keys: TenantKeys, id: string, input: ProxyInput) {
     requestTransformCode: input.request_transform?.code ?? null,
     responseTransformCode: input.response_transform?.code ?? null,
     applicationId: input.application?.id ?? null,
-    configuration: input.configuration
-      ? await keys.encrypt(JSON.stringify(input.configuration), configurationContext(id))
-      : null,
+    configuration: input.configuration ? await keys.encrypt(JSON.stringify(input.configuration), configurationContext(id)) : null,
     requireAuth: input.require_auth,
   };
 }
@@ -169,10 +161,7 @@ export async function patchProxy(context: TenantContext, principal: Principal, i
     destination_url: patch.destination_url ?? current.destination_url,
     request_transform: patch.request_transform === undefined ? current.request_transform : patch.request_transform,
     response_transform: patch.response_transform === undefined ? current.response_transform : patch.response_transform,
-    application:
-      patch.application === undefined
-        ? current.application_id && { id: current.application_id }
-        : patch.application,
+    application: patch.application === undefined ? current.application_id && { id: current.application_id } : patch.application,
     configuration: mergeConfiguration(current.configuration, patch.configuration),
     require_auth: patch.require_auth ?? current.require_auth,
   };
@@ -196,7 +185,11 @@ export async function deleteProxy(context: TenantContext, _principal: Principal,
   if (!deleted) throw new NotFoundError(`Proxy ${id}`);
   credentialsChanged();
   const kinds: TransformKind[] = ["request-transform", "response-transform"];
-  await withdrawTransforms(context, id, kinds.filter((kind) => storedTransform(deleted, kind) !== null));
+  await withdrawTransforms(
+    context,
+    id,
+    kinds.filter((kind) => storedTransform(deleted, kind) !== null),
+  );
 }
 
 /** What invocation needs of a proxy: its row and the principal of its application, if it has one. */
@@ -208,9 +201,7 @@ export interface InvocableProxy extends ProxyRow {
  * Recent proxies, by their key. An entry holds transform code, an encrypted configuration and the
  * application's rules, so it is weighed by the characters it holds, not only counted.
  */
-const recentProxies = new LookupCache<InvocableProxy | null>({ entries: 500, weight: 4_000_000 }, (proxy) =>
-  JSON.stringify(proxy).length,
-);
+const recentProxies = new LookupCache<InvocableProxy | null>({ entries: 500, weight: 4_000_000 }, (proxy) => JSON.stringify(proxy).length);
 
 /**
  * The proxy a key invokes (null for an unknown key) with the principal of its application. One

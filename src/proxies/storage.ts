@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import { principalColumns, type PrincipalColumns } from "../auth/storage";
+import { type PrincipalColumns, principalColumns } from "../auth/storage";
 import type { Database } from "../db/client";
 import { namedResourcesPage } from "../db/pages";
 import { applications, proxies } from "../db/schema";
@@ -38,7 +38,10 @@ export async function deleteProxy(db: Database, tenantId: string, id: string): P
 }
 
 /** The proxy holding the key with this hash, with its application's principal columns when it has one. */
-export async function proxyOfKeyHash(db: Database, keyHash: string): Promise<{ proxy: ProxyRow; application: PrincipalColumns | null } | undefined> {
+export async function proxyOfKeyHash(
+  db: Database,
+  keyHash: string,
+): Promise<{ proxy: ProxyRow; application: PrincipalColumns | null } | undefined> {
   const [found] = await db
     .select({ proxy: proxies, application: principalColumns })
     .from(proxies)

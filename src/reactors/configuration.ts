@@ -9,10 +9,7 @@ export function encryptConfiguration(keys: TenantKeys, reactorId: string, config
   return keys.encrypt(JSON.stringify(configuration), configurationContext(reactorId));
 }
 
-export async function decryptConfiguration(
-  keys: TenantKeys,
-  row: { id: string; configuration: string | null },
-): Promise<Configuration> {
+export async function decryptConfiguration(keys: TenantKeys, row: { id: string; configuration: string | null }): Promise<Configuration> {
   if (row.configuration === null) return {};
   return JSON.parse(await keys.decrypt(row.configuration, configurationContext(row.id))) as Configuration;
 }

@@ -1,6 +1,6 @@
-import { ValidationError, type FieldErrors } from "../http/problem";
-import type { ConfigurationElement, RequestParameter, ValueType } from "./schema";
 import { isPlainObject } from "../http/json";
+import { type FieldErrors, ValidationError } from "../http/problem";
+import type { ConfigurationElement, RequestParameter, ValueType } from "./schema";
 
 export type ConfigurationValue = string | number | boolean;
 export type Configuration = Record<string, ConfigurationValue>;
@@ -104,10 +104,7 @@ export function conformArgs(parameters: RequestParameter[], args: Record<string,
     else errors[path] = [typeMessage(value, parameter.type)];
   }
   if (Object.keys(errors).length > 0) {
-    throw new ValidationError(
-      `The args do not satisfy the formula's request parameters: ${Object.keys(errors).join(", ")}`,
-      errors,
-    );
+    throw new ValidationError(`The args do not satisfy the formula's request parameters: ${Object.keys(errors).join(", ")}`, errors);
   }
   return conformed;
 }

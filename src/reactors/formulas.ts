@@ -1,7 +1,7 @@
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { ConflictError, describeFieldErrors, ForbiddenError, NotFoundError } from "../http/problem";
-import { auditFieldsOf, pageOf, type ListFilter, type Page } from "../http/schemas";
+import { auditFieldsOf, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { validateCode } from "../sandbox";
 import { decryptConfiguration } from "./configuration";
 import { conformConfiguration } from "./contract";
@@ -9,7 +9,7 @@ import { ensureOfficialFormulas } from "./official/seed";
 import type { FormulaInput, FormulaResponse } from "./schema";
 import { scriptOwnerOf } from "./script-owner";
 import * as storage from "./storage";
-import { versionOf, type FormulaRow } from "./storage";
+import { type FormulaRow, versionOf } from "./storage";
 
 export type { FormulaRow } from "./storage";
 
@@ -110,7 +110,12 @@ async function refuseBreakingReactors(context: TenantContext, formulaId: string,
   return { count: rows.length, latest: Math.max(0, ...rows.map(versionOf)) };
 }
 
-export async function updateFormula(context: TenantContext, principal: Principal, id: string, input: FormulaInput): Promise<FormulaResponse> {
+export async function updateFormula(
+  context: TenantContext,
+  principal: Principal,
+  id: string,
+  input: FormulaInput,
+): Promise<FormulaResponse> {
   const existing = await findFormula(context, id);
   if (existing.tenantId === null) refuseOfficial("changed");
   if (input.type === "official") refuseOfficial("created by tenants");

@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { ApplicationSchema } from "../applications/schema";
 import { Name, Uuid } from "../http/schemas";
-import { iconProblem } from "./icon";
 import { NAME_MAX_LENGTH, REACTORS } from "../limits";
+import { iconProblem } from "./icon";
 
 export const FORMULA_TYPES = ["official", "private"] as const;
 export const FORMULA_STATUSES = ["verified", "coming_soon"] as const;
@@ -11,7 +11,10 @@ export type ValueType = (typeof VALUE_TYPES)[number];
 
 const CONTRACT_MAX_ELEMENTS = REACTORS.maxContractElements;
 
-const Description = z.string({ error: "must be a string" }).max(REACTORS.descriptionMaxLength, `must be at most ${REACTORS.descriptionMaxLength} characters`).nullish();
+const Description = z
+  .string({ error: "must be a string" })
+  .max(REACTORS.descriptionMaxLength, `must be at most ${REACTORS.descriptionMaxLength} characters`)
+  .nullish();
 /** Contract elements: a missing description reads back as null. */
 const ElementDescription = Description.default(null);
 const ValueTypeSchema = z.enum(VALUE_TYPES, { error: `must be one of ${VALUE_TYPES.join(", ")}` });
@@ -127,8 +130,7 @@ export type FormulaResponse = z.infer<typeof FormulaSchema>;
 
 /** Configuration values are scalars; strings that convert losslessly are accepted for numbers and booleans. */
 const ConfigurationValue = z.union([z.string(), z.number(), z.boolean()], { error: "must be a string, number or boolean" });
-const Reference = (what: string) =>
-  z.object({ id: Uuid }, { error: `must be an object {"id": <${what} id>}` });
+const Reference = (what: string) => z.object({ id: Uuid }, { error: `must be an object {"id": <${what} id>}` });
 
 export const ReactorBody = z
   .object({
@@ -140,9 +142,7 @@ export const ReactorBody = z
   .openapi("ReactorInput");
 
 /** PUT: as on creation, except that without `formula` the reactor keeps its formula (the original interface's update sends none). */
-export const ReactorReplacementBody = ReactorBody.extend({ formula: ReactorBody.shape.formula.optional() }).openapi(
-  "ReactorReplacement",
-);
+export const ReactorReplacementBody = ReactorBody.extend({ formula: ReactorBody.shape.formula.optional() }).openapi("ReactorReplacement");
 
 /** RFC 7396: a member set to null is removed (a configuration value, or the application). */
 export const ReactorPatchBody = z

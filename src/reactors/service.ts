@@ -1,23 +1,23 @@
-import { applicationsById } from "../applications/service";
 import type { ApplicationResponse } from "../applications/schema";
+import { applicationsById } from "../applications/service";
 import type { Principal } from "../auth/access";
 import { principalOf, requireActingApplication } from "../auth/service";
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
+import { applyMergePatch } from "../http/json";
 import { ConflictError, describeFieldErrors, NotFoundError, ValidationError } from "../http/problem";
-import { auditFieldsOf, pageOf, type ListFilter, type Page } from "../http/schemas";
+import { auditFieldsOf, type ListFilter, type Page, pageOf } from "../http/schemas";
 import type { ReactorResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
 import { tokenize } from "../tokens/service";
 import { decryptConfiguration, encryptConfiguration } from "./configuration";
-import { conformArgs, conformConfiguration, type Configuration } from "./contract";
-import { findFormula, nextVersion, toFormulaResponse, type FormulaRow } from "./formulas";
+import { type Configuration, conformArgs, conformConfiguration } from "./contract";
+import { type FormulaRow, findFormula, nextVersion, toFormulaResponse } from "./formulas";
 import { ensureOfficialFormulas } from "./official/seed";
 import type { ReactorInput, ReactorPatch, ReactorReplacement, ReactorResponse, ReactResult } from "./schema";
 import { scriptOwnerOf } from "./script-owner";
-import { applyMergePatch } from "../http/json";
-import * as storage from "./storage";
 import type { ReactorRow } from "./storage";
+import * as storage from "./storage";
 
 async function toReactorResponse(
   keys: TenantKeys,
@@ -123,7 +123,12 @@ export async function listReactors(context: TenantContext, _principal: Principal
 }
 
 /** Saves the whole reactor, checked as on creation, against the formula version it was checked with. */
-async function saveReactor(context: TenantContext, principal: Principal, existing: ReactorRow, input: ReactorInput): Promise<ReactorResponse> {
+async function saveReactor(
+  context: TenantContext,
+  principal: Principal,
+  existing: ReactorRow,
+  input: ReactorInput,
+): Promise<ReactorResponse> {
   const { id } = existing;
   const { formula, configuration } = await checkInput(context, input);
   const keys = await context.keys();

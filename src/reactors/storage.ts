@@ -1,6 +1,6 @@
-import { and, asc, desc, eq, inArray, isNull, notExists, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, notExists, or, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { principalColumns, type PrincipalColumns } from "../auth/storage";
+import { type PrincipalColumns, principalColumns } from "../auth/storage";
 import type { Database } from "../db/client";
 import { nameMatches } from "../db/filters";
 import { namedResourcesPage, selectPage } from "../db/pages";
@@ -60,7 +60,12 @@ export async function insertFormula(db: Database, row: FormulaRow): Promise<void
 export function formulasPage(db: Database, tenantId: string, filter: Omit<ListFilter, "id">) {
   const conditions: SQL[] = [visibleTo(tenantId)];
   if (filter.name) conditions.push(nameMatches(reactorFormulas.name, filter.name));
-  const order = [sql`${reactorFormulas.tenantId} IS NULL DESC`, desc(reactorFormulas.createdAt), asc(reactorFormulas.name), desc(reactorFormulas.id)];
+  const order = [
+    sql`${reactorFormulas.tenantId} IS NULL DESC`,
+    desc(reactorFormulas.createdAt),
+    asc(reactorFormulas.name),
+    desc(reactorFormulas.id),
+  ];
   return selectPage(db, reactorFormulas, and(...conditions), order, filter);
 }
 
@@ -106,7 +111,11 @@ export function officialFormulas(db: Database): Promise<FormulaRow[]> {
 export type OfficialColumns = Pick<FormulaRow, "name" | "description" | "status" | "icon" | "code" | "configuration" | "requestParameters">;
 
 /** Inserts or updates official formulas by their fixed ids, in one batch. */
-export async function upsertOfficialFormulas(db: Database, formulas: { id: string; columns: OfficialColumns }[], now: number): Promise<void> {
+export async function upsertOfficialFormulas(
+  db: Database,
+  formulas: { id: string; columns: OfficialColumns }[],
+  now: number,
+): Promise<void> {
   const statements = formulas.map(({ id, columns }) =>
     db
       .insert(reactorFormulas)

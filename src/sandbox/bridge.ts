@@ -1,18 +1,18 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { Principal } from "../auth/access";
 import { principalForApplication } from "../auth/service";
-import { utf8 } from "../crypto/encoding";
 import { RequestContext, type TenantContext } from "../context";
+import { utf8 } from "../crypto/encoding";
 import type { Bindings } from "../env";
 import { checkBodyText } from "../http/body";
-import { PayloadTooLargeError, problemOf, UnauthenticatedError, ValidationError, type Problem } from "../http/problem";
+import { PayloadTooLargeError, type Problem, problemOf, UnauthenticatedError, ValidationError } from "../http/problem";
 import { validationErrorOf } from "../http/validation";
-import { searchTokens } from "../search/service";
+import { BODY } from "../limits";
 import type { SearchRequest } from "../search/schema";
+import { searchTokens } from "../search/service";
 import { TOKEN_ID_MAX_LENGTH } from "../tokens/ids";
 import { UpdateTokenBody } from "../tokens/schema";
 import { createToken, deleteToken, getToken, parseCreateToken, tokenize, updateToken } from "../tokens/service";
-import { BODY } from "../limits";
 
 /** Set by the vault when it hands a script its bridge: the principal `bt` acts as. */
 export interface BridgeProps {
@@ -22,7 +22,6 @@ export interface BridgeProps {
 
 /** Failures travel as problem details: the wrapper rethrows them inside the sandbox as `ApiError`. */
 export type BridgeReply = { ok: true; value: unknown } | { ok: false; problem: Problem };
-
 
 /**
  * The vault as tenant code sees it through `bt`, acting as the application in the props. Every

@@ -1,8 +1,8 @@
 import { toHex, utf8 } from "../crypto/encoding";
 import type { Bindings, Config } from "../env";
 import { ConfigurationError, ProblemError } from "../http/problem";
+import { type SandboxEntrypoint, SUBREQUEST_LIMIT } from "./loader-host";
 import type { ScriptOwner } from "./types";
-import { SUBREQUEST_LIMIT, type SandboxEntrypoint } from "./loader-host";
 import {
   buildScriptModules,
   MAIN_MODULE,
@@ -61,9 +61,13 @@ export async function deleteScript(config: Config, owner: ScriptOwner): Promise<
 
 export async function dispatchEntrypoint(env: Bindings, config: Config, owner: ScriptOwner): Promise<SandboxEntrypoint> {
   if (!env.DISPATCHER) throw new ConfigurationError("SANDBOX_HOST=dispatch needs the DISPATCHER dispatch namespace binding");
-  const worker = env.DISPATCHER.get(await dispatchScriptName(owner), {}, {
-    limits: { cpuMs: config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT },
-  });
+  const worker = env.DISPATCHER.get(
+    await dispatchScriptName(owner),
+    {},
+    {
+      limits: { cpuMs: config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT },
+    },
+  );
   return worker as unknown as SandboxEntrypoint;
 }
 

@@ -1,4 +1,4 @@
-import { ProblemError, ResponseError, type FieldErrors } from "../http/problem";
+import { type FieldErrors, ProblemError, ResponseError } from "../http/problem";
 import type { ScriptKind } from "./types";
 
 const KIND_NAMES: Record<ScriptKind, string> = {

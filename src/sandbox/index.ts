@@ -8,14 +8,14 @@ import type { Principal } from "../auth/access";
 import { utf8 } from "../crypto/encoding";
 import type { Bindings, Config } from "../env";
 import { ValidationError } from "../http/problem";
+import { SANDBOX } from "../limits";
 import type { BridgeProps } from "./bridge";
 import { deleteScript, dispatchEntrypoint, uploadScript } from "./dispatch-host";
 import { ScriptFailedError, ScriptInputTooLargeError, ScriptTimeoutError } from "./errors";
 import { loaderEntrypoint } from "./loader-host";
-import { resultOf, type ReactorResult, type TransformResult } from "./outcome";
-import { checkCode, CodeProblem, MAX_CODE_LENGTH, parseCode } from "./tenant-code";
+import { type ReactorResult, resultOf, type TransformResult } from "./outcome";
+import { CodeProblem, checkCode, MAX_CODE_LENGTH, parseCode } from "./tenant-code";
 import type { ScriptOwner, ScriptRequest } from "./types";
-import { SANDBOX } from "../limits";
 
 export { CustomResponseError, ScriptFailedError, ScriptTimeoutError, TenantError } from "./errors";
 export type { ReactorResult, TransformResult } from "./outcome";

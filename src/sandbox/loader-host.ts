@@ -3,16 +3,16 @@ import { toHex, utf8 } from "../crypto/encoding";
 import type { EgressFetchOptions } from "../egress/policy";
 import type { Bindings, Config } from "../env";
 import { ConfigurationError } from "../http/problem";
+import { SANDBOX } from "../limits";
 import type { ScriptOwner } from "./types";
 import {
   loaderScriptModules,
   MAIN_MODULE,
   SANDBOX_COMPATIBILITY_DATE,
   SANDBOX_COMPATIBILITY_FLAGS,
-  WRAPPER_VERSION,
   type ScriptModule,
+  WRAPPER_VERSION,
 } from "./worker-script";
-import { SANDBOX } from "../limits";
 
 /**
  * Calls into a sandboxed script with the input as JSON. The bridge capability `bt` is built from

@@ -2,10 +2,9 @@ import { z } from "zod";
 import { utf8 } from "../crypto/encoding";
 import { jsonDepthOf, MAX_JSON_DEPTH } from "../http/body";
 import { isPlainObject } from "../http/json";
+import { SANDBOX } from "../limits";
 import { CustomResponseError, ScriptFailedError, TENANT_ERRORS, TenantError } from "./errors";
 import type { ScriptKind } from "./types";
-import { SANDBOX } from "../limits";
-
 
 /** Tenant-written messages are returned to the caller; this keeps one from swamping a response. */
 const MAX_MESSAGE_LENGTH = SANDBOX.errorMessageMaxLength;
@@ -48,7 +47,9 @@ export function resultOf(kind: ScriptKind, report: unknown): TransformResult | R
   const outcome = parsed.data;
   switch (outcome.kind) {
     case "returned":
-      return kind === "reactor" ? reactorResult(parseReported(kind, outcome.json)) : transformResult(kind, parseReported(kind, outcome.json));
+      return kind === "reactor"
+        ? reactorResult(parseReported(kind, outcome.json))
+        : transformResult(kind, parseReported(kind, outcome.json));
     case "no-function":
       throw new ScriptFailedError(kind, "does not export a function (module.exports = async function (req) {…})");
     case "cpu-limit":

@@ -1,4 +1,4 @@
-import { parse, type Node, type Options, type Program } from "acorn";
+import { type Node, type Options, type Program, parse } from "acorn";
 import { SANDBOX } from "../limits";
 
 /** Largest script a tenant may save. */
@@ -123,10 +123,7 @@ export function instrumentCode(code: string, { format, program }: ParsedCode): s
  * `$$vault` names are reserved, and `require` may not be declared with let, const or class.
  */
 function supportDeclarations(format: ModuleFormat): string[] {
-  const declarations = [
-    `function ${TICK}() { return (${TICK}Cached || (${TICK}Cached = ${TICK_GLOBAL}))(); }`,
-    `var ${TICK}Cached;`,
-  ];
+  const declarations = [`function ${TICK}() { return (${TICK}Cached || (${TICK}Cached = ${TICK_GLOBAL}))(); }`, `var ${TICK}Cached;`];
   if (format === "commonjs") declarations.push(`function require(specifier) { return ${REQUIRE}(specifier); }`);
   return declarations;
 }

@@ -1,10 +1,10 @@
+import { SEARCH } from "../limits";
 import { CONTAINER_MAX_LENGTH, CONTAINER_PATTERN } from "../tokens/containers";
 import { TOKEN_TYPES } from "../tokens/types";
-import { DATE_FIELDS, EXACT_FIELDS, isDateField, isExactField, type Bound, type Query, type Term } from "./ast";
+import { type Bound, DATE_FIELDS, EXACT_FIELDS, isDateField, isExactField, type Query, type Term } from "./ast";
 import { timeSpanOf } from "./dates";
 import { InvalidQueryError } from "./errors";
 import type { SyntaxBound, SyntaxNode, SyntaxRange, SyntaxTerm, SyntaxValue } from "./syntax";
-import { SEARCH } from "../limits";
 
 /** Limits against abuse; the parser enforces the depth of parentheses too, before it can recurse deeper. */
 export const QUERY_LIMITS = { characters: SEARCH.queryMaxCharacters, terms: SEARCH.queryMaxTerms, depth: SEARCH.queryMaxDepth } as const;

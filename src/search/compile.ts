@@ -78,10 +78,7 @@ const UNDRIVABLE = Number.POSITIVE_INFINITY;
 export function compileSearch(query: Query | null, scope: SearchScope, window: SearchWindow): CompiledSearch {
   const values = new QueryValues();
   const driven = query !== null && driverRank(query) !== UNDRIVABLE;
-  const conditions = [
-    driven ? "+t.tenant_id = ?1" : "t.tenant_id = ?1",
-    "(t.expires_at IS NULL OR t.expires_at > ?2)",
-  ];
+  const conditions = [driven ? "+t.tenant_id = ?1" : "t.tenant_id = ?1", "(t.expires_at IS NULL OR t.expires_at > ?2)"];
   if (scope.containers !== null) conditions.push(accessCondition(scope.containers, values));
   if (query !== null) conditions.push(new Compiler(values, scope).compile(query, driven));
   const where = conditions.join(" AND ");
@@ -148,10 +145,16 @@ class Compiler {
       case "not":
         return `NOT (${this.compile(query.operand, false)})`;
       case "or":
-        return balanced(query.operands.map((operand) => this.compile(operand, drive)), "OR");
+        return balanced(
+          query.operands.map((operand) => this.compile(operand, drive)),
+          "OR",
+        );
       case "and": {
         const driver = drive ? bestDriver(query.operands) : undefined;
-        return balanced(query.operands.map((operand) => this.compile(operand, operand === driver)), "AND");
+        return balanced(
+          query.operands.map((operand) => this.compile(operand, operand === driver)),
+          "AND",
+        );
       }
     }
   }

@@ -20,7 +20,12 @@ export function timeSpanOf(text: string): TimeSpan | null {
   if (!match) return null;
   const [, year, month, day, hour, minute, second, fraction] = match;
   const parts = [year, month, day, hour ?? "0", minute ?? "0", second ?? "0"].map(Number) as [
-    number, number, number, number, number, number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
   ];
   const milliseconds = fraction === undefined ? 0 : Number(fraction.padEnd(3, "0"));
   const start = Date.UTC(parts[0], parts[1] - 1, parts[2], parts[3], parts[4], parts[5], milliseconds);

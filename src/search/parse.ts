@@ -1,7 +1,7 @@
 import type { Query } from "./ast";
 import { checkQuery, QUERY_LIMITS } from "./check";
 import { InvalidQueryError } from "./errors";
-import { parse, SyntaxError as PeggySyntaxError, type Expectation } from "./parser.generated.js";
+import { type Expectation, SyntaxError as PeggySyntaxError, parse } from "./parser.generated.js";
 
 const LOWER_CASE_OPERATORS = new Set(["and", "or", "not"]);
 

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { QUERY_LIMITS } from "./check";
 import { PAGE_MAX_SIZE, SEARCH } from "../limits";
+import { QUERY_LIMITS } from "./check";
 
 /** Far beyond any page a client reads in order; keeps the offset an exact integer. */
 const MAX_PAGE = SEARCH.maxPage;

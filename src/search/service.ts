@@ -1,15 +1,15 @@
 import { grantedContainers, holdsPermission, type Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { ForbiddenError } from "../http/problem";
-import { pageOf, type Page } from "../http/schemas";
+import { type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
+import { SEARCH } from "../limits";
 import { presentTokens, type TokenResponse } from "../tokens/service";
-import { termsOf, type Query } from "./ast";
+import { type Query, termsOf } from "./ast";
 import { compileSearch } from "./compile";
 import { parseQuery } from "./parse";
-import { SearchTokensBody, type SearchRequest } from "./schema";
+import { type SearchRequest, SearchTokensBody } from "./schema";
 import * as storage from "./storage";
-import { SEARCH } from "../limits";
 
 /**
  * The count reads at most this many matches past the start of the page. Counting every match of a

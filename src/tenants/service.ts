@@ -1,7 +1,7 @@
-import { MANAGEMENT_PERMISSIONS } from "../auth/permissions";
 import { insertApplication } from "../applications/service";
-import { sha256Hex } from "../crypto/secrets";
+import { MANAGEMENT_PERMISSIONS } from "../auth/permissions";
 import type { RequestContext } from "../context";
+import { sha256Hex } from "../crypto/secrets";
 import { isoTime } from "../http/schemas";
 import * as storage from "./storage";
 

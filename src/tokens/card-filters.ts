@@ -1,5 +1,5 @@
-import { ExpressionError } from "./expression-error";
 import { TOKENS } from "../limits";
+import { ExpressionError } from "./expression-error";
 
 /** A card number with fewer than 16 digits has a 6-digit BIN, a longer one an 8-digit BIN. */
 export function binLength(digitCount: number): number {
@@ -21,23 +21,18 @@ const EXPIRATION_PLACEHOLDER = /YYYY|YY|MM/g;
 /** `card_exp: 'MM/YY'`: a card's expiration in a format of MM, YY, YYYY and separators. */
 export function cardExpiration(card: unknown, format: string): string {
   if (format.length > CARD_EXP_FORMAT_MAX_LENGTH || !EXPIRATION_FORMAT.test(format)) {
-    throw new ExpressionError(
-      `card_exp needs a format of MM, YY, YYYY and separators (at most ${CARD_EXP_FORMAT_MAX_LENGTH} characters)`,
-    );
+    throw new ExpressionError(`card_exp needs a format of MM, YY, YYYY and separators (at most ${CARD_EXP_FORMAT_MAX_LENGTH} characters)`);
   }
   const month = expirationPart(card, "expiration_month", 1, 12);
   const year = expirationPart(card, "expiration_year", 0, 9999);
   return format.replace(EXPIRATION_PLACEHOLDER, (placeholder) =>
-    placeholder === "MM"
-      ? twoDigits(month)
-      : placeholder === "YY"
-        ? twoDigits(year % 100)
-        : String(year).padStart(4, "0"),
+    placeholder === "MM" ? twoDigits(month) : placeholder === "YY" ? twoDigits(year % 100) : String(year).padStart(4, "0"),
   );
 }
 
 function expirationPart(card: unknown, member: string, min: number, max: number): number {
-  const value = card !== null && typeof card === "object" && Object.hasOwn(card, member) ? (card as Record<string, unknown>)[member] : undefined;
+  const value =
+    card !== null && typeof card === "object" && Object.hasOwn(card, member) ? (card as Record<string, unknown>)[member] : undefined;
   const number = typeof value === "string" && /^\d{1,4}$/.test(value) ? Number(value) : value;
   if (typeof number !== "number" || !Number.isInteger(number) || number < min || number > max) {
     throw new ExpressionError(`card_exp needs a card whose ${member} is a whole number from ${min} to ${max}`);

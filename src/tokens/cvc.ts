@@ -11,7 +11,11 @@ import * as storage from "./storage";
 const PURGE_CHUNK = 100;
 
 /** When the definition's cvc must be gone, or null when it holds none. */
-export function cvcDeadlineOf(definition: { type: string; data: unknown }, now: number, config: Pick<Config, "CARD_CVC_RETENTION_S">): number | null {
+export function cvcDeadlineOf(
+  definition: { type: string; data: unknown },
+  now: number,
+  config: Pick<Config, "CARD_CVC_RETENTION_S">,
+): number | null {
   return definition.type === "card" && hasCvc(definition.data) ? now + config.CARD_CVC_RETENTION_S * 1000 : null;
 }
 

@@ -8,8 +8,8 @@ import type { TokenPermission } from "../auth/permissions";
 import type { Database } from "../db/client";
 import { ConflictError } from "../http/problem";
 import { containersOf } from "./presentation";
-import * as storage from "./storage";
 import type { SealedToken, TokenRow } from "./storage";
+import * as storage from "./storage";
 
 /** What a create request ends in: a new token to insert, or an existing token it duplicates. */
 export interface Outcome {
@@ -80,7 +80,13 @@ export async function answerLostRaces(db: Database, principal: Principal, outcom
   const attempted = outcomes.flatMap((outcome) => (outcome.inserted ? [outcome.inserted] : []));
   const written = await storage.writtenTokenIds(db.$client, attempted);
   const lost = outcomes.filter((outcome) => outcome.inserted && !written.has(outcome.inserted.row.id));
-  const winners = await existingDuplicates(db, principal, "token:create", lost.map(({ row }) => row.fingerprint), now);
+  const winners = await existingDuplicates(
+    db,
+    principal,
+    "token:create",
+    lost.map(({ row }) => row.fingerprint),
+    now,
+  );
   const lostRows = new Set(lost.map(({ row }) => row));
   // Requests of the same call that deduplicated onto a lost token follow it to the winner.
   for (const outcome of outcomes.filter(({ row }) => lostRows.has(row))) {

@@ -1,10 +1,10 @@
 import { addFieldError, type FieldErrors } from "../http/problem";
 import { fieldPath } from "../http/validation";
-import { evaluateExpression, ExpressionError, type ExpressionScope } from "./expressions";
+import { ExpressionError, type ExpressionScope, evaluateExpression } from "./expressions";
 import { checkMask } from "./masks";
 import type { CreateToken } from "./schema";
-import { jsonPath, type JsonPath } from "./tokenize";
-import { TOKEN_TYPE_RULES, type Mask, type TokenType } from "./types";
+import { type JsonPath, jsonPath } from "./tokenize";
+import { type Mask, TOKEN_TYPE_RULES, type TokenType } from "./types";
 
 /** A token as the request defines it, with the type's defaults filled in. */
 export interface TokenDefinition {

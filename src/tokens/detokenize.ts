@@ -1,11 +1,11 @@
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
-import { addFieldError, ForbiddenError, ValidationError, type FieldErrors } from "../http/problem";
+import { addFieldError, type FieldErrors, ForbiddenError, ValidationError } from "../http/problem";
 import { fieldPath } from "../http/validation";
-import { evaluateValue, ExpressionError, expressionProblem } from "./expressions";
+import { TOKENS } from "../limits";
+import { ExpressionError, evaluateValue, expressionProblem } from "./expressions";
 import { normalTokenId, tokenIdProblem } from "./ids";
 import { useTokens } from "./service";
-import { TOKENS } from "../limits";
 
 /** More expressions than this in one request is refused: each one is a token read and a render. */
 export const MAX_REFERENCES = TOKENS.maxReferences;
@@ -53,12 +53,7 @@ interface Plan {
  * `principal` null means nobody may detokenize: a value holding expressions is refused with 403.
  * Errors name the JSON path of the string, under `root`.
  */
-export async function detokenizeJson(
-  context: TenantContext,
-  principal: Principal | null,
-  value: unknown,
-  root = "body",
-): Promise<unknown> {
+export async function detokenizeJson(context: TenantContext, principal: Principal | null, value: unknown, root = "body"): Promise<unknown> {
   const plan = planOf(value, root);
   if (plan.tokenIds.size === 0) return value;
   const data = await reveal(context, principal, [...plan.tokenIds]);

@@ -1,7 +1,7 @@
-import { AssertionError, Context, Liquid, toValueSync, Value, type Template } from "liquidjs";
+import { AssertionError, Context, Liquid, type Template, toValueSync, Value } from "liquidjs";
+import { TOKENS } from "../limits";
 import { ExpressionError } from "./expression-error";
 import { registerFilters, textOf } from "./filters";
-import { TOKENS } from "../limits";
 
 /**
  * Liquid expressions over token data: search indexes, fingerprint expressions and masks. Tenants

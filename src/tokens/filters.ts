@@ -1,10 +1,10 @@
 import type { Context, Liquid } from "liquidjs";
+import { TOKENS } from "../limits";
 import { aliasCard, aliasPreserveFormat, aliasPreserveLength } from "./aliases";
 import { cardBin, cardExpiration } from "./card-filters";
 import { ExpressionError } from "./expression-error";
 import { selectJsonPath } from "./json-path";
 import { cardMask, revealEnds, revealLast } from "./masking";
-import { TOKENS } from "../limits";
 
 /**
  * The vault's filters, on top of Liquid's standard ones. Arguments are checked (a wrong one is an
@@ -22,13 +22,7 @@ const FILTERS: Record<string, Filter> = {
   reveal_last: (value, length, maskChar = DEFAULT_MASK_CHAR) =>
     revealLast(textOf(value), count("reveal_last", length), character("reveal_last", maskChar)),
   reveal: (value, first = 0, last = 0, maskChar = DEFAULT_MASK_CHAR, preserved = "") =>
-    revealEnds(
-      textOf(value),
-      count("reveal", first),
-      count("reveal", last),
-      character("reveal", maskChar),
-      characterSet(preserved),
-    ),
+    revealEnds(textOf(value), count("reveal", first), count("reveal", last), character("reveal", maskChar), characterSet(preserved)),
   card_mask: (value, revealBin = false, revealLast4 = false, maskChar = DEFAULT_MASK_CHAR, preserved = "") =>
     cardMask(
       textOf(value),

@@ -36,8 +36,19 @@ export function wantedIdOf(input: CreateToken, data: unknown, report: Report): W
  * stands in, as the original interface does when no unique alias can be generated. A taken literal
  * id is marked: it is refused (409) unless deduplication answers the request with an existing token.
  */
-export async function claimTokenIds(db: Database, tenantId: string, wanted: WantedId[], dataOf: (i: number) => unknown, now: number): Promise<ClaimedId[]> {
-  const held = await storage.liveTokenIds(db.$client, tenantId, wanted.filter((w) => w.chosen).map((w) => w.id), now);
+export async function claimTokenIds(
+  db: Database,
+  tenantId: string,
+  wanted: WantedId[],
+  dataOf: (i: number) => unknown,
+  now: number,
+): Promise<ClaimedId[]> {
+  const held = await storage.liveTokenIds(
+    db.$client,
+    tenantId,
+    wanted.filter((w) => w.chosen).map((w) => w.id),
+    now,
+  );
   const claimed = new Set<string>();
   const ids: ClaimedId[] = [];
   let redraw: number[] = [];

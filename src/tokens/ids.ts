@@ -1,5 +1,5 @@
-import { evaluateExpression, ExpressionError } from "./expressions";
 import { TOKENS } from "../limits";
+import { ExpressionError, evaluateExpression } from "./expressions";
 
 /**
  * Token ids. The vault gives a token a random UUID; a client may choose its own id (or an alias

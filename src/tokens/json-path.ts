@@ -1,7 +1,7 @@
 import { JSONPath } from "jsonpath-plus";
 import { AssertionError, type Context } from "liquidjs";
-import { ExpressionError } from "./expression-error";
 import { TOKENS } from "../limits";
+import { ExpressionError } from "./expression-error";
 
 /**
  * `json: '<path>'`: any JSONPath (members, indexes, wildcards, slices, unions, filters, recursive

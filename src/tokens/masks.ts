@@ -1,5 +1,5 @@
 import { MAX_JSON_DEPTH } from "../http/body";
-import { evaluateExpression, evaluateValue, ExpressionError } from "./expressions";
+import { ExpressionError, evaluateExpression, evaluateValue } from "./expressions";
 import type { Mask } from "./types";
 
 /*
@@ -39,11 +39,7 @@ export function checkMask(mask: Mask, data: unknown, report: (path: (string | nu
 }
 
 /** A copy of the template with each string leaf replaced; the schema bounds its depth. */
-function mapLeaves(
-  template: unknown,
-  path: (string | number)[],
-  leaf: (source: string, path: (string | number)[]) => unknown,
-): unknown {
+function mapLeaves(template: unknown, path: (string | number)[], leaf: (source: string, path: (string | number)[]) => unknown): unknown {
   if (path.length > MAX_JSON_DEPTH) throw new ExpressionError(`a mask may nest at most ${MAX_JSON_DEPTH} levels`);
   if (typeof template === "string") return leaf(template, path);
   if (Array.isArray(template)) return template.map((item, index) => mapLeaves(item, [...path, index], leaf));

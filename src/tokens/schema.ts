@@ -1,10 +1,10 @@
 import { z } from "@hono/zod-openapi";
 import { PageQuery, repeatable } from "../http/schemas";
+import { TOKENS } from "../limits";
 import { ContainerPath } from "./containers";
 import { EXPRESSION_MAX_LENGTH, expressionProblem } from "./expressions";
 import { isAliasExpression, normalTokenId, tokenIdProblem } from "./ids";
 import { TOKEN_TYPE_RULES, TOKEN_TYPES } from "./types";
-import { TOKENS } from "../limits";
 
 export const MAX_CONTAINERS = TOKENS.maxContainers;
 export const MAX_SEARCH_INDEXES = TOKENS.maxSearchIndexes;
@@ -55,7 +55,8 @@ const Mask = z
     }
     const visit = (value: unknown, path: (string | number)[]) => {
       if (typeof value === "string") {
-        const problem = value.length > EXPRESSION_MAX_LENGTH ? `must be at most ${EXPRESSION_MAX_LENGTH} characters` : expressionProblem(value);
+        const problem =
+          value.length > EXPRESSION_MAX_LENGTH ? `must be at most ${EXPRESSION_MAX_LENGTH} characters` : expressionProblem(value);
         if (problem) ctx.addIssue({ code: "custom", path, message: problem });
       } else if (Array.isArray(value)) for (const [index, item] of value.entries()) visit(item, [...path, index]);
       else if (value !== null && typeof value === "object") for (const [key, item] of Object.entries(value)) visit(item, [...path, key]);
@@ -70,9 +71,7 @@ const Mask = z
 const Metadata = z
   .record(
     z.string().min(1, "keys must not be empty").max(METADATA_KEY_MAX_LENGTH, `keys must be at most ${METADATA_KEY_MAX_LENGTH} characters`),
-    z
-      .string({ error: "must be a string" })
-      .max(METADATA_VALUE_MAX_LENGTH, `must be at most ${METADATA_VALUE_MAX_LENGTH} characters`),
+    z.string({ error: "must be a string" }).max(METADATA_VALUE_MAX_LENGTH, `must be at most ${METADATA_VALUE_MAX_LENGTH} characters`),
     { error: "must be an object of string values" },
   )
   .refine((metadata) => Object.keys(metadata).length <= MAX_METADATA_ENTRIES, `must hold at most ${MAX_METADATA_ENTRIES} entries`);

@@ -11,13 +11,20 @@ export type TokenStamp = Pick<TokenRow, "id" | "tenantId" | "createdBy" | "creat
  * The token as stored: the data encrypted under the tenant's key (the id as additional data), the
  * fingerprint and search values as keyed HMACs, metadata lower-cased for search.
  */
-export async function sealToken(keys: TenantKeys, definition: TokenDefinition, evaluated: Evaluated, stamp: TokenStamp): Promise<SealedToken> {
+export async function sealToken(
+  keys: TenantKeys,
+  definition: TokenDefinition,
+  evaluated: Evaluated,
+  stamp: TokenStamp,
+): Promise<SealedToken> {
   const [ciphertext, fingerprint, blindIndexes] = await Promise.all([
     keys.encrypt(JSON.stringify(definition.data), stamp.id),
     keys.fingerprint(definition.type, evaluated.fingerprintSource),
     Promise.all(evaluated.searchValues.map((value) => keys.blindIndex(value))),
   ]);
-  const metadataPairs = Object.entries(definition.metadata).map(([key, value]) => [key.toLowerCase(), value.toLowerCase()] as [string, string]);
+  const metadataPairs = Object.entries(definition.metadata).map(
+    ([key, value]) => [key.toLowerCase(), value.toLowerCase()] as [string, string],
+  );
   return {
     row: {
       ...stamp,

@@ -1,10 +1,10 @@
-import { accessTo, grantedContainers, requireOnEveryContainer, useTransform, type Principal } from "../auth/access";
+import { accessTo, grantedContainers, type Principal, requireOnEveryContainer, useTransform } from "../auth/access";
 import type { TokenPermission } from "../auth/permissions";
 import type { RequestContext, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
-import { addFieldError, ConflictError, ForbiddenError, NotFoundError, ValidationError, type FieldErrors } from "../http/problem";
 import { applyMergePatch } from "../http/json";
-import { isoTime, pageOf, type Page } from "../http/schemas";
+import { addFieldError, ConflictError, type FieldErrors, ForbiddenError, NotFoundError, ValidationError } from "../http/problem";
+import { isoTime, type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { cvcDeadlineOf } from "./cvc";
 import { answerLostRaces, deduplicate, duplicateOfUpdate } from "./deduplication";
@@ -14,22 +14,22 @@ import { normalTokenId } from "./ids";
 import { maskOf } from "./masks";
 import { containersOf, metadataOf, present, searchIndexesOf, shownData } from "./presentation";
 import {
-  CreateTokenBody,
-  metadataFilterOf,
   type CreatedTokenResponse,
   type CreateToken,
+  CreateTokenBody,
   type ListTokens,
+  metadataFilterOf,
   type TokenResponse,
   type UpdatedTokenResponse,
   type UpdateToken,
 } from "./schema";
 import { decryptData, sealToken } from "./sealing";
-import * as storage from "./storage";
 import type { TokenRow } from "./storage";
-import { findTokenRequests, jsonPath, substituteTokens, type JsonPath } from "./tokenize";
+import * as storage from "./storage";
+import { findTokenRequests, type JsonPath, jsonPath, substituteTokens } from "./tokenize";
 
-export type { TokenRow } from "./storage";
 export type { CreatedTokenResponse, CreateToken, TokenResponse, UpdatedTokenResponse, UpdateToken } from "./schema";
+export type { TokenRow } from "./storage";
 
 interface CreateRequest {
   input: CreateToken;
@@ -84,7 +84,12 @@ export async function getToken(context: TenantContext, principal: Principal, id:
  * member to the type's default. The result is validated as a new token would be, and indexes and
  * fingerprint are recomputed. Moving between containers needs token:update on both sides.
  */
-export async function updateToken(context: TenantContext, principal: Principal, id: string, patch: UpdateToken): Promise<UpdatedTokenResponse> {
+export async function updateToken(
+  context: TenantContext,
+  principal: Principal,
+  id: string,
+  patch: UpdateToken,
+): Promise<UpdatedTokenResponse> {
   const now = Date.now();
   const row = await findLiveToken(context, id, now);
   requireOnEveryContainer(principal, "token:update", containersOf(row));

@@ -1,7 +1,22 @@
-import { and, asc, desc, eq, getTableColumns, getTableName, gt, isNull, ne, or, sql, type AnyColumn, type SQL, type Table } from "drizzle-orm";
+import {
+  type AnyColumn,
+  and,
+  asc,
+  desc,
+  eq,
+  getTableColumns,
+  getTableName,
+  gt,
+  isNull,
+  ne,
+  or,
+  type SQL,
+  sql,
+  type Table,
+} from "drizzle-orm";
 import type { Database } from "../db/client";
 import { selectPage } from "../db/pages";
-import { tokenContainers, tokenMetadata, tokens, tokenSearchIndex } from "../db/schema";
+import { tokenContainers, tokenMetadata, tokenSearchIndex, tokens } from "../db/schema";
 
 /*
  * The write side of tokens, as prepared D1 statements for one batch (one transaction). Rows travel
@@ -54,12 +69,18 @@ function insertStatements(d1: D1Database, sealed: SealedToken[], chosenIds: stri
               .prepare(`DELETE FROM ${getTableName(table)} WHERE tenant_id = ? AND token_id IN (${expired})`)
               .bind(tenantId, tenantId, JSON.stringify(chosenIds), now),
           ),
-          d1.prepare(`DELETE FROM tokens WHERE tenant_id = ? AND id IN (${expired})`).bind(tenantId, tenantId, JSON.stringify(chosenIds), now),
+          d1
+            .prepare(`DELETE FROM tokens WHERE tenant_id = ? AND id IN (${expired})`)
+            .bind(tenantId, tenantId, JSON.stringify(chosenIds), now),
         ];
   const guarded = sealed.some((token) => token.unlessDuplicateIn !== undefined);
   const insert = guarded
     ? insertUnlessDuplicate(d1, sealed, now)
-    : insertFromJson(d1, tokens, sealed.map(({ row }) => columnsOf(tokens, row)));
+    : insertFromJson(
+        d1,
+        tokens,
+        sealed.map(({ row }) => columnsOf(tokens, row)),
+      );
   return [...release, insert, ...insertSideRows(d1, sealed, guarded ? INSERTED_WITH_IT : undefined)];
 }
 
@@ -130,7 +151,8 @@ export async function usableTokens(d1: D1Database, tenantId: string, ids: string
     };
     usableStatements.set(d1, statements);
   }
-  const statement = ids.length === 1 ? statements.one.bind(tenantId, ids[0], now) : statements.many.bind(tenantId, JSON.stringify(ids), now);
+  const statement =
+    ids.length === 1 ? statements.one.bind(tenantId, ids[0], now) : statements.many.bind(tenantId, JSON.stringify(ids), now);
   return (await statement.all<UsableToken>()).results;
 }
 
@@ -198,12 +220,8 @@ function replaceStatements(d1: D1Database, token: SealedToken, readCiphertext: s
 /** Deletes the live token's side rows, then its row: whether it existed. */
 export async function deleteToken(d1: D1Database, tenantId: string, id: string, now: number): Promise<boolean> {
   const results = await d1.batch([
-    ...SIDE_TABLES.map((table) =>
-      d1.prepare(`DELETE FROM ${getTableName(table)} WHERE tenant_id = ? AND token_id = ?`).bind(tenantId, id),
-    ),
-    d1
-      .prepare("DELETE FROM tokens WHERE tenant_id = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)")
-      .bind(tenantId, id, now),
+    ...SIDE_TABLES.map((table) => d1.prepare(`DELETE FROM ${getTableName(table)} WHERE tenant_id = ? AND token_id = ?`).bind(tenantId, id)),
+    d1.prepare("DELETE FROM tokens WHERE tenant_id = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)").bind(tenantId, id, now),
   ]);
   return results.at(-1)?.meta.changes === 1;
 }
@@ -257,11 +275,7 @@ export async function replaceCiphertextWithoutCvc(
   return result.meta.changes;
 }
 
-function insertSideRows(
-  d1: D1Database,
-  sealed: SealedToken[],
-  guard?: { condition: string; params: unknown[] },
-): D1PreparedStatement[] {
+function insertSideRows(d1: D1Database, sealed: SealedToken[], guard?: { condition: string; params: unknown[] }): D1PreparedStatement[] {
   // `sealed` (not a column) lets a guard match the side row to the token row written with it.
   const containers = sealed.flatMap(({ row }) =>
     (JSON.parse(row.containers) as string[]).map((container) => ({
@@ -301,9 +315,7 @@ function insertFromJson(
 
 /** The row keyed by SQL column names, as insertFromJson reads it. */
 function columnsOf(table: Table, row: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(
-    Object.entries(getTableColumns(table)).map(([property, column]) => [column.name, row[property] ?? null]),
-  );
+  return Object.fromEntries(Object.entries(getTableColumns(table)).map(([property, column]) => [column.name, row[property] ?? null]));
 }
 
 // Reads through drizzle.
@@ -364,7 +376,13 @@ function inContainers(prefixes: string[]): SQL {
 }
 
 /** The tenant's live tokens with one of the fingerprints, other than `excludedId`, oldest first. */
-export function liveTokensByFingerprint(db: Database, tenantId: string, fingerprints: string[], now: number, excludedId?: string): Promise<TokenRow[]> {
+export function liveTokensByFingerprint(
+  db: Database,
+  tenantId: string,
+  fingerprints: string[],
+  now: number,
+  excludedId?: string,
+): Promise<TokenRow[]> {
   return db
     .select()
     .from(tokens)

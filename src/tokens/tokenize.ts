@@ -24,7 +24,8 @@ export interface TokenRequestAt {
 export function findTokenRequests(payload: unknown): TokenRequestAt[] {
   const found: TokenRequestAt[] = [];
   const visit = (value: unknown, path: JsonPath) => {
-    if (path.length > MAX_JSON_DEPTH) throw ValidationError.field(jsonPath(path), `nesting deeper than ${MAX_JSON_DEPTH} levels is not supported`);
+    if (path.length > MAX_JSON_DEPTH)
+      throw ValidationError.field(jsonPath(path), `nesting deeper than ${MAX_JSON_DEPTH} levels is not supported`);
     if (value === null) return;
     if (Array.isArray(value)) {
       for (const [index, item] of value.entries()) visit(item, [...path, index]);

@@ -50,13 +50,18 @@ export const TOKEN_TYPE_RULES: Record<TokenType, TokenTypeRules> = {
         number: { required: true, refuse: refuseCardNumber },
         expiration_month: {
           required: true,
-          refuse: (month) => (Number.isInteger(month) && (month as number) >= 1 && (month as number) <= 12 ? null : "must be an integer from 1 to 12"),
+          refuse: (month) =>
+            Number.isInteger(month) && (month as number) >= 1 && (month as number) <= 12 ? null : "must be an integer from 1 to 12",
         },
         expiration_year: {
           required: true,
-          refuse: (year) => (Number.isInteger(year) && (year as number) >= 1000 && (year as number) <= 9999 ? null : "must be a four-digit integer"),
+          refuse: (year) =>
+            Number.isInteger(year) && (year as number) >= 1000 && (year as number) <= 9999 ? null : "must be a four-digit integer",
         },
-        cvc: { required: false, refuse: (cvc) => (typeof cvc === "string" && /^\d{3,4}$/.test(cvc) ? null : "must be a string of 3 or 4 digits") },
+        cvc: {
+          required: false,
+          refuse: (cvc) => (typeof cvc === "string" && /^\d{3,4}$/.test(cvc) ? null : "must be a string of 3 or 4 digits"),
+        },
       }),
     container: "/pci/high/",
     fingerprintExpression: "{{ data.number }}",
@@ -100,11 +105,7 @@ export const TOKEN_TYPE_RULES: Record<TokenType, TokenTypeRules> = {
   },
   employer_id_number: {
     refuse: (data) =>
-      whole(
-        typeof data === "string" && /^(?:\d{9}|\d{2}-\d{7})$/.test(data)
-          ? null
-          : "must be 9 digits, optionally dashed as NN-NNNNNNN",
-      ),
+      whole(typeof data === "string" && /^(?:\d{9}|\d{2}-\d{7})$/.test(data) ? null : "must be 9 digits, optionally dashed as NN-NNNNNNN"),
     container: "/pii/high/",
     fingerprintExpression: WITHOUT_DASHES,
     mask: LAST_FOUR,

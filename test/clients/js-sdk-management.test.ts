@@ -1,5 +1,5 @@
-import { BasisTheory } from "@basis-theory/basis-theory-js";
 import { join } from "node:path";
+import { BasisTheory } from "@basis-theory/basis-theory-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildWorker, startLocalVault } from "../../scripts/local-vault.mjs";
 
@@ -72,13 +72,22 @@ describe("the JS SDK managing the vault with HEADER_PREFIX=BT", () => {
       requestParameters: [],
     } as any);
     const application = await management.applications.create({ name: "reactor app", type: "private", permissions: ["token:create"] });
-    const reactor = await management.reactors.create({ name: "echo", formula: { id: formula.id }, configuration: { merchant: "m-1" } } as any);
+    const reactor = await management.reactors.create({
+      name: "echo",
+      formula: { id: formula.id },
+      configuration: { merchant: "m-1" },
+    } as any);
     const updated = await management.reactors.update(reactor.id, {
       name: "echo 2",
       configuration: { merchant: "m-2" },
       application: { id: application.id },
     } as any);
-    expect(updated).toMatchObject({ name: "echo 2", formula: { id: formula.id }, configuration: { merchant: "m-2" }, application: { id: application.id } });
+    expect(updated).toMatchObject({
+      name: "echo 2",
+      formula: { id: formula.id },
+      configuration: { merchant: "m-2" },
+      application: { id: application.id },
+    });
     await management.reactors.patch(reactor.id, { configuration: { merchant: "m-3" } } as any);
     expect(await management.reactors.retrieve(reactor.id)).toMatchObject({ name: "echo 2", configuration: { merchant: "m-3" } });
   });

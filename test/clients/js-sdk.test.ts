@@ -1,6 +1,6 @@
-import { BasisTheory } from "@basis-theory/basis-theory-js";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
+import { BasisTheory } from "@basis-theory/basis-theory-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildWorker, startLocalVault } from "../../scripts/local-vault.mjs";
 

@@ -1,10 +1,5 @@
 import { describe, expect, inject, it } from "vitest";
-import {
-  egressRefusal,
-  EgressRefusedError,
-  EgressTimeoutError,
-  fetchThroughEgress,
-} from "../../src/egress/policy";
+import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../../src/egress/policy";
 
 const strict = { allowInsecure: false };
 const development = { allowInsecure: true };

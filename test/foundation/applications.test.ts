@@ -248,7 +248,9 @@ describe("applications: the original interface's key member", () => {
     });
     expect(reply.status).toBe(201);
     expect(reply.body.key).toMatch(/^key_[A-Za-z0-9_-]{43}$/);
-    expect(reply.body.keys).toEqual([{ id: expect.stringMatching(/^[0-9a-f-]{36}$/), key: reply.body.key, created_at: reply.body.created_at }]);
+    expect(reply.body.keys).toEqual([
+      { id: expect.stringMatching(/^[0-9a-f-]{36}$/), key: reply.body.key, created_at: reply.body.created_at },
+    ]);
     expect((await call("GET", "/permissions", { key: reply.body.key })).status).toBe(200);
   });
 });
@@ -381,7 +383,11 @@ describe("permissions: GET /permissions?application_type=", () => {
     const tenant = await seedTenant();
     const reply = await call("GET", "/permissions?application_type=management", { key: tenant.managementKey });
     expect(reply.body).toHaveLength(12);
-    expect(reply.body[0]).toEqual({ type: "application:create", description: "Create applications and their keys", application_types: ["management"] });
+    expect(reply.body[0]).toEqual({
+      type: "application:create",
+      description: "Create applications and their keys",
+      application_types: ["management"],
+    });
   });
 
   it("lists every permission without the filter", async () => {
@@ -404,7 +410,11 @@ describe("applications: OpenAPI", () => {
     expect(paths["/applications/{id}/regenerate"].post.tags).toEqual(["Applications"]);
     expect(components.schemas.CreatedApplication.allOf[1].required).toEqual(["key", "keys"]);
     expect(paths["/permissions"].get.parameters).toContainEqual(
-      expect.objectContaining({ name: "application_type", in: "query", schema: expect.objectContaining({ enum: ["private", "public", "management"] }) }),
+      expect.objectContaining({
+        name: "application_type",
+        in: "query",
+        schema: expect.objectContaining({ enum: ["private", "public", "management"] }),
+      }),
     );
   });
 });

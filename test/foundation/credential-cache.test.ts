@@ -2,10 +2,10 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { credentialsChanged, LookupCache } from "../../src/auth/lookup-cache";
 import { callConfigured } from "../support/configured";
-import { createApplication, expectProblem, seedTenant, type Reply } from "../support/harness";
+import { createApplication, expectProblem, type Reply, seedTenant } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 import { createProxy, loopback } from "../support/proxies";
 import { createToken } from "../support/tokens";
-import { expectLoggedError } from "../support/logs";
 
 // An isolate reuses a credential lookup for CREDENTIAL_CACHE_TTL_MS. A write made through this
 // isolate clears it at once; a write another isolate makes (here: straight into D1, which this
@@ -36,7 +36,12 @@ async function revokeElsewhere(applicationId: string) {
   await env.DB.prepare("DELETE FROM api_keys WHERE application_id = ?").bind(applicationId).run();
 }
 
-function invokeConfigured(overrides: Record<string, string>, proxyKey: string, apiKey?: string, body: unknown = { amount: 1 }): Promise<Reply> {
+function invokeConfigured(
+  overrides: Record<string, string>,
+  proxyKey: string,
+  apiKey?: string,
+  body: unknown = { amount: 1 },
+): Promise<Reply> {
   return callConfigured(overrides, "POST", "/proxy/cached", {
     headers: { "SVC-PROXY-KEY": proxyKey, ...(apiKey ? { "SVC-API-KEY": apiKey } : {}) },
     body,

@@ -65,7 +65,11 @@ describe("replies held to the OpenAPI document", () => {
   });
 
   it("holds errors to the problem schema", () => {
-    const problem = drifted({ status: 401, headers: new Headers({ "content-type": "application/problem+json" }), ...json({ title: "No" }) });
+    const problem = drifted({
+      status: 401,
+      headers: new Headers({ "content-type": "application/problem+json" }),
+      ...json({ title: "No" }),
+    });
     expect(replyMismatches("GET", "/applications/key", problem)).toEqual([
       "GET /applications/key 401: body.type Invalid input: expected string, received undefined",
       "GET /applications/key 401: body.status Invalid input: expected number, received undefined",

@@ -1,9 +1,9 @@
 import { env, SELF } from "cloudflare:test";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BASE, createApplication, seedTenant } from "../support/harness";
 import { replyMismatches } from "../support/documented-replies";
-import { documentedOperations, type DocumentedOperation } from "../support/openapi";
+import { BASE, createApplication, seedTenant } from "../support/harness";
+import { type DocumentedOperation, documentedOperations } from "../support/openapi";
 import { readReply } from "../support/reply.mjs";
 
 /*
@@ -48,15 +48,27 @@ function bodies(operation: DocumentedOperation): fc.Arbitrary<Body | null> {
     bytes: `{"${member}":${"[".repeat(DEPTH)}"{{ 00000000-0000-4000-8000-000000000000 }}"${"]".repeat(DEPTH)}}`,
     contentType: "application/json",
   }));
-  const invalidJson = fc.constantFrom("{", '{"a":}', "[1,2", "nul", '{"a":1}}').map((text) => ({ bytes: text, contentType: "application/json" }));
+  const invalidJson = fc
+    .constantFrom("{", '{"a":}', "[1,2", "nul", '{"a":1}}')
+    .map((text) => ({ bytes: text, contentType: "application/json" }));
   const invalidUtf8 = fc.constantFrom(...members).map((member) => ({
     bytes: new Uint8Array([...new TextEncoder().encode(`{"${member}":"`), 0xc3, 0x28, 0xff, ...new TextEncoder().encode('"}')]),
     contentType: "application/json",
   }));
-  const wrongContentType = fc.constantFrom("text/plain", "application/xml", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded").map(
-    (contentType) => ({ bytes: "a=1&b=2", contentType }),
+  const wrongContentType = fc
+    .constantFrom("text/plain", "application/xml", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded")
+    .map((contentType) => ({ bytes: "a=1&b=2", contentType }));
+  return fc.oneof(
+    fc.constant(null),
+    wrongTypes,
+    extraMember,
+    hugeString,
+    deep,
+    invalidJson,
+    invalidUtf8,
+    wrongContentType,
+    anyJson.map(json),
   );
-  return fc.oneof(fc.constant(null), wrongTypes, extraMember, hugeString, deep, invalidJson, invalidUtf8, wrongContentType, anyJson.map(json));
 }
 
 const pathIds = fc.oneof(
@@ -83,39 +95,41 @@ describe("OpenAPI-driven fuzzing", () => {
   it("never answers a 5xx, every 4xx is problem details with a detail, and every reply is as documented", async () => {
     const failures: string[] = [];
     for (const operation of operations) {
-      await fc.assert(
-        fc.asyncProperty(request(operation), async ({ key, id, body, query }) => {
-          const path = operation.path.replace(/\{[^}]+\}/g, () => encodeURIComponent(id));
-          const search = new URLSearchParams(query).toString();
-          const headers: Record<string, string> = { "SVC-API-KEY": key };
-          if (operation.operator) headers["SVC-OPERATOR-KEY"] = env.OPERATOR_API_KEY;
-          const sendsBody = body !== null && operation.method !== "GET";
-          if (sendsBody) headers["content-type"] = body.contentType;
-          const reply = await readReply(
-            await SELF.fetch(`${BASE}${path}${search ? `?${search}` : ""}`, {
-              method: operation.method,
-              headers,
-              body: sendsBody ? body.bytes : undefined,
-            }),
-          );
-          const where = `${operation.method} ${path} (${sendsBody ? body.contentType : "no body"})`;
-          if (reply.status >= 500) {
-            failures.push(`${where}: ${reply.status} ${reply.text.slice(0, 200)}`);
-            return false;
-          }
-          if (reply.status >= 400) {
-            const detail = reply.body?.detail ?? reply.body?.proxy_error?.detail;
-            if (typeof detail !== "string" || detail.length === 0) {
-              failures.push(`${where}: ${reply.status} without a detail: ${reply.text.slice(0, 200)}`);
+      await fc
+        .assert(
+          fc.asyncProperty(request(operation), async ({ key, id, body, query }) => {
+            const path = operation.path.replace(/\{[^}]+\}/g, () => encodeURIComponent(id));
+            const search = new URLSearchParams(query).toString();
+            const headers: Record<string, string> = { "SVC-API-KEY": key };
+            if (operation.operator) headers["SVC-OPERATOR-KEY"] = env.OPERATOR_API_KEY;
+            const sendsBody = body !== null && operation.method !== "GET";
+            if (sendsBody) headers["content-type"] = body.contentType;
+            const reply = await readReply(
+              await SELF.fetch(`${BASE}${path}${search ? `?${search}` : ""}`, {
+                method: operation.method,
+                headers,
+                body: sendsBody ? body.bytes : undefined,
+              }),
+            );
+            const where = `${operation.method} ${path} (${sendsBody ? body.contentType : "no body"})`;
+            if (reply.status >= 500) {
+              failures.push(`${where}: ${reply.status} ${reply.text.slice(0, 200)}`);
               return false;
             }
-          }
-          const mismatches = replyMismatches(operation.method, path, reply);
-          failures.push(...mismatches.map((mismatch) => `${where}: ${mismatch}`));
-          return mismatches.length === 0;
-        }),
-        { seed: SEED, numRuns: RUNS_PER_OPERATION, endOnFailure: true },
-      ).catch(() => undefined);
+            if (reply.status >= 400) {
+              const detail = reply.body?.detail ?? reply.body?.proxy_error?.detail;
+              if (typeof detail !== "string" || detail.length === 0) {
+                failures.push(`${where}: ${reply.status} without a detail: ${reply.text.slice(0, 200)}`);
+                return false;
+              }
+            }
+            const mismatches = replyMismatches(operation.method, path, reply);
+            failures.push(...mismatches.map((mismatch) => `${where}: ${mismatch}`));
+            return mismatches.length === 0;
+          }),
+          { seed: SEED, numRuns: RUNS_PER_OPERATION, endOnFailure: true },
+        )
+        .catch(() => undefined);
     }
     expect(failures).toEqual([]);
   }, 240_000);

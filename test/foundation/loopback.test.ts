@@ -1,5 +1,4 @@
-import { inject } from "vitest";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 
 describe("loopback test server", () => {
   it("echoes requests and counts them by marker", async () => {

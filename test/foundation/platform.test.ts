@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app";
 import { callConfigured } from "../support/configured";
 import { call, expectProblem, seedTenant } from "../support/harness";
-import { createProxy } from "../support/proxies";
 import { expectLoggedError } from "../support/logs";
+import { createProxy } from "../support/proxies";
 
 describe("errors", () => {
   it("answers an unknown route with a 404 problem", async () => {
@@ -129,7 +129,9 @@ describe("HEADER_PREFIX", () => {
   });
 
   it("refuses a prefix that cannot be a header name", async () => {
-    const reply = await expectLoggedError(/Invalid configuration: HEADER_PREFIX/, () => callConfigured({ HEADER_PREFIX: "X Y" }, "GET", "/health"));
+    const reply = await expectLoggedError(/Invalid configuration: HEADER_PREFIX/, () =>
+      callConfigured({ HEADER_PREFIX: "X Y" }, "GET", "/health"),
+    );
     const problem = expectProblem(reply, 500);
     expect(problem.detail).toContain("HEADER_PREFIX");
   });

@@ -1,8 +1,8 @@
 import { env, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BASE, call, createApplication, seedTenant, type Reply, type Tenant } from "../support/harness";
 import { expectDocumentedReply } from "../support/documented-replies";
-import { documentedOperations, type DocumentedOperation } from "../support/openapi";
+import { BASE, call, createApplication, type Reply, seedTenant, type Tenant } from "../support/harness";
+import { type DocumentedOperation, documentedOperations } from "../support/openapi";
 import { createProxy } from "../support/proxies";
 import { createFormula, createReactor } from "../support/reactors";
 import { readReply } from "../support/reply.mjs";
@@ -29,7 +29,13 @@ const VALID_BODIES: Record<string, unknown> = {
   "PATCH /tokens/{id}": { metadata: { a: "b" } },
   "PUT /proxies/{id}": { name: "renamed", destination_url: "https://example.com/" },
   "PATCH /proxies/{id}": { name: "renamed" },
-  "PUT /reactor-formulas/{id}": { name: "renamed", type: "private", code: "module.exports = async () => ({});", configuration: [], request_parameters: [] },
+  "PUT /reactor-formulas/{id}": {
+    name: "renamed",
+    type: "private",
+    code: "module.exports = async () => ({});",
+    configuration: [],
+    request_parameters: [],
+  },
   "PUT /reactors/{id}": { name: "renamed", configuration: {} },
   "PATCH /reactors/{id}": { name: "renamed" },
   "POST /reactors/{id}/react": { args: {} },
@@ -87,8 +93,7 @@ function ownedPath(path: string): string {
   return segments
     .map((segment, index) => {
       if (!segment.startsWith("{")) return segment;
-      const collection =
-        segment === "{id}" || segment === "{path}" ? segments[index - 1]! : segment.slice(1, -1).replace(/_id$/, "s");
+      const collection = segment === "{id}" || segment === "{path}" ? segments[index - 1]! : segment.slice(1, -1).replace(/_id$/, "s");
       const id = ownerIds[collection];
       if (!id) throw new Error(`the sweep has no owned id for ${segment} in ${path}: add one in beforeAll`);
       return encodeURIComponent(id);

@@ -1,7 +1,7 @@
 import { env, SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { BASE, call, createApplication, expectProblem, rowCounts, seedTenant, type Reply } from "../support/harness";
 import { expectDocumentedReply } from "../support/documented-replies";
+import { BASE, call, createApplication, expectProblem, type Reply, rowCounts, seedTenant } from "../support/harness";
 import { documentedOperations } from "../support/openapi";
 import { readReply } from "../support/reply.mjs";
 
@@ -67,7 +67,10 @@ describe("strict request bodies", () => {
     const invalid = new Uint8Array([...new TextEncoder().encode('{"name":"'), 0xc3, 0x28, 0xa0, 0xa1, ...new TextEncoder().encode('"}')]);
     for (const route of routes) {
       const replies = await send(route, invalid);
-      expect(replies.some((reply) => !refusedEarlier(reply)), `${route.method} ${route.path}`).toBe(true);
+      expect(
+        replies.some((reply) => !refusedEarlier(reply)),
+        `${route.method} ${route.path}`,
+      ).toBe(true);
       for (const reply of replies.filter((r) => !refusedEarlier(r))) {
         const problem = expectProblem(reply, 400);
         expect(problem.errors, `${route.method} ${route.path}`).toEqual({ body: ["must be valid UTF-8"] });

@@ -28,11 +28,17 @@ async function send(path: string, init: { method?: string; headers?: Record<stri
 beforeAll(async () => {
   const buildDir = join(process.cwd(), ".wrangler", "node-tests-build");
   buildWorker(buildDir);
-  vault = await startLocalVault({ buildDir, onLog: ({ message }) => {
+  vault = await startLocalVault({
+    buildDir,
+    onLog: ({ message }) => {
       logs.push(message);
     },
   });
-  const tenant = await send("/tenants", { method: "POST", headers: { "SVC-OPERATOR-KEY": vault.operatorKey }, body: { name: "unreachable" } });
+  const tenant = await send("/tenants", {
+    method: "POST",
+    headers: { "SVC-OPERATOR-KEY": vault.operatorKey },
+    body: { name: "unreachable" },
+  });
   managementKey = tenant.body.application.keys[0].key;
   const application = await send("/applications", {
     method: "POST",

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { expectLoggedError } from "../support/logs";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
 import { createToken, seedTokenTenant } from "../support/tokens";
-import { expectLoggedError } from "../support/logs";
 
 /*
  * /proxy reads its own body (it is not an API route), under the same rules: JSON nested at most

@@ -144,7 +144,12 @@ describe("proxy invocation: detokenization (rule 3)", () => {
   it("forwards a body that is not UTF-8 text as it is", async () => {
     const { proxy, tenant } = await setUp();
     const bytes = new Uint8Array([0xff, 0xfe, ...new TextEncoder().encode("{{ not-detokenized }}")]);
-    const reply = await invoke("POST", "", { proxyKey: proxy.key, apiKey: tenant.key, raw: bytes, contentType: "application/octet-stream" });
+    const reply = await invoke("POST", "", {
+      proxyKey: proxy.key,
+      apiKey: tenant.key,
+      raw: bytes,
+      contentType: "application/octet-stream",
+    });
     expect(reply.status, reply.text).toBe(200);
     expect(reply.json.headers["content-length"]).toBe(String(bytes.length));
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createApplication } from "../support/harness";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
-import { createToken, seedTokenTenant, VISA, type TokenTenant } from "../support/tokens";
+import { createToken, seedTokenTenant, type TokenTenant, VISA } from "../support/tokens";
 
 const CARD = { number: VISA, expiration_month: 3, expiration_year: 2025, cvc: "123" };
 

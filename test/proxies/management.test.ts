@@ -90,16 +90,32 @@ describe("proxies: create", () => {
     ["destination_url in a private range", { name: "a", destination_url: "https://10.0.0.1/" }, "destination_url"],
     ["destination_url at the metadata address", { name: "a", destination_url: "https://169.254.169.254/latest" }, "destination_url"],
     ["destination_url with credentials", { name: "a", destination_url: "https://user:pw@example.com/" }, "destination_url"],
-    ["request_transform without code", { name: "a", destination_url: "https://example.com", request_transform: {} }, "request_transform.code"],
-    ["response_transform with empty code", { name: "a", destination_url: "https://example.com", response_transform: { code: "" } }, "response_transform.code"],
+    [
+      "request_transform without code",
+      { name: "a", destination_url: "https://example.com", request_transform: {} },
+      "request_transform.code",
+    ],
+    [
+      "response_transform with empty code",
+      { name: "a", destination_url: "https://example.com", response_transform: { code: "" } },
+      "response_transform.code",
+    ],
     ["application without id", { name: "a", destination_url: "https://example.com", application: {} }, "application.id"],
     ["application id not a UUID", { name: "a", destination_url: "https://example.com", application: { id: "app" } }, "application.id"],
     ["application unknown", { name: "a", destination_url: "https://example.com", application: { id: UNKNOWN_ID } }, "application.id"],
     ["configuration not an object", { name: "a", destination_url: "https://example.com", configuration: ["a"] }, "configuration"],
-    ["configuration value not a string", { name: "a", destination_url: "https://example.com", configuration: { port: 443 } }, "configuration.port"],
+    [
+      "configuration value not a string",
+      { name: "a", destination_url: "https://example.com", configuration: { port: 443 } },
+      "configuration.port",
+    ],
     [
       "configuration with over 100 entries",
-      { name: "a", destination_url: "https://example.com", configuration: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, "v"])) },
+      {
+        name: "a",
+        destination_url: "https://example.com",
+        configuration: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, "v"])),
+      },
       "configuration",
     ],
     ["require_auth not a boolean", { name: "a", destination_url: "https://example.com", require_auth: "yes" }, "require_auth"],
@@ -180,7 +196,11 @@ describe("proxies: create", () => {
     const tenant = await seedTenant();
     const headers = { "SVC-IDEMPOTENCY-KEY": "create-twice" };
     await call("POST", "/proxies", { key: tenant.managementKey, body: { name: "a", destination_url: "https://example.com" }, headers });
-    const reply = await call("POST", "/proxies", { key: tenant.managementKey, body: { name: "b", destination_url: "https://example.com" }, headers });
+    const reply = await call("POST", "/proxies", {
+      key: tenant.managementKey,
+      body: { name: "b", destination_url: "https://example.com" },
+      headers,
+    });
     expectProblem(reply, 409);
   });
 });
@@ -332,7 +352,10 @@ describe("proxies: update", () => {
     const tenant = await seedTenant();
     const proxy = await createProxy(tenant);
     const reader = await createApplication(tenant, { type: "management", permissions: ["proxy:read"] });
-    const reply = await call("PUT", `/proxies/${proxy.id}`, { key: reader.key, body: { name: "a", destination_url: "https://example.com" } });
+    const reply = await call("PUT", `/proxies/${proxy.id}`, {
+      key: reader.key,
+      body: { name: "a", destination_url: "https://example.com" },
+    });
     expectProblem(reply, 403);
   });
 });

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { callConfigured } from "../support/configured";
 import { call, createApplication, expectProblem, seedTenant } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
 import { createToken, seedTokenTenant } from "../support/tokens";
-import { expectLoggedError } from "../support/logs";
 
 const VISA = "4242424242424242";
 
@@ -21,9 +21,7 @@ describe("proxy transforms: the request transform (rule 6)", () => {
   it("changes the body and headers sent to the destination", async () => {
     const { proxy } = await proxyWith({
       request_transform: {
-        code: transform(
-          "return { body: { ...req.args.body, added: true }, headers: { ...req.args.headers, 'x-added': 'yes' } };",
-        ),
+        code: transform("return { body: { ...req.args.body, added: true }, headers: { ...req.args.headers, 'x-added': 'yes' } };"),
       },
     });
     const reply = await invoke("POST", "", { proxyKey: proxy.key, body: { amount: 100 } });
@@ -180,7 +178,9 @@ describe("proxy transforms: the response transform (rule 6)", () => {
 
   it("parses a form response and serialises the result as a form", async () => {
     const { proxy } = await proxyWith({
-      response_transform: { code: transform("return { body: { status: req.args.body.status.toUpperCase() }, headers: req.args.headers };") },
+      response_transform: {
+        code: transform("return { body: { status: req.args.body.status.toUpperCase() }, headers: req.args.headers };"),
+      },
     });
     const reply = await invoke("GET", `/respond?content-type=${encodeURIComponent("application/x-www-form-urlencoded")}&body=status%3Dok`, {
       proxyKey: proxy.key,

@@ -4,7 +4,8 @@ import { call, createApplication, expectProblem, seedTenant, type Tenant } from 
 import { createFormula, createReactor, formulaBody, officialFormula } from "../support/reactors";
 
 const PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
-const JPEG_BYTES = "/9j/4AAQSkZJRgABAQEASABIAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/wAALCAABAAEBAREA/8QAFAABAAAAAAAAAAAAAAAAAAAACf/EABQQAQAAAAAAAAAAAAAAAAAAAAD/2gAIAQEAAD8AKp//2Q==";
+const JPEG_BYTES =
+  "/9j/4AAQSkZJRgABAQEASABIAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/wAALCAABAAEBAREA/8QAFAABAAAAAAAAAAAAAAAAAAAACf/EABQQAQAAAAAAAAAAAAAAAAAAAAD/2gAIAQEAAD8AKp//2Q==";
 const SVG = btoa('<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>');
 
 async function postFormula(tenant: Tenant, overrides: Record<string, unknown>) {
@@ -91,7 +92,12 @@ describe("reactor formula validation", () => {
     const tenant = await seedTenant();
     const problem = await expectFieldErrors(
       tenant,
-      { configuration: [{ name: "key", type: "string" }, { name: "key", type: "number" }] },
+      {
+        configuration: [
+          { name: "key", type: "string" },
+          { name: "key", type: "number" },
+        ],
+      },
       ["configuration[1].name"],
     );
     expect(problem.errors!["configuration[1].name"]![0]).toContain("duplicates");
@@ -132,7 +138,12 @@ describe("reactor formula validation", () => {
     const tenant = await seedTenant();
     await expectFieldErrors(
       tenant,
-      { request_parameters: [{ name: "card.number", type: "string" }, { name: "card.number", type: "string" }] },
+      {
+        request_parameters: [
+          { name: "card.number", type: "string" },
+          { name: "card.number", type: "string" },
+        ],
+      },
       ["request_parameters[1].name"],
     );
   });
@@ -141,7 +152,12 @@ describe("reactor formula validation", () => {
     const tenant = await seedTenant();
     await expectFieldErrors(
       tenant,
-      { request_parameters: [{ name: "card", type: "string" }, { name: "card.number", type: "string" }] },
+      {
+        request_parameters: [
+          { name: "card", type: "string" },
+          { name: "card.number", type: "string" },
+        ],
+      },
       ["request_parameters[1].name"],
     );
   });
@@ -152,7 +168,10 @@ describe("reactor formula validation", () => {
       tenant,
       {
         name: "",
-        configuration: [{ name: "ok", type: "string" }, { name: "a.b", type: "list" }],
+        configuration: [
+          { name: "ok", type: "string" },
+          { name: "a.b", type: "list" },
+        ],
         request_parameters: [{ name: "x", type: "string", optional: 1 }],
       },
       ["name", "configuration[1].name", "configuration[1].type", "request_parameters[0].optional"],
@@ -171,7 +190,10 @@ describe("reactor formula validation", () => {
     const tenant = await seedTenant();
     const formula = await createFormula(tenant);
     expect(formula).toMatchObject({ created_by: tenant.managementApplicationId, modified_by: null, modified_at: null });
-    const updated = await call("PUT", `/reactor-formulas/${formula.id}`, { key: tenant.managementKey, body: formulaBody({ name: "Renamed" }) });
+    const updated = await call("PUT", `/reactor-formulas/${formula.id}`, {
+      key: tenant.managementKey,
+      body: formulaBody({ name: "Renamed" }),
+    });
     expect(updated.status).toBe(200);
     expect(updated.body).toMatchObject({ name: "Renamed", modified_by: tenant.managementApplicationId, created_at: formula.created_at });
     expect(updated.body.modified_at).toEqual(expect.any(String));
@@ -318,10 +340,7 @@ describe("official and private formulas", () => {
     const tenant = await seedTenant();
     const official = officialFormula("Card brand and BIN details");
     for (const type of ["official", "private"]) {
-      expectProblem(
-        await call("PUT", `/reactor-formulas/${official.id}`, { key: tenant.managementKey, body: formulaBody({ type }) }),
-        403,
-      );
+      expectProblem(await call("PUT", `/reactor-formulas/${official.id}`, { key: tenant.managementKey, body: formulaBody({ type }) }), 403);
     }
     expect((await call("GET", `/reactor-formulas/${official.id}`, { key: tenant.managementKey })).body.code).toBe(official.code);
   });
@@ -345,7 +364,10 @@ describe("official and private formulas", () => {
   it("a private formula is replaced whole by PUT and deleted with 204", async () => {
     const tenant = await seedTenant();
     const formula = await createFormula(tenant, { description: "old", configuration: [{ name: "a", type: "string" }] });
-    const replaced = await call("PUT", `/reactor-formulas/${formula.id}`, { key: tenant.managementKey, body: formulaBody({ name: "New" }) });
+    const replaced = await call("PUT", `/reactor-formulas/${formula.id}`, {
+      key: tenant.managementKey,
+      body: formulaBody({ name: "New" }),
+    });
     expect(replaced.body).toMatchObject({ name: "New", description: "Returns its args and configuration", configuration: [] });
     const deleted = await call("DELETE", `/reactor-formulas/${formula.id}`, { key: tenant.managementKey });
     expect(deleted.status).toBe(204);
@@ -385,7 +407,12 @@ describe("changing a formula's contract", () => {
     const reactor = await createReactor(tenant, formula.id, { name: "Shop A", configuration: { merchant: "m-1" } });
     const reply = await call("PUT", `/reactor-formulas/${formula.id}`, {
       key: tenant.managementKey,
-      body: formulaBody({ configuration: [{ name: "merchant", type: "string" }, { name: "api_key", type: "string" }] }),
+      body: formulaBody({
+        configuration: [
+          { name: "merchant", type: "string" },
+          { name: "api_key", type: "string" },
+        ],
+      }),
     });
     const problem = expectProblem(reply, 409);
     expect(problem.detail).toContain("Shop A");

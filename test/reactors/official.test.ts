@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { OFFICIAL_FORMULAS } from "../../src/reactors/official";
 import { call, createApplication, expectProblem, seedTenant } from "../support/harness";
 import { createFormula, createReactor, officialFormula, react } from "../support/reactors";
-import { createToken, REVEAL_EVERYTHING, seedTokenTenant, VISA, type TokenTenant } from "../support/tokens";
+import { createToken, REVEAL_EVERYTHING, seedTokenTenant, type TokenTenant, VISA } from "../support/tokens";
 
 const cardDetails = officialFormula("Card brand and BIN details");
 const retokenize = officialFormula("Re-tokenize into a container");
@@ -75,7 +75,10 @@ describe("official formula: re-tokenize into a container", () => {
     const tenant = await seedTokenTenant();
     const source = await createToken(tenant.key, { type: "card_number", data: VISA });
     const application = await createApplication(tenant, REVEAL_EVERYTHING);
-    const reactor = await createReactor(tenant, retokenize.id, { configuration: { container: "/partners/acme/" }, applicationId: application.id });
+    const reactor = await createReactor(tenant, retokenize.id, {
+      configuration: { container: "/partners/acme/" },
+      applicationId: application.id,
+    });
     const reply = await react(tenant.key, reactor.id, {
       data: `{{ ${source.id} }}`,
       type: "card_number",

@@ -1,15 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { call, createApplication, expectProblem, rowCounts, seedTenant } from "../support/harness";
-import {
-  changeFormulaAsARelease,
-  createFormula,
-  ECHO_CODE,
-  formulaBody,
-  react,
-  reactorRunning,
-} from "../support/reactors";
-import { createToken, REVEAL_EVERYTHING, seedTokenTenant, VISA } from "../support/tokens";
 import { expectLoggedError } from "../support/logs";
+import { changeFormulaAsARelease, createFormula, ECHO_CODE, formulaBody, react, reactorRunning } from "../support/reactors";
+import { createToken, REVEAL_EVERYTHING, seedTokenTenant, VISA } from "../support/tokens";
 
 /** Reactor code that hands back the args it received. */
 const ARGS_CODE = "module.exports = async function (req) { return { raw: req.args }; };";
@@ -198,7 +191,12 @@ describe("react: request parameters", () => {
 describe("react: running the code", () => {
   it("the code receives the reactor's configuration, typed as the formula declares", async () => {
     const { caller, reactor } = await reactorRunning(ECHO_CODE, {
-      formula: { configuration: [{ name: "limit", type: "number" }, { name: "live", type: "boolean" }] },
+      formula: {
+        configuration: [
+          { name: "limit", type: "number" },
+          { name: "live", type: "boolean" },
+        ],
+      },
       configuration: { limit: "10", live: "false" },
     });
     expect(expectRaw(await react(caller.key, reactor.id, {})).configuration).toEqual({ limit: 10, live: false });
@@ -223,7 +221,7 @@ describe("react: running the code", () => {
   });
 
   it("without an application the code gets no bt", async () => {
-    const { caller, reactor } = await reactorRunning('module.exports = async (req) => ({ raw: { bt: typeof req.bt } });');
+    const { caller, reactor } = await reactorRunning("module.exports = async (req) => ({ raw: { bt: typeof req.bt } });");
     expect(expectRaw(await react(caller.key, reactor.id, {}))).toEqual({ bt: "undefined" });
   });
 

@@ -21,8 +21,12 @@ describe("reactor validation", () => {
   it("name is required and at most 200 characters", async () => {
     const tenant = await seedTenant();
     const formula = await createFormula(tenant);
-    expect(Object.keys(expectProblem(await postReactor(tenant, { name: undefined, formula: { id: formula.id } }), 400).errors!)).toEqual(["name"]);
-    expect(Object.keys(expectProblem(await postReactor(tenant, { name: "r".repeat(201), formula: { id: formula.id } }), 400).errors!)).toEqual(["name"]);
+    expect(Object.keys(expectProblem(await postReactor(tenant, { name: undefined, formula: { id: formula.id } }), 400).errors!)).toEqual([
+      "name",
+    ]);
+    expect(
+      Object.keys(expectProblem(await postReactor(tenant, { name: "r".repeat(201), formula: { id: formula.id } }), 400).errors!),
+    ).toEqual(["name"]);
   });
 
   it("formula is required as {id}", async () => {
@@ -49,10 +53,7 @@ describe("reactor validation", () => {
   it("every name the formula's configuration declares must be present", async () => {
     const tenant = await seedTenant();
     const formula = await formulaWithContract(tenant);
-    const problem = expectProblem(
-      await postReactor(tenant, { formula: { id: formula.id }, configuration: { merchant_id: "m-42" } }),
-      400,
-    );
+    const problem = expectProblem(await postReactor(tenant, { formula: { id: formula.id }, configuration: { merchant_id: "m-42" } }), 400);
     expect(Object.keys(problem.errors!).sort()).toEqual(["configuration.limit", "configuration.live"]);
   });
 
@@ -123,7 +124,11 @@ describe("reactors", () => {
     const tenant = await seedTenant();
     const formula = await formulaWithContract(tenant);
     const application = await createApplication(tenant, { type: "private", permissions: ["token:create"] });
-    const reactor = await createReactor(tenant, formula.id, { configuration: VALID_CONFIGURATION, applicationId: application.id, name: "Payouts" });
+    const reactor = await createReactor(tenant, formula.id, {
+      configuration: VALID_CONFIGURATION,
+      applicationId: application.id,
+      name: "Payouts",
+    });
     expect(reactor).toMatchObject({
       name: "Payouts",
       tenant_id: tenant.tenantId,
@@ -210,7 +215,11 @@ describe("reactors", () => {
       application_id: application.id,
     });
     const unfit = await call("PUT", `/reactors/${reactor.id}`, { key: tenant.managementKey, body: { name: "Renamed", configuration: {} } });
-    expect(Object.keys(expectProblem(unfit, 400).errors!).sort()).toEqual(["configuration.limit", "configuration.live", "configuration.merchant_id"]);
+    expect(Object.keys(expectProblem(unfit, 400).errors!).sort()).toEqual([
+      "configuration.limit",
+      "configuration.live",
+      "configuration.merchant_id",
+    ]);
   });
 
   it("PATCH merges configuration; null removes a value or the application", async () => {
@@ -222,14 +231,21 @@ describe("reactors", () => {
       ],
     });
     const application = await createApplication(tenant, { type: "private", permissions: ["token:create"] });
-    const reactor = await createReactor(tenant, formula.id, { configuration: { merchant_id: "m-1", limit: 5 }, applicationId: application.id });
+    const reactor = await createReactor(tenant, formula.id, {
+      configuration: { merchant_id: "m-1", limit: 5 },
+      applicationId: application.id,
+    });
     const patch = (body: unknown) =>
       call("PATCH", `/reactors/${reactor.id}`, { key: tenant.managementKey, body, contentType: "application/merge-patch+json" });
     const read = async () => (await call("GET", `/reactors/${reactor.id}`, { key: tenant.managementKey })).body;
 
     const merged = await patch({ configuration: { limit: "10" } });
     expect(merged.status, JSON.stringify(merged.body)).toBe(204);
-    expect(await read()).toMatchObject({ name: "reactor", configuration: { merchant_id: "m-1", limit: 10 }, application_id: application.id });
+    expect(await read()).toMatchObject({
+      name: "reactor",
+      configuration: { merchant_id: "m-1", limit: 10 },
+      application_id: application.id,
+    });
 
     const removed = await patch({ configuration: { limit: null } });
     expect(expectProblem(removed, 400).errors).toHaveProperty(["configuration.limit"]);

@@ -1,4 +1,3 @@
-
 import { describe, expect, it } from "vitest";
 import { principalForApplication } from "../../src/auth/service";
 import { tenantContext } from "../support/context";
@@ -18,7 +17,8 @@ import { seedTokenTenant } from "../support/tokens";
 
 const LIMIT = "must not nest arrays and objects deeper than 32 levels in its result";
 /** A JavaScript expression for a value `depth` arrays deep around `leaf`. */
-const nested = (depth: number, leaf = "1") => `(() => { let value = ${leaf}; for (let i = 0; i < ${depth}; i++) value = [value]; return value; })()`;
+const nested = (depth: number, leaf = "1") =>
+  `(() => { let value = ${leaf}; for (let i = 0; i < ${depth}; i++) value = [value]; return value; })()`;
 
 async function reactorAnswer(code: string) {
   const { caller, reactor } = await reactorRunning(code);

@@ -1,4 +1,3 @@
-
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Principal } from "../../src/auth/access";
 import { principalForApplication } from "../../src/auth/service";
@@ -36,7 +35,11 @@ describe("bt: the vault inside tenant code, as the owner's application", () => {
   });
 
   it("bt.tokenize creates tokens as the application", async () => {
-    const result = (await runAs(tenant, application, "module.exports = async (req) => ({ raw: await req.bt.tokenize({ type: 'token', data: 'tokenized by bt' }) });")) as {
+    const result = (await runAs(
+      tenant,
+      application,
+      "module.exports = async (req) => ({ raw: await req.bt.tokenize({ type: 'token', data: 'tokenized by bt' }) });",
+    )) as {
       raw: { id: string; created_by: string };
     };
     expect(result.raw.created_by).toBe(tenant.applicationId);
@@ -54,12 +57,16 @@ describe("bt: the vault inside tenant code, as the owner's application", () => {
       try { await req.bt.tokens.retrieve(created.id); } catch (error) { afterDelete = error.status; }
       return { raw: { data: retrieved.data, metadata: updated.metadata, afterDelete } };
     };`;
-    expect(await runAs(tenant, application, code)).toEqual({ raw: { data: "lifecycle", metadata: { stage: "updated" }, afterDelete: 404 } });
+    expect(await runAs(tenant, application, code)).toEqual({
+      raw: { data: "lifecycle", metadata: { stage: "updated" }, afterDelete: 404 },
+    });
   });
 
   it("bt.tokens.search finds the tenant's tokens", async () => {
     const marker = crypto.randomUUID().replace(/-/g, "");
     const token = await createToken(tenant.key, { type: "token", data: "findable", metadata: { marker } });
+    // Tenant code with a template literal of its own.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the ${…} belongs to the tenant's code, not to this test
     const code = "module.exports = async (req) => ({ raw: await req.bt.tokens.search({ query: `metadata.marker:${req.args.marker}` }) });";
     const result = (await runAs(tenant, application, code, { marker })) as { raw: { data: { id: string }[] } };
     expect(result.raw.data.map((found) => found.id)).toEqual([token.id]);
@@ -73,7 +80,9 @@ describe("bt: the vault inside tenant code, as the owner's application", () => {
   });
 
   it("a bt failure the code does not catch is a 500 naming it", async () => {
-    await expect(runAs(tenant, application, "module.exports = async (req) => ({ raw: await req.bt.tokens.retrieve('no-such-token') });")).rejects.toMatchObject({
+    await expect(
+      runAs(tenant, application, "module.exports = async (req) => ({ raw: await req.bt.tokens.retrieve('no-such-token') });"),
+    ).rejects.toMatchObject({
       status: 500,
       message: "The reactor threw ApiError: Token no-such-token was not found (404)",
     });

@@ -4,10 +4,13 @@ import { run } from "../support/sandbox";
 
 describe("code contract", () => {
   it("a CommonJS async function receives args and configuration, and no bt without an application", async () => {
-    const result = await run("module.exports = async function (req) { return { raw: { args: req.args, configuration: req.configuration, bt: typeof req.bt } }; };", {
-      args: { card: "4242" },
-      configuration: { region: "eu" },
-    });
+    const result = await run(
+      "module.exports = async function (req) { return { raw: { args: req.args, configuration: req.configuration, bt: typeof req.bt } }; };",
+      {
+        args: { card: "4242" },
+        configuration: { region: "eu" },
+      },
+    );
     expect(result).toEqual({ raw: { args: { card: "4242" }, configuration: { region: "eu" }, bt: "undefined" } });
   });
 
@@ -20,7 +23,8 @@ describe("code contract", () => {
   });
 
   it("an ES module default export works", async () => {
-    const code = 'import { createHash } from "crypto";\nexport default async (req) => ({ raw: createHash("sha256").update(req.args.text).digest("hex").slice(0, 8) });';
+    const code =
+      'import { createHash } from "crypto";\nexport default async (req) => ({ raw: createHash("sha256").update(req.args.text).digest("hex").slice(0, 8) });';
     expect(await run(code, { args: { text: "abc" } })).toEqual({ raw: "ba7816bf" });
   });
 
@@ -48,7 +52,15 @@ describe("code contract", () => {
         },
       });`;
     expect(await run(code)).toEqual({
-      raw: { hash: "2d7116", base64: "aGk=", query: "a=1&b=two", host: "example.com", format: "n=3", stream: "function", prefixed: "function" },
+      raw: {
+        hash: "2d7116",
+        base64: "aGk=",
+        query: "a=1&b=two",
+        host: "example.com",
+        format: "n=3",
+        stream: "function",
+        prefixed: "function",
+      },
     });
   });
 
@@ -102,7 +114,11 @@ describe("inputs and return contracts", () => {
     ["request-transform", "module.exports = () => 'text';", "The request transform must return {body, headers}, not a string"],
     ["request-transform", "module.exports = () => {};", "The request transform must return {body, headers}, not null"],
     ["response-transform", "module.exports = () => [1];", "The response transform must return {body, headers}, not an array"],
-    ["request-transform", "module.exports = () => ({ body: {} });", "The request transform must return {body, headers}; headers is missing"],
+    [
+      "request-transform",
+      "module.exports = () => ({ body: {} });",
+      "The request transform must return {body, headers}; headers is missing",
+    ],
     ["request-transform", "module.exports = () => ({ body: {}, headers: { a: { b: 1 } } });", "headers must be an object of strings"],
     ["response-transform", "module.exports = () => ({ body: {}, headers: {}, status: 201 });", 'unexpected "status"'],
     ["reactor", "module.exports = () => 42;", "The reactor must return {raw?, tokenize?}, not a number"],

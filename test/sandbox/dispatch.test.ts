@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { configOf, type Bindings } from "../../src/env";
+import { type Bindings, configOf } from "../../src/env";
 import { Sandbox, ScriptFailedError, type ScriptOwner } from "../../src/sandbox";
-import { fakeCloudflare, FAKE_API_BASE, type FakeCloudflare } from "../support/fake-cloudflare";
+import { FAKE_API_BASE, type FakeCloudflare, fakeCloudflare } from "../support/fake-cloudflare";
 import { scriptOwner } from "../support/sandbox";
 
 const CODE = "module.exports = async (req) => ({ raw: { doubled: req.args.n * 2 } });";
@@ -33,7 +33,9 @@ describe("Workers for Platforms host", () => {
     expect(upload).toMatchObject({
       method: "PUT",
       url: expect.stringMatching(
-        new RegExp(`^${FAKE_API_BASE.replace(/\./g, "\\.")}/accounts/account-1234/workers/dispatch/namespaces/tenant-scripts/scripts/reactor-[0-9a-f]{40}$`),
+        new RegExp(
+          `^${FAKE_API_BASE.replace(/\./g, "\\.")}/accounts/account-1234/workers/dispatch/namespaces/tenant-scripts/scripts/reactor-[0-9a-f]{40}$`,
+        ),
       ),
       authorization: "Bearer cloudflare-api-token-for-tests",
       contentType: expect.stringMatching(/^multipart\/form-data; boundary=/),
@@ -84,7 +86,8 @@ describe("Workers for Platforms host", () => {
 
   it("a script run through the namespace keeps the sandbox's contracts and errors", async () => {
     const owner = scriptOwner("request-transform");
-    const code = 'const { BadRequestError } = require("@token-vault/errors");\nmodule.exports = () => { throw new BadRequestError({ card: "invalid" }); };';
+    const code =
+      'const { BadRequestError } = require("@token-vault/errors");\nmodule.exports = () => { throw new BadRequestError({ card: "invalid" }); };';
     await sandboxOf(cloudflare.env).publish(owner, code);
     await expect(runDispatched(cloudflare, owner, code)).rejects.toMatchObject({ status: 400, errors: { card: ["invalid"] } });
   });
@@ -115,8 +118,13 @@ describe("Workers for Platforms host", () => {
 
   it("a missing account, token or namespace is a configuration error that names them and no secret", async () => {
     const incomplete = { ...cloudflare.env, CLOUDFLARE_ACCOUNT_ID: undefined } as unknown as Bindings;
-    const error = await sandboxOf(incomplete).publish(scriptOwner(), CODE).catch((caught: unknown) => caught as Error);
-    expect(error).toMatchObject({ status: 500, message: expect.stringContaining("CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_API_TOKEN and DISPATCH_NAMESPACE") });
+    const error = await sandboxOf(incomplete)
+      .publish(scriptOwner(), CODE)
+      .catch((caught: unknown) => caught as Error);
+    expect(error).toMatchObject({
+      status: 500,
+      message: expect.stringContaining("CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_API_TOKEN and DISPATCH_NAMESPACE"),
+    });
     expect(JSON.stringify({ message: error?.message })).not.toContain("cloudflare-api-token-for-tests");
     expect(cloudflare.calls).toHaveLength(0);
   });

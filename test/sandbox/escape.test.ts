@@ -60,7 +60,10 @@ describe("escape suite: tenant code reaches nothing it was not given", () => {
     ["[::1]", (marker: string) => `http://[::1]:${port()}/${marker}`],
     ["0x7f000001", (marker: string) => `http://0x7f000001:${port()}/${marker}`],
     ["[::ffff:127.0.0.1]", (marker: string) => `http://[::ffff:127.0.0.1]:${port()}/${marker}`],
-    ["a redirect to loopback", (marker: string) => `http://127.0.0.1:${port()}/redirect?to=${encodeURIComponent(`http://127.0.0.1:${port()}/${marker}`)}`],
+    [
+      "a redirect to loopback",
+      (marker: string) => `http://127.0.0.1:${port()}/redirect?to=${encodeURIComponent(`http://127.0.0.1:${port()}/${marker}`)}`,
+    ],
   ])("fetch to loopback (%s) is refused with the development setting off, and nothing arrives", async (_, urlFor) => {
     const marker = `escape-${crypto.randomUUID()}`;
     const result = await run(fetchingCode(urlFor(marker)), { env: productionEgressEnv() });
@@ -151,7 +154,9 @@ describe("escape suite: tenant code reaches nothing it was not given", () => {
   });
 
   it("a function inside the result is a clear error naming its key", async () => {
-    await expect(run("module.exports = () => ({ body: { callback() {} }, headers: {} });", { kind: "request-transform" })).rejects.toMatchObject({
+    await expect(
+      run("module.exports = () => ({ body: { callback() {} }, headers: {} });", { kind: "request-transform" }),
+    ).rejects.toMatchObject({
       message: 'The request transform returned a function at "callback", which cannot be sent as JSON',
     });
   });

@@ -24,7 +24,10 @@ describe("saving tenant code", () => {
     ["an ES module default export", "export default async function (req) { return {}; }"],
     ["an ES module default arrow", 'import crypto from "crypto";\nexport default (req) => ({ raw: crypto.randomUUID() });'],
     ["a transpiled default export", "exports.default = async (req) => ({});"],
-    ["code using require of a built-in", 'const { createHash } = require("crypto");\nmodule.exports = (req) => ({ raw: createHash("sha256").digest("hex") });'],
+    [
+      "code using require of a built-in",
+      'const { createHash } = require("crypto");\nmodule.exports = (req) => ({ raw: createHash("sha256").digest("hex") });',
+    ],
     ["strict mode code", '"use strict";\nmodule.exports = async (req) => ({});'],
   ])("accepts %s", (_, code) => {
     expect(() => validateCode(code, FIELD)).not.toThrow();
@@ -77,7 +80,9 @@ describe("saving tenant code", () => {
   it("refuses imports of modules other than the allowed built-ins and the errors module", () => {
     const error = rejection('import fs from "fs";\nexport default async () => ({});');
     expect(error.errors?.[FIELD]?.[0]).toContain('line 1, column 1: cannot use module "fs"');
-    expect(() => validateCode('import { BadRequestError } from "@token-vault/errors";\nexport default async () => ({});', FIELD)).not.toThrow();
+    expect(() =>
+      validateCode('import { BadRequestError } from "@token-vault/errors";\nexport default async () => ({});', FIELD),
+    ).not.toThrow();
     expect(() => validateCode('import { Buffer } from "node:buffer";\nexport default async () => ({});', FIELD)).not.toThrow();
   });
 
@@ -92,8 +97,10 @@ describe("saving tenant code", () => {
   });
 
   it("refuses a top-level let, const or class named require", () => {
-    const error = rejection('const require = (name) => name;\nmodule.exports = async () => ({});');
-    expect(error.errors?.[FIELD]?.[0]).toBe("line 1, column 7: require is provided by the sandbox and cannot be declared with let, const or class");
+    const error = rejection("const require = (name) => name;\nmodule.exports = async () => ({});");
+    expect(error.errors?.[FIELD]?.[0]).toBe(
+      "line 1, column 7: require is provided by the sandbox and cannot be declared with let, const or class",
+    );
   });
 
   it("refuses names reserved by the sandbox", () => {

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { createApplication } from "../support/harness";
 import { search, searchIds, sorted } from "../support/search";
-import { createToken, seedTokenTenant, SSN, type TokenTenant } from "../support/tokens";
+import { createToken, SSN, seedTokenTenant, type TokenTenant } from "../support/tokens";
 
 /** Results cover only containers where the caller holds token:search, with data per its transform. */
 
@@ -27,7 +27,9 @@ const rule = (priority: number, container: string, transform: "reveal" | "mask" 
 });
 
 const dataById = async (key: string, query: string | null = null) =>
-  Object.fromEntries((await search(key, query, { size: 100 })).body.data.map((token: { id: string; data?: string }) => [token.id, token.data]));
+  Object.fromEntries(
+    (await search(key, query, { size: 100 })).body.data.map((token: { id: string; data?: string }) => [token.id, token.data]),
+  );
 
 describe("search and access rules", () => {
   it("two applications with different container rules see different tokens", async () => {

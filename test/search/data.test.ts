@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { compileSearch } from "../../src/search/compile";
 import { parseQuery } from "../../src/search/parse";
 import { refusedQuery, searchIds, sorted } from "../support/search";
-import { createToken, seedTokenTenant, SSN, VISA } from "../support/tokens";
+import { createToken, SSN, seedTokenTenant, VISA } from "../support/tokens";
 
 /** Rule 6: data:<value> through the blind indexes. */
 

@@ -100,8 +100,6 @@ describe("query syntax: dates", () => {
     expect((await refusedQuery(key, "created_at:[2024-01-01 2024-02-01]")).message).toBe(
       "column 23: expected TO between the two ends of the range, as in [2024-01-01 TO 2024-02-01]",
     );
-    expect((await refusedQuery(key, "created_at:[2024-01-01 TO 2024-02-01")).message).toBe(
-      "column 37: expected ] or } to close the range",
-    );
+    expect((await refusedQuery(key, "created_at:[2024-01-01 TO 2024-02-01")).message).toBe("column 37: expected ] or } to close the range");
   });
 });

@@ -11,7 +11,8 @@ let created: { id: string; created_at: string }[];
 beforeAll(async () => {
   tenant = await seedTokenTenant();
   created = [];
-  for (let i = 0; i < 5; i++) created.push(await createToken(tenant.key, { type: "token", data: `token ${i}`, metadata: { batch: "one" } }));
+  for (let i = 0; i < 5; i++)
+    created.push(await createToken(tenant.key, { type: "token", data: `token ${i}`, metadata: { batch: "one" } }));
 });
 
 /** Newest first: created_at, then id, both descending. */

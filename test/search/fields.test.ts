@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { createApplication, type Tenant } from "../support/harness";
 import { refusedQuery, searchIds, sorted } from "../support/search";
-import { createToken, patchToken, REVEAL_EVERYTHING, seedTokenTenant, SSN, VISA } from "../support/tokens";
+import { createToken, patchToken, REVEAL_EVERYTHING, SSN, seedTokenTenant, VISA } from "../support/tokens";
 
 /** Rule 7: id, type, fingerprint, created_by, modified_by. */
 

@@ -71,7 +71,9 @@ describe("query syntax: operators", () => {
     const conjunction = await createToken(own, { type: "token", data: "x", metadata: { word: "and" } });
     expect(await searchIds(own, "metadata.word:and")).toEqual([conjunction.id]);
     const { message } = await refusedQuery(key, `${A} and ${B}`);
-    expect(message).toBe('column 14: expected an operator (AND, OR, NOT) or the end of the query, found "and" (operators are upper case: AND)');
+    expect(message).toBe(
+      'column 14: expected an operator (AND, OR, NOT) or the end of the query, found "and" (operators are upper case: AND)',
+    );
   });
 
   it("two terms with no operator between them are a 400 that says an operator is expected", async () => {

@@ -29,7 +29,12 @@ function compile(query: string, containers: string[] | null = null) {
   const dataValues = ["6789", "x"];
   return compileSearch(
     parsed,
-    { tenantId: crypto.randomUUID(), now: Date.now(), containers, blindIndexes: new Map(dataValues.map((value) => [value, `hmac-${value}`])) },
+    {
+      tenantId: crypto.randomUUID(),
+      now: Date.now(),
+      containers,
+      blindIndexes: new Map(dataValues.map((value) => [value, `hmac-${value}`])),
+    },
     { limit: 20, offset: 0, countLimit: 10_000 },
   );
 }

@@ -30,7 +30,10 @@ describe("query syntax: what is not supported", () => {
 
   it("fuzzy and proximity search (~) are a 400", async () => {
     await expectRefusal("metadata.name:jon~", "column 18: fuzzy search (~) is not supported; write \\~ to search for the character itself");
-    await expectRefusal("metadata.name:jon~2", "column 18: fuzzy search (~) is not supported; write \\~ to search for the character itself");
+    await expectRefusal(
+      "metadata.name:jon~2",
+      "column 18: fuzzy search (~) is not supported; write \\~ to search for the character itself",
+    );
     await expectRefusal('metadata.name:"jon smith"~2', "column 26: proximity search (~) is not supported");
   });
 
@@ -47,8 +50,7 @@ describe("query syntax: what is not supported", () => {
   });
 
   it("wildcards other than a container's trailing * are a 400", async () => {
-    const wildcards =
-      "wildcards (* and ?) are only supported at the end of a container path, as in container:/a/*";
+    const wildcards = "wildcards (* and ?) are only supported at the end of a container path, as in container:/a/*";
     await expectRefusal("metadata.name:jo*", `column 17: ${wildcards}`);
     await expectRefusal("metadata.name:j?n", `column 16: ${wildcards}`);
     await expectRefusal('fingerprint:"ab*"', `column 16: ${wildcards}`);

@@ -24,7 +24,9 @@ interface Operation {
 }
 
 interface Schema {
-  safeParse(value: unknown): { success: true; data: unknown } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
+  safeParse(
+    value: unknown,
+  ): { success: true; data: unknown } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
 }
 
 let operations: Operation[] | undefined;
@@ -59,7 +61,9 @@ function patternOf(path: string): RegExp {
 /** The documented operation that answers `method path` (the path may carry a query), if any. */
 export function documentedOperation(method: string, path: string): Operation | undefined {
   const pathname = path.split("?")[0]!;
-  return documentedOperations().find((operation) => operation.name.startsWith(`${method.toUpperCase()} `) && operation.pattern.test(pathname));
+  return documentedOperations().find(
+    (operation) => operation.name.startsWith(`${method.toUpperCase()} `) && operation.pattern.test(pathname),
+  );
 }
 
 /**
@@ -107,8 +111,7 @@ function undocumentedMembers(sent: unknown, parsed: unknown, path: PropertyKey[]
   );
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
 const pointer = (path: PropertyKey[]) => `body${path.map((key) => (typeof key === "number" ? `[${key}]` : `.${String(key)}`)).join("")}`;
 

@@ -70,7 +70,10 @@ export function fakeCloudflare(): FakeCloudflare {
     const name = request.url.split("/").at(-1)!;
     if (request.method === "DELETE") {
       const existed = scripts.delete(name);
-      return Response.json({ success: existed, errors: existed ? [] : [{ code: 10007, message: "script not found" }] }, { status: existed ? 200 : 404 });
+      return Response.json(
+        { success: existed, errors: existed ? [] : [{ code: 10007, message: "script not found" }] },
+        { status: existed ? 200 : 404 },
+      );
     }
     const metadata = JSON.parse(parts.find((part) => part.name === "metadata")!.text) as StoredScript["metadata"];
     const modules = Object.fromEntries(
@@ -89,14 +92,16 @@ export function fakeCloudflare(): FakeCloudflare {
       const egress = (exports as unknown as { Egress(options: { props: object }): Fetcher }).Egress({
         props: { allowInsecure: false, timeoutMs: 1000 },
       });
-      return env.LOADER!.get(`fake-dispatch-${name}-${generation}`, () => ({
-        compatibilityDate: script.metadata.compatibility_date,
-        compatibilityFlags: script.metadata.compatibility_flags,
-        mainModule: script.metadata.main_module,
-        modules: script.modules,
-        env: {},
-        globalOutbound: egress,
-      })).getEntrypoint();
+      return env
+        .LOADER!.get(`fake-dispatch-${name}-${generation}`, () => ({
+          compatibilityDate: script.metadata.compatibility_date,
+          compatibilityFlags: script.metadata.compatibility_flags,
+          mainModule: script.metadata.main_module,
+          modules: script.modules,
+          env: {},
+          globalOutbound: egress,
+        }))
+        .getEntrypoint();
     },
   };
 

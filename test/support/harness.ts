@@ -10,7 +10,7 @@ import type { tenantRoutes } from "../../src/tenants/routes";
 import type { detokenizeRoutes } from "../../src/tokens/detokenize-routes";
 import type { tokenRoutes } from "../../src/tokens/routes";
 import { expectDocumentedReply } from "./documented-replies";
-import { readReply, type Reply } from "./reply.mjs";
+import { type Reply, readReply } from "./reply.mjs";
 
 export const BASE = "http://vault.test";
 

@@ -93,11 +93,20 @@ const dateField = fc.constantFrom("created_at" as const, "modified_at" as const)
 const bound = fc.option(fc.record({ value: date, inclusive: fc.boolean() }), { nil: null });
 
 const term: fc.Arbitrary<Query> = fc.oneof(
-  fc.record({ kind: fc.constant("term" as const), field: fc.constantFrom("id" as const, "fingerprint" as const, "created_by" as const, "modified_by" as const, "data" as const), value }),
+  fc.record({
+    kind: fc.constant("term" as const),
+    field: fc.constantFrom("id" as const, "fingerprint" as const, "created_by" as const, "modified_by" as const, "data" as const),
+    value,
+  }),
   fc.record({ kind: fc.constant("term" as const), field: fc.constant("type" as const), value: fc.constantFrom(...TOKEN_TYPES) }),
   fc.record({ kind: fc.constant("term" as const), field: fc.constant("metadata" as const), key: value, value }),
   fc.oneof(
-    fc.record({ kind: fc.constant("term" as const), field: fc.constant("container" as const), value: containerPath, subtree: fc.boolean() }),
+    fc.record({
+      kind: fc.constant("term" as const),
+      field: fc.constant("container" as const),
+      value: containerPath,
+      subtree: fc.boolean(),
+    }),
     fc.constant({ kind: "term" as const, field: "container" as const, value: "/", subtree: true }),
   ),
   fc.record({ kind: fc.constant("term" as const), field: dateField, value: date }),

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { expect } from "vitest";
 import { TenantKeys } from "../../src/crypto/tenant-keys";
-import { call, createApplication, seedTenant, type ApplicationSpec, type Tenant } from "./harness";
+import { type ApplicationSpec, call, createApplication, seedTenant, type Tenant } from "./harness";
 
 export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"];
 

@@ -1,9 +1,8 @@
-
 import { describe, expect, it } from "vitest";
 import { principalForKey } from "../../src/auth/service";
 import { useTokens } from "../../src/tokens/service";
 import { requestContext, tenantContext } from "../support/context";
-import { call, createApplication, expectProblem, type ApplicationSpec } from "../support/harness";
+import { type ApplicationSpec, call, createApplication, expectProblem } from "../support/harness";
 import { createToken, patchToken, seedTokenTenant, VISA } from "../support/tokens";
 
 const onPci = (transform: "reveal" | "mask" | "redact", permissions = ["token:read"]): ApplicationSpec => ({

@@ -12,7 +12,11 @@ const INVALID_CREATES: [string, unknown, string][] = [
   ["a missing type", { data: "x" }, "type"],
   ["metadata that is not an object", { type: "token", data: "x", metadata: "a=b" }, "metadata"],
   ["a metadata value that is not a string", { type: "token", data: "x", metadata: { a: 1 } }, "metadata.a"],
-  ["more than 100 metadata entries", { type: "token", data: "x", metadata: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, "v"])) }, "metadata"],
+  [
+    "more than 100 metadata entries",
+    { type: "token", data: "x", metadata: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, "v"])) },
+    "metadata",
+  ],
   ["a container without slashes", { type: "token", data: "x", containers: ["pci"] }, "containers[0]"],
   ["a container with a bad character", { type: "token", data: "x", containers: ["/p ci/"] }, "containers[0]"],
   ["an empty container list", { type: "token", data: "x", containers: [] }, "containers"],

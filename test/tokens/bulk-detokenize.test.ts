@@ -99,7 +99,10 @@ describe("POST /detokenize", () => {
 
   it("refuses an invalid expression with a plain problem naming the JSON path (400)", async () => {
     const tenant = await seedTokenTenant();
-    const reply = await detokenize(tenant.key, { card: [{ number: "{{ a/b }}" }], other: "{{ 00000000-0000-4000-8000-000000000000 | nope }}" });
+    const reply = await detokenize(tenant.key, {
+      card: [{ number: "{{ a/b }}" }],
+      other: "{{ 00000000-0000-4000-8000-000000000000 | nope }}",
+    });
     const problem = expectProblem(reply, 400);
     expect(Object.keys(problem.errors!).sort()).toEqual(["card[0].number", "other"]);
     expect(problem.errors!["card[0].number"]![0]).toContain("invalid detokenization expression {{ a/b }}");

@@ -94,7 +94,9 @@ describe("card tokens", () => {
       "data.expiration_year": ["must be a four-digit integer for type card"],
       "data.cvc": ["must be a string of 3 or 4 digits for type card"],
     });
-    expect(await refusedCard({ ...CARD, number: "424242424242" })).toEqual({ "data.number": ["must be a string of 13 to 19 digits for type card"] });
+    expect(await refusedCard({ ...CARD, number: "424242424242" })).toEqual({
+      "data.number": ["must be a string of 13 to 19 digits for type card"],
+    });
     expect(await refusedCard({ ...CARD, expiration_month: 0 })).toEqual({
       "data.expiration_month": ["must be an integer from 1 to 12 for type card"],
     });

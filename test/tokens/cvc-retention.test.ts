@@ -63,7 +63,10 @@ describe("card security codes are dropped after CARD_CVC_RETENTION_S (PCI DSS 3.
     expect(after.ciphertext).not.toBe(before.ciphertext);
     expect(after.cvc_expires_at).toBeNull();
     expect(await storedData(tenant.tenantId, token.id)).toEqual(CARD_WITHOUT_CVC);
-    expect((await call("GET", `/tokens/${token.id}`, { key: tenant.key })).body).toMatchObject({ data: CARD_WITHOUT_CVC, fingerprint: token.fingerprint });
+    expect((await call("GET", `/tokens/${token.id}`, { key: tenant.key })).body).toMatchObject({
+      data: CARD_WITHOUT_CVC,
+      fingerprint: token.fingerprint,
+    });
   });
 
   it("reads leave the cvc out once the window has passed, before the cron runs", async () => {

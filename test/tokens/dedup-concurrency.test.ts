@@ -17,7 +17,9 @@ function ssnOf(round: number): string {
 }
 
 async function storedTokensOfType(tenantId: string, type: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM tokens WHERE tenant_id = ? AND type = ?").bind(tenantId, type).first<{ n: number }>();
+  const row = await env.DB.prepare("SELECT count(*) AS n FROM tokens WHERE tenant_id = ? AND type = ?")
+    .bind(tenantId, type)
+    .first<{ n: number }>();
   return row!.n;
 }
 

@@ -5,7 +5,7 @@ import worker from "../../src/index";
 import { useTokens } from "../../src/tokens/service";
 import { requestContext, tenantContext } from "../support/context";
 import { call, createApplication, expectProblem } from "../support/harness";
-import { createToken, expireToken, patchToken, seedTokenTenant, SSN } from "../support/tokens";
+import { createToken, expireToken, patchToken, SSN, seedTokenTenant } from "../support/tokens";
 
 const TOKEN_TABLES = ["tokens", "token_containers", "token_metadata", "token_search_index"];
 
@@ -14,7 +14,9 @@ async function rowsOf(tokenId: string): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const table of TOKEN_TABLES) {
     const column = table === "tokens" ? "id" : "token_id";
-    counts[table] = (await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${column} = ?`).bind(tokenId).first<{ n: number }>())!.n;
+    counts[table] = (await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${column} = ?`)
+      .bind(tokenId)
+      .first<{ n: number }>())!.n;
   }
   return counts;
 }

@@ -57,7 +57,9 @@ describe("encryption at rest", () => {
     const { key } = await seedTokenTenant();
     const a = await createToken(key, { type: "card_number", data: CARDS[1] });
     const b = await createToken(key, { type: "card_number", data: CARDS[1] });
-    const { results } = await env.DB.prepare("SELECT ciphertext FROM tokens WHERE id IN (?, ?)").bind(a.id, b.id).all<{ ciphertext: string }>();
+    const { results } = await env.DB.prepare("SELECT ciphertext FROM tokens WHERE id IN (?, ?)")
+      .bind(a.id, b.id)
+      .all<{ ciphertext: string }>();
     expect(results).toHaveLength(2);
     expect(results[0]!.ciphertext).not.toBe(results[1]!.ciphertext);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, createApplication, expectProblem, rowCounts } from "../support/harness";
-import { createToken, expireToken, seedTokenTenant, SSN, VISA } from "../support/tokens";
+import { createToken, expireToken, SSN, seedTokenTenant, VISA } from "../support/tokens";
 
 describe("fingerprints", () => {
   it("equal data gives equal fingerprints within a tenant and type", async () => {

@@ -118,7 +118,9 @@ describe("chosen token ids", () => {
     await createToken(two.key, { id: "purged-id", type: "token", data: "two's", metadata: { k: "v" } });
     await expireToken("purged-id", one.tenantId);
     await runScheduledHandler();
-    expect((await env.DB.prepare("SELECT tenant_id FROM tokens WHERE id = 'purged-id'").all()).results).toEqual([{ tenant_id: two.tenantId }]);
+    expect((await env.DB.prepare("SELECT tenant_id FROM tokens WHERE id = 'purged-id'").all()).results).toEqual([
+      { tenant_id: two.tenantId },
+    ]);
     const search = await call("POST", "/tokens/search", { key: two.key, body: { query: "metadata.k:v" } });
     expect(search.body.data.map((token: { id: string }) => token.id)).toEqual(["purged-id"]);
     expect((await read(two.key, "purged-id")).body.data).toBe("two's");
@@ -149,7 +151,9 @@ describe("chosen token ids", () => {
     expect(expectProblem(await call("GET", "/tokens/a%5Eb", { key }), 400).errors).toEqual({
       id: ["must not hold any of #/\\+?[]|&=%<>{}^ (found ^)"],
     });
-    expect(expectProblem(await call("GET", `/tokens/${"x".repeat(401)}`, { key }), 400).errors?.id).toEqual(["must be 3 to 400 characters"]);
+    expect(expectProblem(await call("GET", `/tokens/${"x".repeat(401)}`, { key }), 400).errors?.id).toEqual([
+      "must be 3 to 400 characters",
+    ]);
   });
 
   it("the OpenAPI document takes the token id path parameter as a string", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, createApplication, expectProblem, seedTenant } from "../support/harness";
-import { createToken, expireToken, seedTokenTenant, SSN, VISA } from "../support/tokens";
+import { createToken, expireToken, SSN, seedTokenTenant, VISA } from "../support/tokens";
 
 const list = (key: string, query = "") => call("GET", `/tokens${query}`, { key });
 const idsOf = (reply: { body: { data: { id: string }[] } }) => reply.body.data.map((token) => token.id);
@@ -14,7 +14,13 @@ describe("GET /tokens", () => {
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);
     expect(reply.body.pagination).toEqual({ total_items: 2, page_number: 1, page_size: 20, total_pages: 1 });
     expect(idsOf(reply)).toEqual([second.id, first.id]);
-    expect(reply.body.data[0]).toMatchObject({ id: second.id, type: "card_number", tenant_id: tenantId, data: VISA, containers: ["/pci/high/"] });
+    expect(reply.body.data[0]).toMatchObject({
+      id: second.id,
+      type: "card_number",
+      tenant_id: tenantId,
+      data: VISA,
+      containers: ["/pci/high/"],
+    });
   });
 
   it("pages with page and size", async () => {
@@ -43,7 +49,9 @@ describe("GET /tokens", () => {
 
   it("refuses cursor paging (start) with a 400 instead of answering the first page again", async () => {
     const { key } = await seedTokenTenant();
-    expect(expectProblem(await list(key, "?start=abc"), 400).errors).toEqual({ start: ["cursor paging is not supported; use page and size"] });
+    expect(expectProblem(await list(key, "?start=abc"), 400).errors).toEqual({
+      start: ["cursor paging is not supported; use page and size"],
+    });
   });
 
   it("filters by id, repeated; UUIDs in any case, chosen ids exactly", async () => {
@@ -109,7 +117,10 @@ describe("GET /tokens", () => {
     const owner = await seedTokenTenant();
     const other = await seedTokenTenant();
     const token = await createToken(owner.key, { id: "owner-only", type: "token", data: "x" });
-    expect((await list(other.key)).body).toEqual({ pagination: { total_items: 0, page_number: 1, page_size: 20, total_pages: 0 }, data: [] });
+    expect((await list(other.key)).body).toEqual({
+      pagination: { total_items: 0, page_number: 1, page_size: 20, total_pages: 0 },
+      data: [],
+    });
     expect(idsOf(await list(other.key, `?id=${token.id}`))).toEqual([]);
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { call, createApplication, expectProblem, type ApplicationSpec } from "../support/harness";
+import { type ApplicationSpec, call, createApplication, expectProblem } from "../support/harness";
 import { createToken, patchToken, seedTokenTenant } from "../support/tokens";
 
 const CARD = { number: "4242424242424242", expiration_month: 11, expiration_year: 2030, cvc: "123" };
@@ -61,7 +61,11 @@ describe("object masks", () => {
   it("string types take templates too, and detokenizing under a masking use rule gives the rendering", async () => {
     const tenant = await seedTokenTenant();
     const masking = await createApplication(tenant, everythingWith("mask"));
-    const token = await createToken(masking.key, { type: "social_security_number", data: "123-45-6789", mask: { last4: "{{ data | last4 }}" } });
+    const token = await createToken(masking.key, {
+      type: "social_security_number",
+      data: "123-45-6789",
+      mask: { last4: "{{ data | last4 }}" },
+    });
     expect(token.data).toEqual({ last4: "6789" });
     const used = await call("POST", "/detokenize", { key: masking.key, body: { ssn: `{{ ${token.id} }}` } });
     expect(used.body).toEqual({ ssn: { last4: "6789" } });
@@ -90,8 +94,8 @@ describe("object masks", () => {
     const tenant = await seedTokenTenant();
     const masking = await createApplication(tenant, everythingWith("mask"));
     const token = await createToken(masking.key, { type: "card", data: CARD, mask: MASK });
-    const toString = await patchToken(masking.key, token.id, { mask: "{{ data.number | last4 }}" });
-    expect(toString.body).toMatchObject({ mask: "{{ data.number | last4 }}", data: "4242" });
+    const toText = await patchToken(masking.key, token.id, { mask: "{{ data.number | last4 }}" });
+    expect(toText.body).toMatchObject({ mask: "{{ data.number | last4 }}", data: "4242" });
     const toObject = await patchToken(masking.key, token.id, { mask: { month: "{{ data.expiration_month }}" } });
     expect(toObject.body).toMatchObject({ mask: { month: "{{ data.expiration_month }}" }, data: { month: 11 } });
     const toDefault = await patchToken(masking.key, token.id, { mask: null });
@@ -102,7 +106,11 @@ describe("object masks", () => {
     const { key } = await seedTokenTenant();
     const reply = await call("POST", "/tokens", {
       key,
-      body: { type: "card", data: CARD, mask: { number: "{{ data.number | no_such_filter }}", nested: { list: ["{{ data.number", "ok"] } } },
+      body: {
+        type: "card",
+        data: CARD,
+        mask: { number: "{{ data.number | no_such_filter }}", nested: { list: ["{{ data.number", "ok"] } },
+      },
     });
     const problem = expectProblem(reply, 400);
     expect(problem.errors).toEqual({
@@ -115,14 +123,18 @@ describe("object masks", () => {
   it("a leaf that fails on the data is a 400 at its path", async () => {
     const { key } = await seedTokenTenant();
     const reply = await call("POST", "/tokens", { key, body: { type: "card", data: CARD, mask: { month: "{{ data | json: '$..*' }}" } } });
-    expect(expectProblem(reply, 400).errors).toEqual({ "mask.month": ["could not be evaluated: json path selects 4 values; it must select one"] });
+    expect(expectProblem(reply, 400).errors).toEqual({
+      "mask.month": ["could not be evaluated: json path selects 4 values; it must select one"],
+    });
   });
 
   it("a mask that is neither an expression nor a template is a 400", async () => {
     const { key } = await seedTokenTenant();
     for (const mask of [42, true]) {
       const reply = await call("POST", "/tokens", { key, body: { type: "card", data: CARD, mask } });
-      expect(expectProblem(reply, 400).errors).toEqual({ mask: ["must be an expression, or an object or array whose string values are expressions"] });
+      expect(expectProblem(reply, 400).errors).toEqual({
+        mask: ["must be an expression, or an object or array whose string values are expressions"],
+      });
     }
   });
 

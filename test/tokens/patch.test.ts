@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, createApplication, expectProblem, rowCounts } from "../support/harness";
-import { createToken, expectedBlindIndexes, patchToken, seedTokenTenant, SSN, storedBlindIndexes, VISA } from "../support/tokens";
+import { createToken, expectedBlindIndexes, patchToken, SSN, seedTokenTenant, storedBlindIndexes, VISA } from "../support/tokens";
 
 describe("PATCH /tokens/{id}", () => {
   it("needs Content-Type application/merge-patch+json (415 otherwise)", async () => {
@@ -66,9 +66,7 @@ describe("PATCH /tokens/{id}", () => {
     const reference = await createToken(tenant.key, { type: "social_security_number", data: "987-65-4321" });
     const reply = await patchToken(tenant.key, token.id, { data: "987-65-4321" });
     expect(reply.body.fingerprint).toBe(reference.fingerprint);
-    expect(await storedBlindIndexes(token.id)).toEqual(
-      await expectedBlindIndexes(tenant.tenantId, ["987-65-4321", "987654321", "4321"]),
-    );
+    expect(await storedBlindIndexes(token.id)).toEqual(await expectedBlindIndexes(tenant.tenantId, ["987-65-4321", "987654321", "4321"]));
   });
 
   it("null resets a member to the type's default", async () => {
@@ -228,7 +226,8 @@ describe("PATCH /tokens/{id} with deduplicate_token", () => {
     const reply = await patchToken(writer.key, own.id, { data: "same", deduplicate_token: true });
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);
     expect(reply.body).toMatchObject({ id: existing.id, type: "token", containers: ["/general/high/"], deduplicated: true });
-    for (const member of ["data", "metadata", "fingerprint_expression", "search_indexes", "mask"]) expect(reply.body).not.toHaveProperty(member);
+    for (const member of ["data", "metadata", "fingerprint_expression", "search_indexes", "mask"])
+      expect(reply.body).not.toHaveProperty(member);
   });
 
   it("a token outside the containers where the caller may update is not a duplicate", async () => {

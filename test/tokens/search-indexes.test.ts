@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, expectProblem, rowCounts } from "../support/harness";
-import { createToken, expectedBlindIndexes, seedTokenTenant, SSN, storedBlindIndexes, VISA } from "../support/tokens";
+import { createToken, expectedBlindIndexes, SSN, seedTokenTenant, storedBlindIndexes, VISA } from "../support/tokens";
 
 describe("search indexes", () => {
   it("a social security number without search_indexes is indexed by its data, its dash-less form and its last four", async () => {
@@ -12,9 +12,7 @@ describe("search indexes", () => {
   it("an employer id number gets the same default indexes", async () => {
     const tenant = await seedTokenTenant();
     const token = await createToken(tenant.key, { type: "employer_id_number", data: "12-3456789" });
-    expect(await storedBlindIndexes(token.id)).toEqual(
-      await expectedBlindIndexes(tenant.tenantId, ["12-3456789", "123456789", "6789"]),
-    );
+    expect(await storedBlindIndexes(token.id)).toEqual(await expectedBlindIndexes(tenant.tenantId, ["12-3456789", "123456789", "6789"]));
   });
 
   it("values that evaluate equally are stored once", async () => {
@@ -37,9 +35,7 @@ describe("search indexes", () => {
       search_indexes: ["{{ data.email }}", "{{ data.phone | remove: ' ' }}"],
     });
     expect(token.search_indexes).toEqual(["{{ data.email }}", "{{ data.phone | remove: ' ' }}"]);
-    expect(await storedBlindIndexes(token.id)).toEqual(
-      await expectedBlindIndexes(tenant.tenantId, ["ada@example.com", "+442079460000"]),
-    );
+    expect(await storedBlindIndexes(token.id)).toEqual(await expectedBlindIndexes(tenant.tenantId, ["ada@example.com", "+442079460000"]));
   });
 
   it("an empty list gives a social security number no indexes", async () => {
@@ -77,9 +73,7 @@ describe("search indexes", () => {
       { type: "us_bank_routing_number", data: "011000015" },
     ]) {
       const problem = expectProblem(await call("POST", "/tokens", { key, body: { ...body, search_indexes: ["{{ data }}"] } }), 400);
-      expect(problem.errors?.search_indexes?.[0]).toBe(
-        "are only allowed on types token, social_security_number, employer_id_number",
-      );
+      expect(problem.errors?.search_indexes?.[0]).toBe("are only allowed on types token, social_security_number, employer_id_number");
     }
   });
 
@@ -87,7 +81,10 @@ describe("search indexes", () => {
     const { key } = await seedTokenTenant();
     const before = await rowCounts();
     const problem = expectProblem(
-      await call("POST", "/tokens", { key, body: { type: "token", data: { a: "x" }, search_indexes: ["{{ data.a }}", "{{ data.missing }}"] } }),
+      await call("POST", "/tokens", {
+        key,
+        body: { type: "token", data: { a: "x" }, search_indexes: ["{{ data.a }}", "{{ data.missing }}"] },
+      }),
       400,
     );
     expect(problem.errors?.["search_indexes[1]"]?.[0]).toContain("neither null nor empty: {{ data.missing }}");

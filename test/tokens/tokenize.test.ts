@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, createApplication, expectProblem, rowCounts } from "../support/harness";
-import { seedTokenTenant, SSN, VISA } from "../support/tokens";
+import { SSN, seedTokenTenant, VISA } from "../support/tokens";
 
 const aToken = (data: unknown, type = "token") =>
   expect.objectContaining({ id: expect.any(String), type, data, fingerprint: expect.any(String) });

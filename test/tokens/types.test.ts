@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, createApplication, expectProblem } from "../support/harness";
-import { createToken, seedTokenTenant, SSN, VISA } from "../support/tokens";
+import { createToken, SSN, seedTokenTenant, VISA } from "../support/tokens";
 
 describe("token types", () => {
   it("an unknown type is a 400 naming the known types", async () => {
@@ -101,7 +101,8 @@ describe("token types", () => {
   describe("employer_id_number", () => {
     it("accepts 9 digits, plain or dashed as NN-NNNNNNN", async () => {
       const { key } = await seedTokenTenant();
-      for (const data of ["123456789", "12-3456789"]) expect((await createToken(key, { type: "employer_id_number", data })).data).toBe(data);
+      for (const data of ["123456789", "12-3456789"])
+        expect((await createToken(key, { type: "employer_id_number", data })).data).toBe(data);
     });
 
     it("refuses other lengths and other dash positions", async () => {
@@ -126,7 +127,8 @@ describe("token types", () => {
   describe("us_bank_account_number", () => {
     it("accepts 3 to 17 digits", async () => {
       const { key } = await seedTokenTenant();
-      for (const data of ["123", "12345678901234567"]) expect((await createToken(key, { type: "us_bank_account_number", data })).data).toBe(data);
+      for (const data of ["123", "12345678901234567"])
+        expect((await createToken(key, { type: "us_bank_account_number", data })).data).toBe(data);
     });
 
     it("refuses fewer than 3 or more than 17 digits", async () => {
@@ -158,7 +160,10 @@ describe("token types", () => {
 
     it("refuses a number that fails the ABA checksum", async () => {
       const { key } = await seedTokenTenant();
-      const problem = expectProblem(await call("POST", "/tokens", { key, body: { type: "us_bank_routing_number", data: "011000016" } }), 400);
+      const problem = expectProblem(
+        await call("POST", "/tokens", { key, body: { type: "us_bank_routing_number", data: "011000016" } }),
+        400,
+      );
       expect(problem.errors?.data?.[0]).toContain("must pass the ABA routing number checksum");
     });
 

@@ -1,7 +1,7 @@
 import type { TenantContext } from "../../context";
 import { scriptOwnerOf } from "../script-owner";
-import * as storage from "../storage";
 import type { FormulaRow, OfficialColumns } from "../storage";
+import * as storage from "../storage";
 import { OFFICIAL_FORMULAS, type OfficialFormula } from "./index";
 
 function columnsOf(formula: OfficialFormula): OfficialColumns {
