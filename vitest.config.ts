@@ -6,6 +6,9 @@ export default defineConfig({
     cloudflareTest(async () => ({
       wrangler: { configPath: "./wrangler.toml" },
       miniflare: {
+        // A control database (DB, from wrangler.toml) and two data databases: tenants are placed on
+        // both, so every suite runs across databases.
+        d1Databases: { DB: "token-vault", DB_1: "token-vault-data-1", DB_2: "token-vault-data-2" },
         bindings: {
           // Test-only secrets: fixed so failures reproduce; never used outside tests.
           VAULT_MASTER_KEY: "dGVzdC1tYXN0ZXIta2V5LXRlc3QtbWFzdGVyLWtleSE=",

@@ -39,7 +39,10 @@ const devVars = Object.fromEntries(
 const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: "inherit" });
 if (existsSync(join(root, "grammar", "search.peggy"))) run("npm", ["run", "--silent", "build:parser"]);
 run("npm", ["run", "--silent", "build:wrapper"]);
-run("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local"]);
+// The control database and every data database (DB_1 … DB_N, when wrangler.toml binds them).
+const wranglerToml = readFileSync(join(root, "wrangler.toml"), "utf8");
+const databases = [...wranglerToml.matchAll(/^binding\s*=\s*"(DB(?:_\d+)?)"/gm)].map((match) => match[1]);
+for (const database of databases) run("npx", ["wrangler", "d1", "migrations", "apply", database, "--local"]);
 
 const wrangler = spawn("npx", ["wrangler", "dev", "--port", port, "--ip", "127.0.0.1"], {
   cwd: root,

@@ -4,14 +4,16 @@
  * that turns bindings into a database, configuration and tenant keys; services never see `env`.
  *
  *   traceAndConfigure  → RequestContext  configuration, trace id, the control database
- *   authenticate       → TenantContext    + the caller's tenant: its database, keys and sandbox
+ *   authenticate       → TenantContext    + the caller's tenant: its data database, keys and sandbox
  *
  * Services take `(context, principal, input)`.
  */
 import { type TenantKeys, tenantKeysOf } from "./crypto/tenant-keys";
-import { type Database, databaseOf } from "./db/client";
+import { CONTROL_BINDING, type Database, dataBindings, databaseOf } from "./db/client";
 import { type Bindings, type Config, configOf } from "./env";
+import { ConfigurationError } from "./http/problem";
 import { Sandbox } from "./sandbox";
+import { placementOf } from "./tenants/directory";
 
 export class RequestContext {
   readonly config: Config;
@@ -23,19 +25,39 @@ export class RequestContext {
     this.config = configOf(env);
   }
 
-  /** The control database: tenants, and what resolves a credential before its tenant is known. */
+  /**
+   * The control database: the directory of tenants, their applications and keys, proxies, reactors
+   * and formulas; everything that resolves a credential before its tenant's data is reached.
+   */
   get control(): Database {
-    return databaseOf(this.env);
+    return databaseOf(this.env, CONTROL_BINDING);
+  }
+
+  /** The bindings of the data databases, in order (the control database when none is bound). */
+  dataBindings(): string[] {
+    return dataBindings(this.env);
   }
 
   /** Every database that holds tenant data, for maintenance that spans tenants (the cron). */
   dataDatabases(): Database[] {
-    return [databaseOf(this.env)];
+    return this.dataBindings().map((binding) => databaseOf(this.env, binding));
   }
 
-  /** The same request, now acting for one tenant. */
-  forTenant(tenantId: string): TenantContext {
-    return new TenantContext(this.env, this.traceId, tenantId);
+  /** A tenant's keys, for maintenance that walks rows of many tenants. */
+  keysOf(tenantId: string): Promise<TenantKeys> {
+    return tenantKeysOf(this.env, tenantId);
+  }
+
+  /** The same request, now acting for one tenant, whose data database the directory names. */
+  async forTenant(tenantId: string): Promise<TenantContext> {
+    const binding = await placementOf(this.control, tenantId, this.config.CREDENTIAL_CACHE_TTL_MS);
+    if (binding === null) throw new ConfigurationError(`Tenant ${tenantId} has no data database in the directory`);
+    return this.placed(tenantId, binding);
+  }
+
+  /** The request acting for a tenant whose data database is already known. */
+  placed(tenantId: string, binding: string): TenantContext {
+    return new TenantContext(this.env, this.traceId, tenantId, binding);
   }
 }
 
@@ -48,19 +70,21 @@ export class TenantContext extends RequestContext {
     env: Bindings,
     traceId: string,
     readonly tenantId: string,
+    /** The binding of the data database that holds this tenant's tokens. */
+    readonly dataBinding: string,
   ) {
     super(env, traceId);
     this.sandbox = new Sandbox(env, this.config);
   }
 
-  /** The database that holds this tenant's data. */
+  /** The data database that holds this tenant's tokens and idempotency records. */
   get db(): Database {
-    return databaseOf(this.env, this.tenantId);
+    return databaseOf(this.env, this.dataBinding);
   }
 
   /** The tenant's keys, derived on first use and kept for the rest of the request. */
   keys(): Promise<TenantKeys> {
-    this.#keys ??= tenantKeysOf(this.env, this.tenantId);
+    this.#keys ??= this.keysOf(this.tenantId);
     return this.#keys;
   }
 }

@@ -88,7 +88,7 @@ export async function insertApplication(context: TenantContext, createdBy: strin
     modifiedAt: null,
   };
   const key = await newKey(context.tenantId, row.id, now);
-  await storage.insertApplication(context.db, row, key.row);
+  await storage.insertApplication(context.control, row, key.row);
   return withNewKey(toApplicationResponse(row), key.response);
 }
 
@@ -98,7 +98,7 @@ function withNewKey(application: ApplicationResponse, key: Required<ApplicationK
 }
 
 async function findApplication(context: TenantContext, id: string): Promise<ApplicationRow> {
-  const row = await storage.findApplication(context.db, context.tenantId, id);
+  const row = await storage.findApplication(context.control, context.tenantId, id);
   if (!row) throw new NotFoundError(`Application ${id}`);
   return row;
 }
@@ -110,7 +110,7 @@ export async function getApplication(context: TenantContext, _principal: Princip
 /** The applications of the tenant among `ids`, by id (for responses that embed an application). */
 export async function applicationsById(context: TenantContext, ids: string[]): Promise<Map<string, ApplicationResponse>> {
   if (ids.length === 0) return new Map();
-  const rows = await storage.applicationsAmong(context.db, context.tenantId, [...new Set(ids)]);
+  const rows = await storage.applicationsAmong(context.control, context.tenantId, [...new Set(ids)]);
   return new Map(rows.map((row) => [row.id, toApplicationResponse(row)]));
 }
 
@@ -119,7 +119,7 @@ export async function listApplications(
   _principal: Principal,
   filter: ListFilter,
 ): Promise<Page<ApplicationResponse>> {
-  const { rows, total } = await storage.applicationsPage(context.db, context.tenantId, filter);
+  const { rows, total } = await storage.applicationsPage(context.control, context.tenantId, filter);
   return pageOf(rows.map(toApplicationResponse), total, filter.page, filter.size);
 }
 
@@ -129,7 +129,7 @@ export async function updateApplication(context: TenantContext, principal: Princ
     throw ValidationError.field("type", "cannot be changed; create a new application instead");
   }
   const permissions = checkGrants(existing.type, input.permissions, input.rules);
-  const row = await storage.updateApplication(context.db, context.tenantId, id, {
+  const row = await storage.updateApplication(context.control, context.tenantId, id, {
     name: input.name,
     permissions: JSON.stringify(permissions),
     rules: JSON.stringify(input.rules),
@@ -147,17 +147,17 @@ export async function deleteApplication(context: TenantContext, principal: Princ
     throw new ConflictError("An application cannot delete itself; use another management application");
   }
   await findApplication(context, id);
-  await storage.deleteApplication(context.db, context.tenantId, id);
+  await storage.deleteApplication(context.control, context.tenantId, id);
   credentialsChanged();
 }
 
 export async function createApplicationKey(context: TenantContext, _principal: Principal, id: string) {
   await findApplication(context, id);
-  if ((await storage.keyCount(context.db, context.tenantId, id)) >= MAX_KEYS_PER_APPLICATION) {
+  if ((await storage.keyCount(context.control, context.tenantId, id)) >= MAX_KEYS_PER_APPLICATION) {
     throw new ConflictError(`An application holds at most ${MAX_KEYS_PER_APPLICATION} keys; revoke one first`);
   }
   const key = await newKey(context.tenantId, id, Date.now());
-  await storage.insertKey(context.db, key.row);
+  await storage.insertKey(context.control, key.row);
   return key.response;
 }
 
@@ -168,11 +168,11 @@ export async function createApplicationKey(context: TenantContext, _principal: P
 export async function regenerateApplicationKey(context: TenantContext, principal: Principal, id: string) {
   await findApplication(context, id);
   const key = await newKey(context.tenantId, id, Date.now());
-  const row = await storage.replaceKeys(context.db, context.tenantId, id, key.row, principal.applicationId);
+  const row = await storage.replaceKeys(context.control, context.tenantId, id, key.row, principal.applicationId);
   credentialsChanged();
   if (!row) {
     // Deleted meanwhile: the new key must not outlive it.
-    await storage.deleteKey(context.db, context.tenantId, id, key.row.id);
+    await storage.deleteKey(context.control, context.tenantId, id, key.row.id);
     throw new NotFoundError(`Application ${id}`);
   }
   return withNewKey(toApplicationResponse(row), key.response);
@@ -180,12 +180,12 @@ export async function regenerateApplicationKey(context: TenantContext, principal
 
 export async function listApplicationKeys(context: TenantContext, _principal: Principal, id: string): Promise<ApplicationKeyResponse[]> {
   await findApplication(context, id);
-  const rows = await storage.keysOfApplication(context.db, context.tenantId, id);
+  const rows = await storage.keysOfApplication(context.control, context.tenantId, id);
   return rows.map((row) => ({ id: row.id, created_at: isoTime(row.createdAt)! }));
 }
 
 export async function revokeApplicationKey(context: TenantContext, _principal: Principal, id: string, keyId: string): Promise<void> {
   await findApplication(context, id);
-  if (!(await storage.deleteKey(context.db, context.tenantId, id, keyId))) throw new NotFoundError(`Key ${keyId}`);
+  if (!(await storage.deleteKey(context.control, context.tenantId, id, keyId))) throw new NotFoundError(`Key ${keyId}`);
   credentialsChanged();
 }

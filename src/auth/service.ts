@@ -48,7 +48,7 @@ export function principalOf(row: PrincipalColumns): Principal {
 
 /** The principal of one of the tenant's applications, by id; null when it does not exist. */
 export async function principalForApplication(context: TenantContext, applicationId: string): Promise<Principal | null> {
-  const row = await storage.applicationOfTenant(context.db, context.tenantId, applicationId);
+  const row = await storage.applicationOfTenant(context.control, context.tenantId, applicationId);
   return row ? principalOf(row) : null;
 }
 

@@ -1,21 +1,39 @@
 import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
 import type { Bindings } from "../env";
+import { ConfigurationError } from "../http/problem";
 import * as schema from "./schema";
 
 export type Database = DrizzleD1Database<typeof schema> & { $client: D1Database };
 
+/** The control database's binding: the directory of tenants and what resolves a credential. */
+export const CONTROL_BINDING = "DB";
+const DATA_BINDING = /^DB_(\d+)$/;
+
 const clients = new WeakMap<D1Database, Database>();
 
 /**
- * The one seam through which storage is reached, called only by the request context
- * (src/context.ts). Today every tenant lives in the `DB` binding; spreading tenants over several D1
- * databases means choosing the binding for `tenantId` here, nowhere else.
+ * The bindings of the data databases, in order: `DB_1 … DB_N` when any is bound, else the control
+ * database serves as the one data database (what `npm start` runs).
  */
-export function databaseOf(env: Bindings, _tenantId?: string): Database {
-  let client = clients.get(env.DB);
+export function dataBindings(env: Bindings): string[] {
+  const numbered = Object.keys(env).flatMap((name) => {
+    const match = DATA_BINDING.exec(name);
+    return match ? [{ name, number: Number(match[1]) }] : [];
+  });
+  return numbered.length === 0 ? [CONTROL_BINDING] : numbered.sort((a, b) => a.number - b.number).map(({ name }) => name);
+}
+
+/**
+ * The database bound as `binding`, through drizzle. Called only by the request context
+ * (src/context.ts), which knows which binding a tenant's data lives in.
+ */
+export function databaseOf(env: Bindings, binding: string = CONTROL_BINDING): Database {
+  const d1 = (env as unknown as Record<string, unknown>)[binding] as D1Database | undefined;
+  if (!d1) throw new ConfigurationError(`No D1 database is bound as ${binding}`);
+  let client = clients.get(d1);
   if (!client) {
-    client = drizzle(env.DB, { schema });
-    clients.set(env.DB, client);
+    client = drizzle(d1, { schema });
+    clients.set(d1, client);
   }
   return client;
 }

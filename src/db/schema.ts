@@ -16,6 +16,8 @@ const audit = {
 export const tenants = sqliteTable("tenants", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
+  /** The binding of the data database that holds the tenant's tokens (the directory's one column). */
+  database: text("database").notNull().default("DB"),
   createdAt: integer("created_at").notNull(),
 });
 

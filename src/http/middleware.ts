@@ -34,7 +34,7 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const principal = await principalForKey(c.var.request, apiKey);
   if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
   c.set("principal", principal);
-  c.set("context", c.var.request.forTenant(principal.tenantId));
+  c.set("context", await c.var.request.forTenant(principal.tenantId));
   await next();
 };
 

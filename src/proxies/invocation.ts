@@ -79,7 +79,7 @@ async function authorise(context: RequestContext, request: Request): Promise<Inv
 async function authoriseProxy(context: RequestContext, request: Request, proxyKey: string, target: CallerTarget): Promise<Invocation> {
   const proxy = await proxyForKey(context, proxyKey);
   if (!proxy) throw new UnauthenticatedError("The proxy key is unknown");
-  const invocation = { context: context.forTenant(proxy.tenantId), proxy, destinationUrl: proxy.destinationUrl, target };
+  const invocation = { context: await context.forTenant(proxy.tenantId), proxy, destinationUrl: proxy.destinationUrl, target };
   if (!proxy.requireAuth) return { ...invocation, detokenizer: proxy.application };
 
   const caller = await callerOf(context, request, "This proxy requires");
@@ -102,7 +102,7 @@ async function authoriseEphemeral(context: RequestContext, request: Request, pro
   if (!isAbsoluteUrl(proxyUrl)) throw ValidationError.field(`headers.${config.headers.proxyUrl}`, "must be an absolute URL");
   const refusal = egressRefusal(proxyUrl, { allowInsecure: config.ALLOW_INSECURE_DESTINATIONS });
   if (refusal !== null) throw new EgressRefusedError(refusal);
-  return { context: context.forTenant(caller.tenantId), proxy: null, destinationUrl: proxyUrl, detokenizer: caller, target };
+  return { context: await context.forTenant(caller.tenantId), proxy: null, destinationUrl: proxyUrl, detokenizer: caller, target };
 }
 
 function isAbsoluteUrl(text: string): boolean {

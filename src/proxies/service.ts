@@ -108,12 +108,12 @@ export async function createProxy(context: TenantContext, principal: Principal, 
     modifiedBy: null,
     modifiedAt: null,
   };
-  await storage.insertProxy(context.db, row);
+  await storage.insertProxy(context.control, row);
   return toProxyResponse(keys, row);
 }
 
 async function findProxy(context: TenantContext, id: string): Promise<ProxyRow> {
-  const row = await storage.findProxy(context.db, context.tenantId, id);
+  const row = await storage.findProxy(context.control, context.tenantId, id);
   if (!row) throw new NotFoundError(`Proxy ${id}`);
   return row;
 }
@@ -123,7 +123,7 @@ export async function getProxy(context: TenantContext, _principal: Principal, id
 }
 
 export async function listProxies(context: TenantContext, _principal: Principal, filter: ListFilter): Promise<Page<ProxyResponse>> {
-  const { rows, total } = await storage.proxiesPage(context.db, context.tenantId, filter);
+  const { rows, total } = await storage.proxiesPage(context.control, context.tenantId, filter);
   const keys = await context.keys();
   const data = await Promise.all(rows.map((row) => toProxyResponse(keys, row)));
   return pageOf(data, total, filter.page, filter.size);
@@ -135,7 +135,7 @@ export async function replaceProxy(context: TenantContext, principal: Principal,
   await checkInput(context, input);
   await publishTransforms(context, id, input);
   const keys = await context.keys();
-  const row = await storage.updateProxy(context.db, context.tenantId, id, {
+  const row = await storage.updateProxy(context.control, context.tenantId, id, {
     ...(await columnsOf(keys, id, input)),
     modifiedBy: principal.applicationId,
     modifiedAt: Date.now(),
@@ -181,7 +181,7 @@ function mergeConfiguration(
 
 /** The key stops working with the delete (in other isolates within CREDENTIAL_CACHE_TTL_MS). */
 export async function deleteProxy(context: TenantContext, _principal: Principal, id: string): Promise<void> {
-  const deleted = await storage.deleteProxy(context.db, context.tenantId, id);
+  const deleted = await storage.deleteProxy(context.control, context.tenantId, id);
   if (!deleted) throw new NotFoundError(`Proxy ${id}`);
   credentialsChanged();
   const kinds: TransformKind[] = ["request-transform", "response-transform"];

@@ -34,7 +34,7 @@ export const nextVersion = (row: { createdAt: number; modifiedAt: number | null 
 /** The formula if the tenant may see it (official or its own); 404 otherwise, never 403. */
 export async function findFormula(context: TenantContext, id: string): Promise<FormulaRow> {
   await ensureOfficialFormulas(context);
-  const row = await storage.findVisibleFormula(context.db, context.tenantId, id);
+  const row = await storage.findVisibleFormula(context.control, context.tenantId, id);
   if (!row) throw new NotFoundError(`Reactor formula ${id}`);
   return row;
 }
@@ -71,7 +71,7 @@ export async function createFormula(context: TenantContext, principal: Principal
     modifiedAt: null,
   };
   await context.sandbox.publish(scriptOwnerOf(row), row.code);
-  await storage.insertFormula(context.db, row);
+  await storage.insertFormula(context.control, row);
   return toFormulaResponse(row);
 }
 
@@ -86,7 +86,7 @@ export async function listFormulas(
   filter: Omit<ListFilter, "id">,
 ): Promise<Page<FormulaResponse>> {
   await ensureOfficialFormulas(context);
-  const { rows, total } = await storage.formulasPage(context.db, context.tenantId, filter);
+  const { rows, total } = await storage.formulasPage(context.control, context.tenantId, filter);
   return pageOf(rows.map(toFormulaResponse), total, filter.page, filter.size);
 }
 
@@ -95,7 +95,7 @@ export async function listFormulas(
  * those reactors: they must be updated (or deleted) first, so no reactor breaks silently.
  */
 async function refuseBreakingReactors(context: TenantContext, formulaId: string, contract: FormulaInput["configuration"]) {
-  const rows = await storage.reactorsOfFormula(context.db, context.tenantId, formulaId);
+  const rows = await storage.reactorsOfFormula(context.control, context.tenantId, formulaId);
   const keys = await context.keys();
   const broken: string[] = [];
   for (const row of rows) {
@@ -123,7 +123,7 @@ export async function updateFormula(
   const seen = await refuseBreakingReactors(context, id, input.configuration);
   await context.sandbox.publish(scriptOwnerOf(existing), input.code);
   const changes = { ...columnsOf(input), modifiedBy: principal.applicationId, modifiedAt: nextVersion(existing) };
-  const row = await storage.updateFormula(context.db, context.tenantId, id, changes, seen);
+  const row = await storage.updateFormula(context.control, context.tenantId, id, changes, seen);
   if (!row) {
     // The published script must keep matching the stored formula.
     await context.sandbox.publish(scriptOwnerOf(existing), existing.code);
@@ -136,8 +136,8 @@ export async function updateFormula(
 export async function deleteFormula(context: TenantContext, _principal: Principal, id: string): Promise<void> {
   const existing = await findFormula(context, id);
   if (existing.tenantId === null) refuseOfficial("deleted");
-  if (!(await storage.deleteUnusedFormula(context.db, context.tenantId, id))) {
-    const users = await storage.reactorsUsing(context.db, context.tenantId, id, 10);
+  if (!(await storage.deleteUnusedFormula(context.control, context.tenantId, id))) {
+    const users = await storage.reactorsUsing(context.control, context.tenantId, id, 10);
     if (users.length === 0) throw new NotFoundError(`Reactor formula ${id}`);
     throw new ConflictError(
       `Reactor formula ${id} is used by reactors ${users.map((reactor) => `${reactor.name} (${reactor.id})`).join(", ")}; delete them first`,

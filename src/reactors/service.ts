@@ -91,12 +91,12 @@ export async function createReactor(context: TenantContext, principal: Principal
     modifiedBy: null,
     modifiedAt: null,
   };
-  if (!(await storage.insertReactor(context.db, row, formula))) throw formulaChanged(formula.id);
+  if (!(await storage.insertReactor(context.control, row, formula))) throw formulaChanged(formula.id);
   return toReactorResponse(keys, row, formula, await applicationOf(context, row));
 }
 
 async function findReactor(context: TenantContext, id: string): Promise<ReactorRow> {
-  const row = await storage.findReactor(context.db, context.tenantId, id);
+  const row = await storage.findReactor(context.control, context.tenantId, id);
   if (!row) throw new NotFoundError(`Reactor ${id}`);
   return row;
 }
@@ -108,8 +108,8 @@ export async function getReactor(context: TenantContext, _principal: Principal, 
 }
 
 export async function listReactors(context: TenantContext, _principal: Principal, filter: ListFilter): Promise<Page<ReactorResponse>> {
-  const { rows, total } = await storage.reactorsPage(context.db, context.tenantId, filter);
-  const formulas = await storage.visibleFormulasAmong(context.db, context.tenantId, [...new Set(rows.map((row) => row.formulaId))]);
+  const { rows, total } = await storage.reactorsPage(context.control, context.tenantId, filter);
+  const formulas = await storage.visibleFormulasAmong(context.control, context.tenantId, [...new Set(rows.map((row) => row.formulaId))]);
   const formulaById = new Map(formulas.map((formula) => [formula.id, formula]));
   const applicationIds = rows.flatMap((row) => (row.applicationId === null ? [] : [row.applicationId]));
   const applicationById = await applicationsById(context, applicationIds);
@@ -140,7 +140,7 @@ async function saveReactor(
     modifiedBy: principal.applicationId,
     modifiedAt: nextVersion(existing),
   };
-  const row = await storage.updateReactor(context.db, context.tenantId, id, changes, formula);
+  const row = await storage.updateReactor(context.control, context.tenantId, id, changes, formula);
   if (!row) {
     await findReactor(context, id);
     throw formulaChanged(formula.id);
@@ -168,7 +168,7 @@ export async function patchReactor(context: TenantContext, principal: Principal,
 }
 
 export async function deleteReactor(context: TenantContext, _principal: Principal, id: string): Promise<void> {
-  if (!(await storage.deleteReactor(context.db, context.tenantId, id))) throw new NotFoundError(`Reactor ${id}`);
+  if (!(await storage.deleteReactor(context.control, context.tenantId, id))) throw new NotFoundError(`Reactor ${id}`);
 }
 
 /**
@@ -194,7 +194,7 @@ export async function react(context: TenantContext, principal: Principal, id: st
 /** The reactor with its formula and the principal of its application, in one query: react is on the hot path. */
 async function findRunnableReactor(context: TenantContext, id: string) {
   await ensureOfficialFormulas(context);
-  const found = await storage.runnableReactor(context.db, context.tenantId, id);
+  const found = await storage.runnableReactor(context.control, context.tenantId, id);
   if (!found) throw new NotFoundError(`Reactor ${id}`);
   const { reactor, formula } = found;
   if (formula.status === "coming_soon") {

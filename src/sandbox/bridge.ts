@@ -68,14 +68,15 @@ export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
     argumentTexts: unknown[],
     action: (context: TenantContext, principal: Principal, values: unknown[]) => Promise<unknown>,
   ): Promise<BridgeReply> {
-    const context = new RequestContext(this.env, crypto.randomUUID()).forTenant(this.ctx.props.tenantId);
+    const request = new RequestContext(this.env, crypto.randomUUID());
     try {
       const values = argumentTexts.map(argumentValue);
+      const context = await request.forTenant(this.ctx.props.tenantId);
       const principal = await principalForApplication(context, this.ctx.props.applicationId);
       if (!principal) throw new UnauthenticatedError("The application this script acts as no longer exists");
       return { ok: true, value: await action(context, principal, values) };
     } catch (error) {
-      return { ok: false, problem: problemOf(error, context.traceId, "bridge call").problem };
+      return { ok: false, problem: problemOf(error, request.traceId, "bridge call").problem };
     }
   }
 }

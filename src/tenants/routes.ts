@@ -27,11 +27,22 @@ const create = createRoute({
   security: [{ OperatorKey: [] }],
   summary: "Create a tenant with its first management application and key (operators only)",
   middleware: [requireOperator, requireContentType("application/json")] as const,
-  request: jsonBody(z.object({ name: Name }).openapi("CreateTenant")),
+  request: jsonBody(
+    z
+      .object({
+        name: Name,
+        database: z
+          .string()
+          .regex(/^DB(_\d+)?$/, "must be a data database binding (DB_1, DB_2 …)")
+          .optional()
+          .openapi({ description: "The data database to place the tenant in; by default the one holding the fewest tenants" }),
+      })
+      .openapi("CreateTenant"),
+  ),
   responses: {
     201: jsonContent(
       z.object({
-        tenant: z.object({ id: z.string(), name: z.string(), created_at: z.string() }),
+        tenant: z.object({ id: z.string(), name: z.string(), database: z.string(), created_at: z.string() }),
         application: CreatedApplicationSchema,
       }),
       "The tenant, its management application and the application's key (shown once)",
@@ -41,5 +52,5 @@ const create = createRoute({
 });
 
 export const tenantRoutes = createRouter().openapi(create, async (c) =>
-  c.json(await createTenant(c.var.request, c.req.valid("json").name), 201),
+  c.json(await createTenant(c.var.request, c.req.valid("json")), 201),
 );

@@ -2,20 +2,31 @@ import { insertApplication } from "../applications/service";
 import { MANAGEMENT_PERMISSIONS } from "../auth/permissions";
 import type { RequestContext } from "../context";
 import { sha256Hex } from "../crypto/secrets";
+import { ValidationError } from "../http/problem";
 import { isoTime } from "../http/schemas";
+import { placementForNewTenant } from "./directory";
 import * as storage from "./storage";
 
-/** A new tenant with a management application holding every management permission. */
-export async function createTenant(context: RequestContext, name: string) {
-  const tenant = { id: crypto.randomUUID(), name, createdAt: Date.now() };
+/**
+ * A new tenant, placed in the data database named or the one holding the fewest tenants, with a
+ * management application holding every management permission.
+ */
+export async function createTenant(context: RequestContext, input: { name: string; database?: string }) {
+  const { name } = input;
+  const bindings = context.dataBindings();
+  if (input.database !== undefined && !bindings.includes(input.database)) {
+    throw ValidationError.field("database", `must be one of the bound data databases: ${bindings.join(", ")}`);
+  }
+  const database = await placementForNewTenant(context.control, bindings, input.database);
+  const tenant = { id: crypto.randomUUID(), name, database, createdAt: Date.now() };
   await storage.insertTenant(context.control, tenant);
-  const application = await insertApplication(context.forTenant(tenant.id), null, {
+  const application = await insertApplication(context.placed(tenant.id, database), null, {
     name: `${name} management`,
     type: "management",
     permissions: [...MANAGEMENT_PERMISSIONS],
     rules: [],
   });
-  return { tenant: { id: tenant.id, name, created_at: isoTime(tenant.createdAt)! }, application };
+  return { tenant: { id: tenant.id, name, database, created_at: isoTime(tenant.createdAt)! }, application };
 }
 
 const bootstrapped = new Map<string, Promise<void>>();
@@ -41,6 +52,8 @@ async function runBootstrap(context: RequestContext, bootstrapKey: string): Prom
   const hash = await sha256Hex(bootstrapKey);
   await storage.insertBootstrapTenant(context.control, {
     tenantId: uuidFrom(await sha256Hex(`bootstrap-tenant/${hash}`)),
+    // The first data database: every isolate must agree without reading anything.
+    database: context.dataBindings()[0]!,
     applicationId: uuidFrom(await sha256Hex(`bootstrap-application/${hash}`)),
     keyId: uuidFrom(await sha256Hex(`bootstrap-key/${hash}`)),
     keyHash: hash,

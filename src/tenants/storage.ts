@@ -1,3 +1,4 @@
+import { count, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { tenants } from "../db/schema";
 
@@ -12,12 +13,22 @@ export async function insertTenant(db: Database, tenant: typeof tenants.$inferIn
  */
 export async function insertBootstrapTenant(
   db: Database,
-  bootstrap: { tenantId: string; applicationId: string; keyId: string; keyHash: string; permissions: readonly string[]; now: number },
+  bootstrap: {
+    tenantId: string;
+    database: string;
+    applicationId: string;
+    keyId: string;
+    keyHash: string;
+    permissions: readonly string[];
+    now: number;
+  },
 ): Promise<void> {
-  const { tenantId, applicationId, keyId, keyHash, permissions, now } = bootstrap;
+  const { tenantId, database, applicationId, keyId, keyHash, permissions, now } = bootstrap;
   const d1 = db.$client;
   await d1.batch([
-    d1.prepare("INSERT INTO tenants (id, name, created_at) VALUES (?, 'bootstrap', ?) ON CONFLICT DO NOTHING").bind(tenantId, now),
+    d1
+      .prepare("INSERT INTO tenants (id, name, database, created_at) VALUES (?, 'bootstrap', ?, ?) ON CONFLICT DO NOTHING")
+      .bind(tenantId, database, now),
     d1
       .prepare(
         `INSERT INTO applications (id, tenant_id, name, type, permissions, rules, created_at)
@@ -28,4 +39,16 @@ export async function insertBootstrapTenant(
       .prepare("INSERT INTO api_keys (id, tenant_id, application_id, hash, created_at) SELECT ?, ?, ?, ?, ? WHERE changes() = 1")
       .bind(keyId, tenantId, applicationId, keyHash, now),
   ]);
+}
+
+/** The binding of the tenant's data database, or null for an unknown tenant. */
+export async function placementOf(db: Database, tenantId: string): Promise<string | null> {
+  const [row] = await db.select({ database: tenants.database }).from(tenants).where(eq(tenants.id, tenantId)).limit(1);
+  return row?.database ?? null;
+}
+
+/** How many tenants each data database holds (databases without any are absent). */
+export async function tenantsPerDatabase(db: Database): Promise<Map<string, number>> {
+  const rows = await db.select({ database: tenants.database, total: count() }).from(tenants).groupBy(tenants.database);
+  return new Map(rows.map((row) => [row.database, row.total]));
 }

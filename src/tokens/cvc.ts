@@ -39,7 +39,7 @@ export async function purgeExpiredCvcs(context: RequestContext, now = Date.now()
     for (;;) {
       const due = await storage.tokensWithCvcDue(db.$client, now, PURGE_CHUNK);
       for (const row of due) {
-        const keys = await context.forTenant(row.tenantId).keys();
+        const keys = await context.keysOf(row.tenantId);
         const data = withoutCvc(JSON.parse(await keys.decrypt(row.ciphertext, row.id)));
         const ciphertext = await keys.encrypt(JSON.stringify(data), row.id);
         purged += await storage.replaceCiphertextWithoutCvc(db.$client, row, ciphertext);

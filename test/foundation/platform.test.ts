@@ -46,8 +46,9 @@ describe("errors", () => {
   });
 
   it("answers an unexpected failure with a bare 500 that quotes the trace id and no internals", async () => {
+    // A control database that is bound but broken: every query throws a TypeError.
     const reply = await expectLoggedError(/\[trace-500\] unexpected error/, () =>
-      callConfigured({ DB: undefined }, "GET", "/applications", {
+      callConfigured({ DB: {} }, "GET", "/applications", {
         headers: { "SVC-API-KEY": "key_anything", "SVC-TRACE-ID": "trace-500" },
       }),
     );
@@ -55,6 +56,13 @@ describe("errors", () => {
     expect(problem.title).toBe("Internal Server Error");
     expect(problem.detail).toContain("trace-500");
     expect(JSON.stringify(reply.body)).not.toMatch(/TypeError|undefined|at \w+ \(/);
+  });
+
+  it("reports a missing database binding clearly, naming it", async () => {
+    const reply = await expectLoggedError(/No D1 database is bound as DB/, () =>
+      callConfigured({ DB: undefined }, "GET", "/applications", { headers: { "SVC-API-KEY": "key_anything" } }),
+    );
+    expect(expectProblem(reply, 500).detail).toBe("No D1 database is bound as DB");
   });
 });
 

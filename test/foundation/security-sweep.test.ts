@@ -1,5 +1,6 @@
-import { env, SELF } from "cloudflare:test";
+import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { dataDatabaseOf } from "../support/context";
 import { expectDocumentedReply } from "../support/documented-replies";
 import { BASE, call, createApplication, type Reply, seedTenant, type Tenant } from "../support/harness";
 import { type DocumentedOperation, documentedOperations } from "../support/openapi";
@@ -156,7 +157,9 @@ describe("security sweep over every route of the OpenAPI document", () => {
   });
 
   it("answers 404 to another tenant for every route with an id, and changes nothing", async () => {
-    const before = await env.DB.prepare("SELECT count(*) AS n, max(modified_at) AS m FROM tokens WHERE tenant_id = ?")
+    const ownersData = await dataDatabaseOf(owner.tenantId);
+    const before = await ownersData
+      .prepare("SELECT count(*) AS n, max(modified_at) AS m FROM tokens WHERE tenant_id = ?")
       .bind(owner.tenantId)
       .first();
     const withIds = operations.filter((operation) => operation.path.includes("{") && !invokesProxy(operation));
@@ -176,7 +179,8 @@ describe("security sweep over every route of the OpenAPI document", () => {
         expect(reply.status, `${name(operation)}: ${JSON.stringify(reply.body)}`).toBe(404);
       }
     }
-    const after = await env.DB.prepare("SELECT count(*) AS n, max(modified_at) AS m FROM tokens WHERE tenant_id = ?")
+    const after = await ownersData
+      .prepare("SELECT count(*) AS n, max(modified_at) AS m FROM tokens WHERE tenant_id = ?")
       .bind(owner.tenantId)
       .first();
     expect(after).toEqual(before);

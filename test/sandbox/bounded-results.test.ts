@@ -28,7 +28,7 @@ async function reactorAnswer(code: string) {
 /** What a `bt` call answers to tenant code acting as a tenant's application: its value or the ApiError. */
 async function bridgeAnswer(call: string) {
   const tenant = await seedTokenTenant();
-  const application = await principalForApplication(tenantContext(tenant.tenantId), tenant.applicationId);
+  const application = await principalForApplication(await tenantContext(tenant.tenantId), tenant.applicationId);
   const code = `module.exports = async (req) => {
     try { const value = await ${call}; return { raw: { created: typeof value.id } }; }
     catch (error) { return { raw: { name: error.name, status: error.status, message: error.message } }; }

@@ -7,7 +7,7 @@ import { run, scriptOwner } from "../support/sandbox";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
 
 async function principalOf(tenantId: string, applicationId: string): Promise<Principal> {
-  const principal = await principalForApplication(tenantContext(tenantId), applicationId);
+  const principal = await principalForApplication(await tenantContext(tenantId), applicationId);
   if (!principal) throw new Error("the application does not exist");
   return principal;
 }

@@ -7,6 +7,20 @@ export function requestContext(bindings: Bindings = env): RequestContext {
   return new RequestContext(bindings, `test/${crypto.randomUUID()}`);
 }
 
-export function tenantContext(tenantId: string, bindings: Bindings = env): TenantContext {
+/** The context of a tenant the directory knows, as authentication builds it. */
+export function tenantContext(tenantId: string, bindings: Bindings = env): Promise<TenantContext> {
   return requestContext(bindings).forTenant(tenantId);
+}
+
+/** A context for an owner that is no tenant of the directory (sandbox tests run code for made-up tenants). */
+export function sandboxContext(tenantId: string, bindings: Bindings = env): TenantContext {
+  return requestContext(bindings).placed(tenantId, "DB");
+}
+
+/** Every data database the test pool binds, for tests that look for rows wherever they are. */
+export const DATA_DATABASES: D1Database[] = [env.DB_1, env.DB_2];
+
+/** The data database that holds a tenant's tokens, for tests that look at stored rows. */
+export async function dataDatabaseOf(tenantId: string): Promise<D1Database> {
+  return (await tenantContext(tenantId)).db.$client;
 }

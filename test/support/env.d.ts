@@ -4,6 +4,8 @@ declare global {
   namespace Cloudflare {
     interface Env {
       DISPATCHER?: DispatchNamespace;
+      DB_1: D1Database;
+      DB_2: D1Database;
       TEST_MIGRATIONS: D1Migration[];
       VAULT_MASTER_KEY: string;
       BOOTSTRAP_API_KEY: string;

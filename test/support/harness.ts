@@ -134,25 +134,33 @@ export async function createApplication(tenant: Tenant, spec: ApplicationSpec): 
   return { id: reply.body.id, key: reply.body.key };
 }
 
-/** Every row of every table, as text: for the "nothing stored in plaintext" checks. */
+/** The control database and every data database the test pool binds. */
+const DATABASES = { DB: env.DB, DB_1: env.DB_1, DB_2: env.DB_2 };
+
+/** Every row of every table of every database, as text: for the "nothing stored in plaintext" checks. */
 export async function dumpDatabase(): Promise<string> {
-  const { results: tables } = await env.DB.prepare(
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
-  ).all<{ name: string }>();
-  const dumps = await Promise.all(
-    tables.map(async ({ name }) => JSON.stringify((await env.DB.prepare(`SELECT * FROM "${name}"`).all()).results)),
-  );
+  const dumps: string[] = [];
+  for (const database of Object.values(DATABASES)) {
+    const { results: tables } = await database
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
+      .all<{ name: string }>();
+    for (const { name } of tables) dumps.push(JSON.stringify((await database.prepare(`SELECT * FROM "${name}"`).all()).results));
+  }
   return dumps.join("\n");
 }
 
-/** Row counts of every table: "nothing half-written" checks compare them before and after. */
+/** Row counts of every table of every database (`DB_1.tokens`): "nothing half-written" checks compare them before and after. */
 export async function rowCounts(): Promise<Record<string, number>> {
-  const { results: tables } = await env.DB.prepare(
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name != 'd1_migrations'",
-  ).all<{ name: string }>();
   const counts: Record<string, number> = {};
-  for (const { name } of tables) {
-    counts[name] = (await env.DB.prepare(`SELECT count(*) AS n FROM "${name}"`).first<{ n: number }>())!.n;
+  for (const [binding, database] of Object.entries(DATABASES)) {
+    const { results: tables } = await database
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name != 'd1_migrations'",
+      )
+      .all<{ name: string }>();
+    for (const { name } of tables) {
+      counts[`${binding}.${name}`] = (await database.prepare(`SELECT count(*) AS n FROM "${name}"`).first<{ n: number }>())!.n;
+    }
   }
   return counts;
 }

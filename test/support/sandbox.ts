@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import type { Principal } from "../../src/auth/access";
 import type { Bindings } from "../../src/env";
 import type { ScriptKind, ScriptOwner } from "../../src/sandbox";
-import { tenantContext } from "./context";
+import { sandboxContext } from "./context";
 
 /** A fresh owner, so each test gets its own isolate. */
 export function scriptOwner(kind: ScriptKind = "reactor", tenantId = "sandbox-tests"): ScriptOwner {
@@ -22,7 +22,7 @@ export interface RunOptions {
 /** Runs `code` through the sandbox's public interface. */
 export function run(code: string, options: RunOptions = {}) {
   const owner = options.owner ?? scriptOwner(options.kind);
-  return tenantContext(owner.tenantId, options.env ?? env).sandbox.run({
+  return sandboxContext(owner.tenantId, options.env ?? env).sandbox.run({
     owner,
     code,
     input: { args: options.args ?? {}, configuration: options.configuration ?? {} },

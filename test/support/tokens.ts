@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { expect } from "vitest";
 import { TenantKeys } from "../../src/crypto/tenant-keys";
+import { DATA_DATABASES, dataDatabaseOf } from "./context";
 import { type ApplicationSpec, call, createApplication, seedTenant, type Tenant } from "./harness";
 
 export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"];
@@ -41,11 +42,16 @@ export function patchToken(key: string, id: string, body: unknown) {
  */
 export async function expireToken(id: string, tenantId?: string): Promise<void> {
   // Chosen ids are unique per tenant only: name the tenant when another may hold the same id.
-  const result = await (tenantId === undefined
-    ? env.DB.prepare("UPDATE tokens SET expires_at = ? WHERE id = ?").bind(Date.now() - 1000, id)
-    : env.DB.prepare("UPDATE tokens SET expires_at = ? WHERE tenant_id = ? AND id = ?").bind(Date.now() - 1000, tenantId, id)
-  ).run();
-  expect(result.meta.changes).toBe(1);
+  const databases = tenantId === undefined ? DATA_DATABASES : [await dataDatabaseOf(tenantId)];
+  let changes = 0;
+  for (const database of databases) {
+    const statement =
+      tenantId === undefined
+        ? database.prepare("UPDATE tokens SET expires_at = ? WHERE id = ?").bind(Date.now() - 1000, id)
+        : database.prepare("UPDATE tokens SET expires_at = ? WHERE tenant_id = ? AND id = ?").bind(Date.now() - 1000, tenantId, id);
+    changes += (await statement.run()).meta.changes;
+  }
+  expect(changes).toBe(1);
 }
 
 export const VISA = "4242424242424242";
@@ -53,10 +59,15 @@ export const SSN = "123-45-6789";
 
 /** The blind indexes stored for a token, sorted. */
 export async function storedBlindIndexes(tokenId: string): Promise<string[]> {
-  const { results } = await env.DB.prepare("SELECT blind_index FROM token_search_index WHERE token_id = ? ORDER BY blind_index")
-    .bind(tokenId)
-    .all<{ blind_index: string }>();
-  return results.map((row) => row.blind_index);
+  const found: string[] = [];
+  for (const database of DATA_DATABASES) {
+    const { results } = await database
+      .prepare("SELECT blind_index FROM token_search_index WHERE token_id = ?")
+      .bind(tokenId)
+      .all<{ blind_index: string }>();
+    found.push(...results.map((row) => row.blind_index));
+  }
+  return found.sort();
 }
 
 /** What the blind indexes of these values must be for the tenant, sorted. */

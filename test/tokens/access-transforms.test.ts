@@ -24,7 +24,7 @@ async function cardAndThreeReaders() {
 
 async function detokenize(key: string, ids: string[]) {
   const principal = (await principalForKey(requestContext(), key))!;
-  return useTokens(tenantContext(principal.tenantId), principal, ids);
+  return useTokens(await tenantContext(principal.tenantId), principal, ids);
 }
 
 describe("access transforms", () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { TenantKeys } from "../../src/crypto/tenant-keys";
 import worker from "../../src/index";
 import { callConfigured } from "../support/configured";
+import { dataDatabaseOf } from "../support/context";
 import { call } from "../support/harness";
 import { createToken, patchToken, seedTokenTenant } from "../support/tokens";
 
@@ -17,7 +18,8 @@ async function runCronAt(time: number) {
 }
 
 async function storedRow(tenantId: string, id: string) {
-  const row = await env.DB.prepare("SELECT ciphertext, cvc_expires_at FROM tokens WHERE tenant_id = ? AND id = ?")
+  const row = await (await dataDatabaseOf(tenantId))
+    .prepare("SELECT ciphertext, cvc_expires_at FROM tokens WHERE tenant_id = ? AND id = ?")
     .bind(tenantId, id)
     .first<{ ciphertext: string; cvc_expires_at: number | null }>();
   return row!;

@@ -1,5 +1,5 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { dataDatabaseOf } from "../support/context";
 import { call, createApplication } from "../support/harness";
 import { seedTokenTenant } from "../support/tokens";
 
@@ -17,7 +17,8 @@ function ssnOf(round: number): string {
 }
 
 async function storedTokensOfType(tenantId: string, type: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM tokens WHERE tenant_id = ? AND type = ?")
+  const row = await (await dataDatabaseOf(tenantId))
+    .prepare("SELECT count(*) AS n FROM tokens WHERE tenant_id = ? AND type = ?")
     .bind(tenantId, type)
     .first<{ n: number }>();
   return row!.n;

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { principalForKey } from "../../src/auth/service";
 import worker from "../../src/index";
 import { useTokens } from "../../src/tokens/service";
-import { requestContext, tenantContext } from "../support/context";
+import { DATA_DATABASES, requestContext, tenantContext } from "../support/context";
 import { call, createApplication, expectProblem } from "../support/harness";
 import { createToken, expireToken, patchToken, SSN, seedTokenTenant } from "../support/tokens";
 
@@ -14,9 +14,13 @@ async function rowsOf(tokenId: string): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const table of TOKEN_TABLES) {
     const column = table === "tokens" ? "id" : "token_id";
-    counts[table] = (await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE ${column} = ?`)
-      .bind(tokenId)
-      .first<{ n: number }>())!.n;
+    counts[table] = 0;
+    for (const database of DATA_DATABASES) {
+      counts[table] += (await database
+        .prepare(`SELECT count(*) AS n FROM ${table} WHERE ${column} = ?`)
+        .bind(tokenId)
+        .first<{ n: number }>())!.n;
+    }
   }
   return counts;
 }
@@ -24,7 +28,7 @@ async function rowsOf(tokenId: string): Promise<Record<string, number>> {
 /** Detokenization as proxies and reactors do it (no HTTP route of the token API exposes it). */
 async function detokenize(key: string, ids: string[]) {
   const principal = (await principalForKey(requestContext(), key))!;
-  return useTokens(tenantContext(principal.tenantId), principal, ids);
+  return useTokens(await tenantContext(principal.tenantId), principal, ids);
 }
 
 /** How many tokens a search for the id finds. */

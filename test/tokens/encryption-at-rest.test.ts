@@ -1,5 +1,5 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { dataDatabaseOf } from "../support/context";
 import { call, dumpDatabase } from "../support/harness";
 import { createToken, patchToken, seedTokenTenant } from "../support/tokens";
 
@@ -48,7 +48,10 @@ describe("encryption at rest", () => {
   it("token data is stored as AES-GCM ciphertext that records its key version", async () => {
     const { key } = await seedTokenTenant();
     const token = await createToken(key, { type: "token", data: { secret: "kept" } });
-    const row = await env.DB.prepare("SELECT ciphertext FROM tokens WHERE id = ?").bind(token.id).first<{ ciphertext: string }>();
+    const row = await (await dataDatabaseOf(token.tenant_id))
+      .prepare("SELECT ciphertext FROM tokens WHERE id = ?")
+      .bind(token.id)
+      .first<{ ciphertext: string }>();
     expect(row!.ciphertext).toMatch(/^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]+$/);
     expect(row!.ciphertext).not.toContain("kept");
   });
@@ -57,7 +60,8 @@ describe("encryption at rest", () => {
     const { key } = await seedTokenTenant();
     const a = await createToken(key, { type: "card_number", data: CARDS[1] });
     const b = await createToken(key, { type: "card_number", data: CARDS[1] });
-    const { results } = await env.DB.prepare("SELECT ciphertext FROM tokens WHERE id IN (?, ?)")
+    const { results } = await (await dataDatabaseOf(a.tenant_id))
+      .prepare("SELECT ciphertext FROM tokens WHERE id IN (?, ?)")
       .bind(a.id, b.id)
       .all<{ ciphertext: string }>();
     expect(results).toHaveLength(2);

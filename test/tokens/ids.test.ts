@@ -1,6 +1,7 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
+import { DATA_DATABASES } from "../support/context";
 import { call, createApplication, expectProblem, rowCounts } from "../support/harness";
 import { createToken, expireToken, patchToken, seedTokenTenant } from "../support/tokens";
 
@@ -118,9 +119,10 @@ describe("chosen token ids", () => {
     await createToken(two.key, { id: "purged-id", type: "token", data: "two's", metadata: { k: "v" } });
     await expireToken("purged-id", one.tenantId);
     await runScheduledHandler();
-    expect((await env.DB.prepare("SELECT tenant_id FROM tokens WHERE id = 'purged-id'").all()).results).toEqual([
-      { tenant_id: two.tenantId },
-    ]);
+    const holders = await Promise.all(
+      DATA_DATABASES.map((database) => database.prepare("SELECT tenant_id FROM tokens WHERE id = 'purged-id'").all()),
+    );
+    expect(holders.flatMap(({ results }) => results)).toEqual([{ tenant_id: two.tenantId }]);
     const search = await call("POST", "/tokens/search", { key: two.key, body: { query: "metadata.k:v" } });
     expect(search.body.data.map((token: { id: string }) => token.id)).toEqual(["purged-id"]);
     expect((await read(two.key, "purged-id")).body.data).toBe("two's");

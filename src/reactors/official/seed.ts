@@ -30,7 +30,7 @@ const seeded = new WeakMap<D1Database, Promise<void>>();
  * releases converge on the same rows, and reactors keep pointing at them.
  */
 export function ensureOfficialFormulas(context: TenantContext): Promise<void> {
-  const database = context.db.$client;
+  const database = context.control.$client;
   let done = seeded.get(database);
   if (!done) {
     done = seedOfficialFormulas(context).catch((error) => {
@@ -43,7 +43,7 @@ export function ensureOfficialFormulas(context: TenantContext): Promise<void> {
 }
 
 async function seedOfficialFormulas(context: TenantContext): Promise<void> {
-  const stored = new Map((await storage.officialFormulas(context.db)).map((row) => [row.id, row]));
+  const stored = new Map((await storage.officialFormulas(context.control)).map((row) => [row.id, row]));
   const changed = OFFICIAL_FORMULAS.filter((formula) => differs(stored.get(formula.id), formula));
   if (changed.length === 0) return;
   // Published first: if publishing fails, the rows stay as they were and the next isolate retries.
@@ -53,7 +53,7 @@ async function seedOfficialFormulas(context: TenantContext): Promise<void> {
     }
   }
   await storage.upsertOfficialFormulas(
-    context.db,
+    context.control,
     changed.map((formula) => ({ id: formula.id, columns: columnsOf(formula) })),
     Date.now(),
   );

@@ -1,0 +1,1 @@
+ALTER TABLE `tenants` ADD `database` text DEFAULT 'DB' NOT NULL;
