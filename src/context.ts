@@ -9,7 +9,7 @@
  * Services take `(context, principal, input)`.
  */
 import { type TenantKeys, tenantKeysOf } from "./crypto/tenant-keys";
-import { CONTROL_BINDING, type Database, dataBindings, databaseOf } from "./db/client";
+import { CONTROL_BINDING, type Database, dataBindings, databaseOf, sessionOf } from "./db/client";
 import { type Bindings, type Config, configOf } from "./env";
 import { ConfigurationError } from "./http/problem";
 import { Sandbox } from "./sandbox";
@@ -48,16 +48,19 @@ export class RequestContext {
     return tenantKeysOf(this.env, tenantId);
   }
 
-  /** The same request, now acting for one tenant, whose data database the directory names. */
-  async forTenant(tenantId: string): Promise<TenantContext> {
+  /**
+   * The same request, now acting for one tenant, whose data database the directory names. With a
+   * bookmark (the caller's `{P}-CONSISTENCY-BOOKMARK`), its reads are at least that fresh.
+   */
+  async forTenant(tenantId: string, bookmark?: string): Promise<TenantContext> {
     const binding = await placementOf(this.control, tenantId, this.config.CREDENTIAL_CACHE_TTL_MS);
     if (binding === null) throw new ConfigurationError(`Tenant ${tenantId} has no data database in the directory`);
-    return this.placed(tenantId, binding);
+    return this.placed(tenantId, binding, bookmark);
   }
 
   /** The request acting for a tenant whose data database is already known. */
-  placed(tenantId: string, binding: string): TenantContext {
-    return new TenantContext(this.env, this.traceId, tenantId, binding);
+  placed(tenantId: string, binding: string, bookmark?: string): TenantContext {
+    return new TenantContext(this.env, this.traceId, tenantId, binding, bookmark);
   }
 }
 
@@ -65,6 +68,8 @@ export class TenantContext extends RequestContext {
   /** Where this tenant's code runs. */
   readonly sandbox: Sandbox;
   #keys: Promise<TenantKeys> | undefined;
+  #data: { db: Database; session: D1DatabaseSession } | undefined;
+  #staleReads = false;
 
   constructor(
     env: Bindings,
@@ -72,14 +77,35 @@ export class TenantContext extends RequestContext {
     readonly tenantId: string,
     /** The binding of the data database that holds this tenant's tokens. */
     readonly dataBinding: string,
+    /** The caller's bookmark: the data this request reads is at least as fresh. */
+    private readonly callerBookmark?: string,
   ) {
     super(env, traceId);
     this.sandbox = new Sandbox(env, this.config);
   }
 
-  /** The data database that holds this tenant's tokens and idempotency records. */
+  /**
+   * Lets this request read from the nearest replica, which may lag the primary a little (lists,
+   * reads and searches). Without it, and without a caller's bookmark, the data database is read at
+   * the primary: detokenization and writes must see a token created a moment ago.
+   */
+  allowStaleReads(): void {
+    this.#staleReads = true;
+  }
+
+  /** The data database that holds this tenant's tokens and idempotency records, in this request's session. */
   get db(): Database {
-    return databaseOf(this.env, this.dataBinding);
+    this.#data ??= sessionOf(
+      this.env,
+      this.dataBinding,
+      this.callerBookmark ?? (this.#staleReads ? "first-unconstrained" : "first-primary"),
+    );
+    return this.#data.db;
+  }
+
+  /** Where this request left the data database, for the caller to send back; null when it did not read it. */
+  bookmark(): string | null {
+    return this.#data?.session.getBookmark() ?? null;
   }
 
   /** The tenant's keys, derived on first use and kept for the rest of the request. */

@@ -46,7 +46,15 @@ export const ConfigSchema = z.object({
 
 export type Config = z.infer<typeof ConfigSchema> & {
   /** Header names derived from HEADER_PREFIX, lower-cased as the Fetch API reports them. */
-  headers: { apiKey: string; proxyKey: string; proxyUrl: string; traceId: string; idempotencyKey: string; operatorKey: string };
+  headers: {
+    apiKey: string;
+    proxyKey: string;
+    proxyUrl: string;
+    traceId: string;
+    idempotencyKey: string;
+    operatorKey: string;
+    consistencyBookmark: string;
+  };
   /** Query parameter that may carry the proxy key. */
   proxyKeyParam: string;
 };
@@ -80,6 +88,7 @@ export function configOf(env: object): Config {
       traceId: `${prefix}-trace-id`,
       idempotencyKey: `${prefix}-idempotency-key`,
       operatorKey: `${prefix}-operator-key`,
+      consistencyBookmark: `${prefix}-consistency-bookmark`,
     },
     proxyKeyParam: `${prefix}-proxy-key`,
   };

@@ -24,6 +24,16 @@ export function dataBindings(env: Bindings): string[] {
 }
 
 /**
+ * The data database bound as `binding`, through a D1 session (read replication): `constraint` is
+ * "first-primary", "first-unconstrained" or a bookmark the reads must be at least as fresh as.
+ */
+export function sessionOf(env: Bindings, binding: string, constraint: string): { db: Database; session: D1DatabaseSession } {
+  const session = databaseOf(env, binding).$client.withSession(constraint);
+  // drizzle needs only prepare and batch, which a session has.
+  return { db: drizzle(session as unknown as D1Database, { schema }), session };
+}
+
+/**
  * The database bound as `binding`, through drizzle. Called only by the request context
  * (src/context.ts), which knows which binding a tenant's data lives in.
  */

@@ -27,14 +27,35 @@ export const traceAndConfigure: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.res.headers.set(config.headers.traceId, traceId);
 };
 
-/** Resolves `{P}-API-KEY` to the principal (401 when missing, unknown or revoked) and its tenant's context. */
+/** A D1 bookmark: lexicographically sortable hex fields. */
+const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
+
+/**
+ * Resolves `{P}-API-KEY` to the principal (401 when missing, unknown or revoked) and its tenant's
+ * context. A `{P}-CONSISTENCY-BOOKMARK` the caller sends makes the request's reads at least that
+ * fresh; the reply carries the bookmark where the request left the tenant's data database.
+ */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const apiKey = c.req.header(c.var.config.headers.apiKey);
+  const { headers } = c.var.config;
+  const apiKey = c.req.header(headers.apiKey);
   if (!apiKey) throw new UnauthenticatedError(`The ${c.var.config.HEADER_PREFIX}-API-KEY header is required`);
   const principal = await principalForKey(c.var.request, apiKey);
   if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
+  const bookmark = c.req.header(headers.consistencyBookmark);
+  if (bookmark !== undefined && !BOOKMARK.test(bookmark)) {
+    throw ValidationError.field(`header ${headers.consistencyBookmark}`, "must be a bookmark this vault answered");
+  }
+  const context = await c.var.request.forTenant(principal.tenantId, bookmark);
   c.set("principal", principal);
-  c.set("context", await c.var.request.forTenant(principal.tenantId));
+  c.set("context", context);
+  await next();
+  const reached = context.bookmark();
+  if (reached !== null) c.res.headers.set(headers.consistencyBookmark, reached);
+};
+
+/** For reads that may come from the nearest replica (list, get, search): see TenantContext.allowStaleReads. */
+export const staleReadsAllowed: MiddlewareHandler<AppEnv> = async (c, next) => {
+  c.var.context.allowStaleReads();
   await next();
 };
 

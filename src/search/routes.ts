@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../http/context";
-import { requireContentType, requirePermission } from "../http/middleware";
+import { requireContentType, requirePermission, staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, paginated, problemResponses } from "../http/schemas";
 import { TokenSchema } from "../tokens/schema";
@@ -25,7 +25,7 @@ const search = createRoute({
     "Terms `field:value` joined by AND, OR, NOT (also `!`, `-`) and grouped with parentheses; fields id, type, " +
     "fingerprint, data, container, metadata.<key>, created_by, created_at, modified_by, modified_at. Results are " +
     "newest first, limited to the containers where the caller holds token:search, with data per its access transform.",
-  middleware: [requirePermission("token:search"), requireContentType("application/json"), timeSearch] as const,
+  middleware: [requirePermission("token:search"), requireContentType("application/json"), staleReadsAllowed, timeSearch] as const,
   request: jsonBody(SearchTokensBody),
   responses: {
     200: jsonContent(paginated(TokenSchema), "A page of tokens, newest first"),

@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { idempotent } from "../http/idempotency";
-import { requireBody, requireContentType, requirePermission } from "../http/middleware";
+import { requireBody, requireContentType, requirePermission, staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, mergePatchBody, paginated, problemResponses } from "../http/schemas";
 import {
@@ -43,7 +43,7 @@ const list = createRoute({
   description:
     "Newest first, among the containers where the caller holds token:read, with data per its access transform. " +
     "Filters: `id` and `type` (repeatable), and `metadata.<key>=<value>` (case-insensitive exact match; several are ANDed).",
-  middleware: [requirePermission("token:read")] as const,
+  middleware: [requirePermission("token:read"), staleReadsAllowed] as const,
   request: { query: ListTokensQuery },
   responses: { 200: jsonContent(paginated(TokenSchema), "A page of tokens, newest first"), ...problemResponses(400, 401, 403) },
 });
@@ -54,7 +54,7 @@ const get = createRoute({
   tags,
   security,
   summary: "Get a token",
-  middleware: [requirePermission("token:read")] as const,
+  middleware: [requirePermission("token:read"), staleReadsAllowed] as const,
   request: { params: TokenIdParams },
   responses: { 200: jsonContent(TokenSchema, "The token"), ...problemResponses(400, 401, 403, 404) },
 });
