@@ -77,6 +77,8 @@ const readForwarderUrl = await vault.urlOf("bench-read-forward");
 const bench = {
   args,
   db,
+  /** Another vault from the same bundle (startLocalVault options, e.g. dataDatabases), to dispose when done. */
+  startVault: (options = {}) => startLocalVault({ buildDir, ...options }),
   masterKey,
   operatorKey,
   url: (path) => `${baseUrl}${path}`,

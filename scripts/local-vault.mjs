@@ -27,6 +27,7 @@ const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.e
 /**
  * Starts the vault (built into `buildDir`) beside any `workers` given (Miniflare worker options);
  * `onLog({level, message})`, when given, receives every log line instead of the console.
+ * `dataDatabases: n` binds DB_1 … DB_n beside the control database DB (none: DB holds the data too).
  * Two hops of Miniflare's own are left out, for every worker, because production has neither:
  * - unsafeDirectSockets: requests reach each worker on its own socket instead of through
  *   Miniflare's entry worker (which routes and adds CF-* headers; about 0.7 ms a request here);
@@ -34,9 +35,13 @@ const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.e
  *   Miniflare's that strips one header.
  *
  * @param {{ buildDir: string, host?: string, bindings?: Record<string, string>, workers?: object[],
- *   onLog?: (log: { level: string, message: string }) => void }} options
+ *   onLog?: (log: { level: string, message: string }) => void, dataDatabases?: number }} options
  */
-export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings = {}, workers = [], onLog }) {
+export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings = {}, workers = [], onLog, dataDatabases = 0 }) {
+  const databases = {
+    DB: "vault",
+    ...Object.fromEntries(Array.from({ length: dataDatabases }, (_, i) => [`DB_${i + 1}`, `vault-data-${i + 1}`])),
+  };
   const masterKey = randomBytes(32).toString("base64");
   const operatorKey = `operator-${randomBytes(24).toString("hex")}`;
   const direct = [{ host, port: 0 }];
@@ -53,7 +58,7 @@ export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings =
         modulesRoot: buildDir,
         compatibilityDate,
         compatibilityFlags,
-        d1Databases: { DB: "vault" },
+        d1Databases: databases,
         workerLoaders: { LOADER: {} },
         stripCfConnectingIp: false,
         unsafeDirectSockets: direct,
@@ -71,12 +76,17 @@ export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings =
   });
   await mf.ready;
   const urlOf = async (worker) => (await mf.unsafeGetDirectURL(worker)).toString().replace(/\/$/, "");
-  const db = await mf.getD1Database("DB", "vault");
-  for (const file of readdirSync(join(root, "migrations"))
+  // Every database, the control one and each data one, carries the same schema.
+  const migrations = readdirSync(join(root, "migrations"))
     .filter((f) => f.endsWith(".sql"))
-    .sort()) {
-    const statements = readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint");
-    for (const statement of statements) if (statement.trim()) await db.prepare(statement).run();
+    .sort();
+  for (const binding of Object.keys(databases)) {
+    const database = await mf.getD1Database(binding, "vault");
+    for (const file of migrations) {
+      const statements = readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint");
+      for (const statement of statements) if (statement.trim()) await database.prepare(statement).run();
+    }
   }
+  const db = await mf.getD1Database("DB", "vault");
   return { mf, db, masterKey, operatorKey, baseUrl: await urlOf("vault"), urlOf, dispose: () => mf.dispose() };
 }
