@@ -1,7 +1,7 @@
 import { getTableColumns } from "drizzle-orm";
 import { tokens } from "../db/schema";
 import { normalTokenId } from "../tokens/ids";
-import { TOKEN_TYPE_RULES, TOKEN_TYPES } from "../tokens/types";
+import { SEARCHABLE_TYPES } from "../tokens/types";
 import type { ContainerTerm, Query, Range, Term } from "./ast";
 import { timeSpanOf } from "./dates";
 
@@ -48,11 +48,11 @@ export interface CompiledSearch {
   driven: boolean;
 }
 
-/** `data:` matches only tokens of the types that can have search indexes. */
-const DATA_SEARCH_TYPES = TOKEN_TYPES.filter((type) => TOKEN_TYPE_RULES[type].defaultSearchIndexes !== null);
-
-/** Written as literals: they are constants of this code (checked below), never text from a query. */
-const DATA_TYPES_CONDITION = `t.type IN (${DATA_SEARCH_TYPES.map((type) => {
+/**
+ * `data:` matches only tokens of the types that can have search indexes. Written as literals: they
+ * are constants of this code (checked below), never text from a query.
+ */
+const DATA_TYPES_CONDITION = `t.type IN (${SEARCHABLE_TYPES.map((type) => {
   if (!/^[a-z_]+$/.test(type)) throw new Error(`Unexpected token type ${type}`);
   return `'${type}'`;
 }).join(", ")})`;

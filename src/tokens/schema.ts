@@ -4,14 +4,13 @@ import { TOKENS } from "../limits";
 import { ContainerPath } from "./containers";
 import { EXPRESSION_MAX_LENGTH, expressionProblem } from "./expressions";
 import { isAliasExpression, normalTokenId, tokenIdProblem } from "./ids";
-import { TOKEN_TYPE_RULES, TOKEN_TYPES } from "./types";
+import { SEARCHABLE_TYPES, TOKEN_TYPE_RULES, TOKEN_TYPES } from "./types";
 
 export const MAX_CONTAINERS = TOKENS.maxContainers;
 export const MAX_SEARCH_INDEXES = TOKENS.maxSearchIndexes;
 export const MAX_METADATA_ENTRIES = TOKENS.maxMetadataEntries;
 const METADATA_KEY_MAX_LENGTH = TOKENS.metadataKeyMaxLength;
 const METADATA_VALUE_MAX_LENGTH = TOKENS.metadataValueMaxLength;
-const SEARCHABLE_TYPES = TOKEN_TYPES.filter((type) => TOKEN_TYPE_RULES[type].defaultSearchIndexes !== null);
 
 /** Unknown members are refused: a misspelt `search_indexes` must not silently create an unindexed token. */
 const strict = {

@@ -127,6 +127,9 @@ export const TOKEN_TYPE_RULES: Record<TokenType, TokenTypeRules> = {
   },
 };
 
+/** The types whose tokens may have search indexes, so `data:` can find them. */
+export const SEARCHABLE_TYPES = TOKEN_TYPES.filter((type) => TOKEN_TYPE_RULES[type].defaultSearchIndexes !== null);
+
 export function isTokenType(type: string): type is TokenType {
   return Object.hasOwn(TOKEN_TYPE_RULES, type);
 }
