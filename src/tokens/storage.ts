@@ -49,8 +49,9 @@ const PURGE_CHUNK = 500;
  *
  * A deduplicating token (`unlessDuplicateIn`) is inserted by the same statement only when no
  * duplicate is live, and its side rows only when its row was inserted: D1 runs statements one at a
- * time, so of concurrent deduplicating creates of one value exactly one inserts. The change count
- * Answers how many token rows went in.
+ * time, so of concurrent deduplicating creates of one value exactly one inserts. The check reads
+ * only the tokens rows (their containers column), never the side rows a concurrent batch writes in
+ * a later statement. Answers how many token rows went in.
  */
 export async function insertTokens(d1: D1Database, sealed: SealedToken[], chosenIds: string[], now: number): Promise<number> {
   const results = await d1.batch(insertStatements(d1, sealed, chosenIds, now));
@@ -105,7 +106,8 @@ function insertUnlessDuplicate(d1: D1Database, sealed: SealedToken[], now: numbe
   const rows = sealed.map(({ row, unlessDuplicateIn }) => ({
     ...columnsOf(tokens, row),
     deduplicate: unlessDuplicateIn !== undefined,
-    scope: unlessDuplicateIn === undefined ? null : JSON.stringify(unlessDuplicateIn),
+    // null (any container) must stay SQL NULL: JSON.stringify(null) would be the text "null".
+    scope: unlessDuplicateIn == null ? null : JSON.stringify(unlessDuplicateIn),
   }));
   const statement =
     `INSERT INTO tokens (${columns.join(", ")}) ` +
@@ -114,11 +116,9 @@ function insertUnlessDuplicate(d1: D1Database, sealed: SealedToken[], now: numbe
        SELECT 1 FROM tokens t
        WHERE t.tenant_id = j.value ->> 'tenant_id' AND t.fingerprint = j.value ->> 'fingerprint' AND t.type = j.value ->> 'type'
          AND (t.expires_at IS NULL OR t.expires_at > ?2)
-         AND EXISTS (
-           SELECT 1 FROM token_containers c
-           WHERE c.tenant_id = t.tenant_id AND c.token_id = t.id
-             AND (j.value ->> 'scope' IS NULL
-               OR EXISTS (SELECT 1 FROM json_each(j.value ->> 'scope') p WHERE substr(c.container, 1, length(p.value)) = p.value))))`;
+         AND (j.value ->> 'scope' IS NULL OR EXISTS (
+           SELECT 1 FROM json_each(t.containers) c, json_each(j.value ->> 'scope') p
+           WHERE substr(c.value, 1, length(p.value)) = p.value)))`;
   return d1.prepare(statement).bind(JSON.stringify(rows), now);
 }
 

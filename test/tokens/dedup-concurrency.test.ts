@@ -24,28 +24,38 @@ async function storedTokensOfType(tenantId: string, type: string): Promise<numbe
   return row!.n;
 }
 
+/** A caller with container rules (its create scope is a list of containers), or with plain permissions (any container). */
+const CALLERS = ["with access rules", "with plain permissions"] as const;
+
 describe("deduplication under concurrency", () => {
-  it(`${CONCURRENT} concurrent deduplicating creates of one SSN give one token, round after round`, async () => {
-    const tenant = await seedTokenTenant();
-    for (let round = 0; round < ROUNDS; round++) {
-      const replies = await Promise.all(
-        Array.from({ length: CONCURRENT }, () =>
-          call("POST", "/tokens", {
-            key: tenant.key,
-            body: { type: "social_security_number", data: ssnOf(round), deduplicate_token: true },
-          }),
-        ),
-      );
-      const ids = new Set(replies.map((reply) => reply.body.id));
-      expect(ids.size, `round ${round}`).toBe(1);
-      expect(replies.filter((reply) => reply.status === 201)).toHaveLength(1);
-      const others = replies.filter((reply) => reply.status !== 201);
-      expect(others.every((reply) => reply.status === 200 && reply.body.deduplicated === true)).toBe(true);
-    }
-    expect(await storedTokensOfType(tenant.tenantId, "social_security_number")).toBe(ROUNDS);
-    const search = await call("POST", "/tokens/search", { key: tenant.key, body: { query: `data:${ssnOf(0)}` } });
-    expect(search.body.pagination.total_items).toBe(1);
-  });
+  it.each(CALLERS)(
+    `${CONCURRENT} concurrent deduplicating creates of one SSN give one token, round after round, for a caller %s`,
+    async (caller) => {
+      const tenant = await seedTokenTenant();
+      const key =
+        caller === "with access rules"
+          ? tenant.key
+          : (await createApplication(tenant, { type: "private", permissions: ["token:create", "token:read", "token:search"] })).key;
+      for (let round = 0; round < ROUNDS; round++) {
+        const replies = await Promise.all(
+          Array.from({ length: CONCURRENT }, () =>
+            call("POST", "/tokens", {
+              key,
+              body: { type: "social_security_number", data: ssnOf(round), deduplicate_token: true },
+            }),
+          ),
+        );
+        const ids = new Set(replies.map((reply) => reply.body.id));
+        expect(ids.size, `round ${round}`).toBe(1);
+        expect(replies.filter((reply) => reply.status === 201)).toHaveLength(1);
+        const others = replies.filter((reply) => reply.status !== 201);
+        expect(others.every((reply) => reply.status === 200 && reply.body.deduplicated === true)).toBe(true);
+      }
+      expect(await storedTokensOfType(tenant.tenantId, "social_security_number")).toBe(ROUNDS);
+      const search = await call("POST", "/tokens/search", { key, body: { query: `data:${ssnOf(0)}` } });
+      expect(search.body.pagination.total_items).toBe(1);
+    },
+  );
 
   it("concurrent tokenize calls deduplicate against each other too", async () => {
     const tenant = await seedTokenTenant();
