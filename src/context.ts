@@ -11,7 +11,7 @@
 import { type TenantKeys, tenantKeysOf } from "./crypto/tenant-keys";
 import { CONTROL_BINDING, type Database, dataBindings, databaseOf, sessionOf } from "./db/client";
 import { type Bindings, type Config, configOf } from "./env";
-import { ConfigurationError } from "./http/problem";
+import { ConfigurationError, TenantMovingError } from "./http/problem";
 import { Sandbox } from "./sandbox";
 import { placementOf } from "./tenants/directory";
 
@@ -38,6 +38,11 @@ export class RequestContext {
     return dataBindings(this.env);
   }
 
+  /** A data database by its binding, for moving a tenant between them. */
+  dataDatabase(binding: string): D1Database {
+    return databaseOf(this.env, binding).$client;
+  }
+
   /** Every database that holds tenant data, for maintenance that spans tenants (the cron). */
   dataDatabases(): Database[] {
     return this.dataBindings().map((binding) => databaseOf(this.env, binding));
@@ -53,14 +58,14 @@ export class RequestContext {
    * bookmark (the caller's `{P}-CONSISTENCY-BOOKMARK`), its reads are at least that fresh.
    */
   async forTenant(tenantId: string, bookmark?: string): Promise<TenantContext> {
-    const binding = await placementOf(this.control, tenantId, this.config.CREDENTIAL_CACHE_TTL_MS);
-    if (binding === null) throw new ConfigurationError(`Tenant ${tenantId} has no data database in the directory`);
-    return this.placed(tenantId, binding, bookmark);
+    const placement = await placementOf(this.control, tenantId, this.config.CREDENTIAL_CACHE_TTL_MS);
+    if (placement === null) throw new ConfigurationError(`Tenant ${tenantId} has no data database in the directory`);
+    return this.placed(tenantId, placement.database, bookmark, placement.writesBlocked);
   }
 
   /** The request acting for a tenant whose data database is already known. */
-  placed(tenantId: string, binding: string, bookmark?: string): TenantContext {
-    return new TenantContext(this.env, this.traceId, tenantId, binding, bookmark);
+  placed(tenantId: string, binding: string, bookmark?: string, writesBlocked = false): TenantContext {
+    return new TenantContext(this.env, this.traceId, tenantId, binding, bookmark, writesBlocked);
   }
 }
 
@@ -79,6 +84,8 @@ export class TenantContext extends RequestContext {
     readonly dataBinding: string,
     /** The caller's bookmark: the data this request reads is at least as fresh. */
     private readonly callerBookmark?: string,
+    /** A move of the tenant to another data database is switching over: writes must wait. */
+    private readonly writesBlocked = false,
   ) {
     super(env, traceId);
     this.sandbox = new Sandbox(env, this.config);
@@ -101,6 +108,11 @@ export class TenantContext extends RequestContext {
       this.callerBookmark ?? (this.#staleReads ? "first-unconstrained" : "first-primary"),
     );
     return this.#data.db;
+  }
+
+  /** Refuses a write to the tenant's data while a move switches it to another database (503, Retry-After). */
+  requireWritable(): void {
+    if (this.writesBlocked) throw new TenantMovingError(this.tenantId, Math.ceil((2 * this.config.CREDENTIAL_CACHE_TTL_MS) / 1000) + 1);
   }
 
   /** Where this request left the data database, for the caller to send back; null when it did not read it. */

@@ -20,7 +20,7 @@ const create = createRoute({
   request: jsonBody(CreateApplicationBody),
   responses: {
     201: jsonContent(CreatedApplicationSchema, "The application, with its plaintext key"),
-    ...problemResponses(400, 401, 403, 409, 413, 415),
+    ...problemResponses(400, 401, 403, 409, 413, 415, 503),
   },
 });
 
@@ -86,7 +86,7 @@ const createKey = createRoute({
   summary: "Create another API key for the application (shown once)",
   middleware: [requirePermission("application:create"), idempotent] as const,
   request: { params: IdParams },
-  responses: { 201: jsonContent(ApplicationKeySchema, "The new key"), ...problemResponses(400, 401, 403, 404, 409) },
+  responses: { 201: jsonContent(ApplicationKeySchema, "The new key"), ...problemResponses(400, 401, 403, 404, 409, 503) },
 });
 
 const regenerateKey = createRoute({
@@ -100,7 +100,7 @@ const regenerateKey = createRoute({
   request: { params: IdParams },
   responses: {
     200: jsonContent(CreatedApplicationSchema, "The application, with its new plaintext key"),
-    ...problemResponses(400, 401, 403, 404, 409),
+    ...problemResponses(400, 401, 403, 404, 409, 503),
   },
 });
 

@@ -21,6 +21,20 @@ export const tenants = sqliteTable("tenants", {
   createdAt: integer("created_at").notNull(),
 });
 
+/** A tenant being moved to another data database (control database); the row goes when the move is done. */
+export const tenantMoves = sqliteTable("tenant_moves", {
+  tenantId: text("tenant_id").primaryKey(),
+  source: text("source").notNull(),
+  target: text("target").notNull(),
+  /** copying → blocked (writes refused while the last changes are copied) → switched → gone. */
+  phase: text("phase", { enum: ["copying", "blocked", "switched"] }).notNull(),
+  /** The last token id copied in the copying phase. */
+  cursor: text("cursor").notNull().default(""),
+  copyStartedAt: integer("copy_started_at").notNull(),
+  /** When the current phase began. */
+  phaseStartedAt: integer("phase_started_at").notNull(),
+});
+
 export const applications = sqliteTable(
   "applications",
   {

@@ -112,6 +112,15 @@ export class MethodNotAllowedError extends ProblemError {
 }
 
 /** The deployment is misconfigured: reported as 500 with the reason, which names no secret value. */
+/** The tenant's data is being switched to another database: writes wait a moment. */
+export class TenantMovingError extends ProblemError {
+  constructor(tenantId: string, retryAfterSeconds: number) {
+    super(503, "Service Unavailable", `Tenant ${tenantId} is being moved to another database; retry in ${retryAfterSeconds} s`, undefined, {
+      "Retry-After": String(retryAfterSeconds),
+    });
+  }
+}
+
 export class ConfigurationError extends ProblemError {
   constructor(detail: string) {
     super(500, "Service Misconfigured", detail);

@@ -85,6 +85,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   409: "Conflict",
   413: "Body too large",
   415: "Unsupported content type",
+  503: "The tenant is being moved to another database; retry after Retry-After",
 };
 
 export const jsonBody = <T extends z.ZodType>(schema: T) => ({

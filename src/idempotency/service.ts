@@ -30,6 +30,7 @@ export async function claimIdempotencyKey(
   key: string,
   requestHash: string,
 ): Promise<Replay | null> {
+  context.requireWritable();
   const scope = scopeOf(principal, key);
   const now = Date.now();
   if (await storage.claimKey(context.db, scope, requestHash, now, now - IDEMPOTENCY_WINDOW_MS)) return null;

@@ -21,7 +21,7 @@ const create = createRoute({
   summary: "Create a proxy; the vault generates its key",
   middleware: [requirePermission("proxy:create"), json, idempotent] as const,
   request: jsonBody(ProxyBody),
-  responses: { 201: jsonContent(ProxySchema, "The proxy"), ...problemResponses(400, 401, 403, 409, 413, 415) },
+  responses: { 201: jsonContent(ProxySchema, "The proxy"), ...problemResponses(400, 401, 403, 409, 413, 415, 503) },
 });
 
 const list = createRoute({

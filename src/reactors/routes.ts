@@ -39,7 +39,7 @@ const createFormula = createRoute({
   summary: "Create a private reactor formula; its code is checked by the sandbox",
   middleware: [requirePermission("reactor:create"), json, idempotent] as const,
   request: jsonBody(FormulaBody),
-  responses: { 201: jsonContent(FormulaSchema, "The formula"), ...problemResponses(400, 401, 403, 409, 413, 415) },
+  responses: { 201: jsonContent(FormulaSchema, "The formula"), ...problemResponses(400, 401, 403, 409, 413, 415, 503) },
 });
 
 const listFormulas = createRoute({
@@ -94,7 +94,7 @@ const createReactor = createRoute({
   summary: "Create a reactor from a formula; its configuration must satisfy the formula's contract",
   middleware: [requirePermission("reactor:create"), json, idempotent] as const,
   request: jsonBody(ReactorBody),
-  responses: { 201: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 409, 413, 415) },
+  responses: { 201: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 409, 413, 415, 503) },
 });
 
 const listReactors = createRoute({
@@ -178,7 +178,7 @@ const react = createRoute({
   request: { params: IdParams, ...jsonBody(ReactBody) },
   responses: {
     200: jsonContent(ReactResultSchema, "The code's raw output and the tokens made from its tokenize output"),
-    ...orChosenByCode(problemResponses(400, 401, 403, 404, 409, 413, 415)),
+    ...orChosenByCode(problemResponses(400, 401, 403, 404, 409, 413, 415, 503)),
     default: {
       description: "The status, headers and body the code chose by throwing CustomHttpResponseError",
       content: { "*/*": { schema: z.unknown() } },

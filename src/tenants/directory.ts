@@ -7,15 +7,22 @@ import { LookupCache } from "../auth/lookup-cache";
 import type { Database } from "../db/client";
 import * as storage from "./storage";
 
-const placements = new LookupCache<string | null>({ entries: 100_000, weight: 10_000_000 }, (binding) => 64 + (binding?.length ?? 0));
+const placements = new LookupCache<storage.Placement | null>(
+  { entries: 100_000, weight: 10_000_000 },
+  (placement) => 64 + (placement?.database.length ?? 0),
+);
 
-/** The binding of the tenant's data database; null for a tenant the directory does not know. */
-export function placementOf(control: Database, tenantId: string, ttlMs: number): Promise<string | null> {
+/**
+ * The tenant's data database and whether a move blocks its writes; null for a tenant the directory
+ * does not know. A move blocks writes for one time to live before it copies the last changes, so
+ * every isolate has seen the block by then.
+ */
+export function placementOf(control: Database, tenantId: string, ttlMs: number): Promise<storage.Placement | null> {
   return placements.lookup(
     tenantId,
     ttlMs,
     () => storage.placementOf(control, tenantId),
-    (binding) => binding !== null,
+    (placement) => placement !== null,
   );
 }
 

@@ -6,13 +6,14 @@ import type { AppEnv } from "../http/context";
 import { requireContentType } from "../http/middleware";
 import { NotFoundError, UnauthenticatedError } from "../http/problem";
 import { createRouter } from "../http/router";
-import { jsonBody, jsonContent, Name, problemResponses } from "../http/schemas";
+import { IdParams, jsonBody, jsonContent, Name, problemResponses } from "../http/schemas";
+import { moveTenant } from "./moves";
 import { createTenant } from "./service";
 
 /** Operators only: `{P}-OPERATOR-KEY` must equal OPERATOR_API_KEY; without that secret the route does not exist. */
 const requireOperator: MiddlewareHandler<AppEnv> = async (c, next) => {
   const expected = c.var.config.OPERATOR_API_KEY;
-  if (!expected) throw new NotFoundError("Route POST /tenants");
+  if (!expected) throw new NotFoundError(`Route ${c.req.method} ${c.req.path}`);
   const given = c.req.header(c.var.config.headers.operatorKey);
   if (!given || !(await secretsEqual(given, expected))) {
     throw new UnauthenticatedError(`A valid ${c.var.config.HEADER_PREFIX}-OPERATOR-KEY header is required`);
@@ -51,6 +52,42 @@ const create = createRoute({
   },
 });
 
-export const tenantRoutes = createRouter().openapi(create, async (c) =>
-  c.json(await createTenant(c.var.request, c.req.valid("json")), 201),
-);
+const move = createRoute({
+  method: "post",
+  path: "/tenants/{id}/move",
+  tags: ["Operators"],
+  security: [{ OperatorKey: [] }],
+  summary: "Move a tenant to another data database, online (operators only)",
+  description:
+    "Copies the tenant's tokens in batches while it keeps working, blocks its writes (503 with Retry-After) only to copy the " +
+    "last changes, verifies row counts, switches the directory and purges the old copy. Resumable: each call advances the " +
+    "move by at most max_batches steps and answers its phase; call again until it is done.",
+  middleware: [requireOperator, requireContentType("application/json")] as const,
+  request: {
+    params: IdParams,
+    ...jsonBody(
+      z
+        .object({
+          database: z.string({ error: "is required" }).regex(/^DB(_\d+)?$/, "must be a data database binding (DB_1, DB_2 …)"),
+          max_batches: z.number({ error: "must be an integer" }).int().min(1).max(1_000_000).optional(),
+        })
+        .openapi("MoveTenant"),
+    ),
+  },
+  responses: {
+    200: jsonContent(
+      z.object({
+        tenant_id: z.string(),
+        source: z.string(),
+        target: z.string(),
+        phase: z.enum(["copying", "blocked", "switched", "done"]),
+      }),
+      "Where the move stands",
+    ),
+    ...problemResponses(400, 401, 404, 409, 415),
+  },
+});
+
+export const tenantRoutes = createRouter()
+  .openapi(create, async (c) => c.json(await createTenant(c.var.request, c.req.valid("json")), 201))
+  .openapi(move, async (c) => c.json(await moveTenant(c.var.request, c.req.valid("param").id, c.req.valid("json")), 200));

@@ -1,6 +1,6 @@
 import { count, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { tenants } from "../db/schema";
+import { tenantMoves, tenants } from "../db/schema";
 
 export async function insertTenant(db: Database, tenant: typeof tenants.$inferInsert): Promise<void> {
   await db.insert(tenants).values(tenant);
@@ -41,14 +41,52 @@ export async function insertBootstrapTenant(
   ]);
 }
 
-/** The binding of the tenant's data database, or null for an unknown tenant. */
-export async function placementOf(db: Database, tenantId: string): Promise<string | null> {
-  const [row] = await db.select({ database: tenants.database }).from(tenants).where(eq(tenants.id, tenantId)).limit(1);
-  return row?.database ?? null;
+/** Where a tenant's data is, and whether a move is blocking its writes. */
+export interface Placement {
+  database: string;
+  writesBlocked: boolean;
+}
+
+/** The tenant's placement, or null for an unknown tenant. */
+export async function placementOf(db: Database, tenantId: string): Promise<Placement | null> {
+  const [row] = await db
+    .select({ database: tenants.database, phase: tenantMoves.phase })
+    .from(tenants)
+    .leftJoin(tenantMoves, eq(tenantMoves.tenantId, tenants.id))
+    .where(eq(tenants.id, tenantId))
+    .limit(1);
+  return row ? { database: row.database, writesBlocked: row.phase === "blocked" || row.phase === "switched" } : null;
 }
 
 /** How many tenants each data database holds (databases without any are absent). */
 export async function tenantsPerDatabase(db: Database): Promise<Map<string, number>> {
   const rows = await db.select({ database: tenants.database, total: count() }).from(tenants).groupBy(tenants.database);
   return new Map(rows.map((row) => [row.database, row.total]));
+}
+
+export type TenantMove = typeof tenantMoves.$inferSelect;
+
+export async function findMove(db: Database, tenantId: string): Promise<TenantMove | undefined> {
+  const [move] = await db.select().from(tenantMoves).where(eq(tenantMoves.tenantId, tenantId)).limit(1);
+  return move;
+}
+
+export async function insertMove(db: Database, move: TenantMove): Promise<void> {
+  await db.insert(tenantMoves).values(move);
+}
+
+export async function updateMove(db: Database, tenantId: string, changes: Partial<TenantMove>): Promise<void> {
+  await db.update(tenantMoves).set(changes).where(eq(tenantMoves.tenantId, tenantId));
+}
+
+/** Points the directory at the target and marks the move switched, in one batch. */
+export async function switchPlacement(db: Database, tenantId: string, target: string, now: number): Promise<void> {
+  await db.batch([
+    db.update(tenants).set({ database: target }).where(eq(tenants.id, tenantId)),
+    db.update(tenantMoves).set({ phase: "switched", phaseStartedAt: now }).where(eq(tenantMoves.tenantId, tenantId)),
+  ]);
+}
+
+export async function deleteMove(db: Database, tenantId: string): Promise<void> {
+  await db.delete(tenantMoves).where(eq(tenantMoves.tenantId, tenantId));
 }

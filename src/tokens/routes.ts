@@ -30,7 +30,7 @@ const create = createRoute({
   responses: {
     201: jsonContent(CreatedTokenSchema, "The new token, its data per the caller's access transform"),
     200: jsonContent(CreatedTokenSchema, "An existing token with the same type and fingerprint (deduplicate_token)"),
-    ...problemResponses(400, 401, 403, 409, 413, 415),
+    ...problemResponses(400, 401, 403, 409, 413, 415, 503),
   },
 });
 
@@ -69,7 +69,7 @@ const update = createRoute({
   request: { params: TokenIdParams, ...mergePatchBody(UpdateTokenBody) },
   responses: {
     200: jsonContent(UpdatedTokenSchema, "The updated token, or the token it duplicates (deduplicate_token)"),
-    ...problemResponses(400, 401, 403, 404, 409, 415),
+    ...problemResponses(400, 401, 403, 404, 409, 415, 503),
   },
 });
 
@@ -81,7 +81,7 @@ const remove = createRoute({
   summary: "Delete a token, its ciphertext and its indexes",
   middleware: [requirePermission("token:delete")] as const,
   request: { params: TokenIdParams },
-  responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
+  responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404, 503) },
 });
 
 const tokenize = createRoute({
@@ -94,7 +94,7 @@ const tokenize = createRoute({
   request: jsonBody(TokenizePayload),
   responses: {
     201: jsonContent(TokenizePayload, "The payload with each primitive leaf replaced by its token's id, each create request by its token"),
-    ...problemResponses(400, 401, 403, 409, 413, 415),
+    ...problemResponses(400, 401, 403, 409, 413, 415, 503),
   },
 });
 

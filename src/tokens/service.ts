@@ -90,6 +90,7 @@ export async function updateToken(
   id: string,
   patch: UpdateToken,
 ): Promise<UpdatedTokenResponse> {
+  context.requireWritable();
   const now = Date.now();
   const row = await findLiveToken(context, id, now);
   requireOnEveryContainer(principal, "token:update", containersOf(row));
@@ -190,6 +191,7 @@ export async function listTokens(context: TenantContext, principal: Principal, q
 
 /** Removes the token, its ciphertext and its index rows at once. */
 export async function deleteToken(context: TenantContext, principal: Principal, id: string): Promise<void> {
+  context.requireWritable();
   const now = Date.now();
   const row = await findLiveToken(context, id, now);
   requireOnEveryContainer(principal, "token:delete", containersOf(row));
@@ -247,6 +249,7 @@ export async function purgeExpiredTokens(context: RequestContext, now = Date.now
  */
 async function createTokens(context: TenantContext, principal: Principal, requests: CreateRequest[]): Promise<CreatedTokenResponse[]> {
   if (requests.length === 0) return [];
+  context.requireWritable();
   const definitions = requests.map((request) => definitionOf(request.input));
   for (const [i, definition] of definitions.entries()) {
     requireOnEveryContainer(principal, "token:create", definition.containers, whereIs(requests[i]!.path));

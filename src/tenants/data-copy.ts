@@ -1,0 +1,114 @@
+/**
+ * Copying a tenant's data between data databases, for moves: raw D1 statements over the tables
+ * that hold tenant data, rows travelling as one JSON parameter (see tokens/storage.ts).
+ */
+
+/** Every table of a data database that holds tenant data, token side tables after tokens. */
+const SIDE_TABLES = ["token_containers", "token_metadata", "token_search_index"] as const;
+
+type Row = Record<string, unknown>;
+
+/** The tenant's tokens after `cursor` by id, at most `limit`. */
+export async function tokensAfter(d1: D1Database, tenantId: string, cursor: string, limit: number): Promise<Row[]> {
+  const { results } = await d1
+    .prepare("SELECT * FROM tokens WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?")
+    .bind(tenantId, cursor, limit)
+    .all<Row>();
+  return results;
+}
+
+/** The tenant's tokens created or changed since `since`. */
+export async function tokensChangedSince(d1: D1Database, tenantId: string, since: number): Promise<Row[]> {
+  const { results } = await d1
+    .prepare("SELECT * FROM tokens WHERE tenant_id = ? AND (created_at >= ? OR modified_at >= ?) ORDER BY id")
+    .bind(tenantId, since, since)
+    .all<Row>();
+  return results;
+}
+
+/** Writes the tokens and their side rows (read from `source`) into `target`, replacing what it had of them. */
+export async function copyTokens(source: D1Database, target: D1Database, tenantId: string, tokens: Row[]): Promise<void> {
+  if (tokens.length === 0) return;
+  const ids = JSON.stringify(tokens.map((token) => token.id));
+  const sides = await source.batch(
+    SIDE_TABLES.map((table) =>
+      source.prepare(`SELECT * FROM ${table} WHERE tenant_id = ? AND token_id IN (SELECT value FROM json_each(?))`).bind(tenantId, ids),
+    ),
+  );
+  await target.batch([
+    ...SIDE_TABLES.map((table) =>
+      target.prepare(`DELETE FROM ${table} WHERE tenant_id = ? AND token_id IN (SELECT value FROM json_each(?))`).bind(tenantId, ids),
+    ),
+    insertRows(target, "tokens", tokens),
+    ...SIDE_TABLES.flatMap((table, i) => {
+      const rows = sides[i]!.results as Row[];
+      return rows.length === 0 ? [] : [insertRows(target, table, rows)];
+    }),
+  ]);
+}
+
+/** The tenant's token ids in `d1` after `cursor`, at most `limit`. */
+export async function tokenIdsAfter(d1: D1Database, tenantId: string, cursor: string, limit: number): Promise<string[]> {
+  const { results } = await d1
+    .prepare("SELECT id FROM tokens WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?")
+    .bind(tenantId, cursor, limit)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
+}
+
+/** Which of the ids `d1` no longer holds for the tenant. */
+export async function missingTokenIds(d1: D1Database, tenantId: string, ids: string[]): Promise<string[]> {
+  const { results } = await d1
+    .prepare("SELECT id FROM tokens WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))")
+    .bind(tenantId, JSON.stringify(ids))
+    .all<{ id: string }>();
+  const held = new Set(results.map((row) => row.id));
+  return ids.filter((id) => !held.has(id));
+}
+
+/** Deletes the tokens and their side rows. */
+export async function deleteTokens(d1: D1Database, tenantId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  const list = JSON.stringify(ids);
+  await d1.batch([
+    ...SIDE_TABLES.map((table) =>
+      d1.prepare(`DELETE FROM ${table} WHERE tenant_id = ? AND token_id IN (SELECT value FROM json_each(?))`).bind(tenantId, list),
+    ),
+    d1.prepare("DELETE FROM tokens WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))").bind(tenantId, list),
+  ]);
+}
+
+/** Replaces the target's idempotency records of the tenant with the source's. */
+export async function copyIdempotencyRecords(source: D1Database, target: D1Database, tenantId: string): Promise<void> {
+  const { results } = await source.prepare("SELECT * FROM idempotency_records WHERE tenant_id = ?").bind(tenantId).all<Row>();
+  await target.batch([
+    target.prepare("DELETE FROM idempotency_records WHERE tenant_id = ?").bind(tenantId),
+    ...(results.length === 0 ? [] : [insertRows(target, "idempotency_records", results)]),
+  ]);
+}
+
+/** The tenant's row count in every table that holds tenant data. */
+export async function tenantRowCounts(d1: D1Database, tenantId: string): Promise<Record<string, number>> {
+  const tables = ["tokens", ...SIDE_TABLES, "idempotency_records"];
+  const results = await d1.batch(
+    tables.map((table) => d1.prepare(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = ?`).bind(tenantId)),
+  );
+  return Object.fromEntries(tables.map((table, i) => [table, (results[i]!.results[0] as { n: number }).n]));
+}
+
+/** Deletes up to `limit` of the tenant's tokens (with their side rows), then its idempotency records once none is left; how many tokens went. */
+export async function purgeTenantData(d1: D1Database, tenantId: string, limit: number): Promise<number> {
+  const ids = await tokenIdsAfter(d1, tenantId, "", limit);
+  await deleteTokens(d1, tenantId, ids);
+  if (ids.length < limit) await d1.prepare("DELETE FROM idempotency_records WHERE tenant_id = ?").bind(tenantId).run();
+  return ids.length;
+}
+
+function insertRows(d1: D1Database, table: string, rows: Row[]): D1PreparedStatement {
+  const columns = Object.keys(rows[0]!);
+  return d1
+    .prepare(
+      `INSERT OR REPLACE INTO ${table} (${columns.join(", ")}) SELECT ${columns.map((column) => `value ->> '${column}'`).join(", ")} FROM json_each(?)`,
+    )
+    .bind(JSON.stringify(rows));
+}

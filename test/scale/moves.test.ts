@@ -1,0 +1,120 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { call, callRoute, createApplication, expectProblem, type Tenant } from "../support/harness";
+import { createProxy, invoke } from "../support/proxies";
+import { createToken, REVEAL_EVERYTHING } from "../support/tokens";
+
+/*
+ * An operator moves a tenant to another data database while it keeps working: its tokens are
+ * copied, its writes wait (503, Retry-After) only while the last changes are copied and the
+ * directory switches, and the old copy is purged.
+ */
+
+const DATA: Record<string, D1Database> = { DB_1: env.DB_1, DB_2: env.DB_2 };
+const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
+
+async function tenantIn(database: string): Promise<Tenant & { key: string; applicationId: string }> {
+  const reply = await callRoute("POST /tenants", 201, { body: { name: `moving from ${database}`, database }, headers: operator });
+  const tenant = {
+    tenantId: reply.body.tenant.id,
+    managementKey: reply.body.application.key,
+    managementApplicationId: reply.body.application.id,
+  };
+  const application = await createApplication(tenant, REVEAL_EVERYTHING);
+  return { ...tenant, key: application.key, applicationId: application.id };
+}
+
+function move(tenantId: string, body: Record<string, unknown>) {
+  return call("POST", `/tenants/${tenantId}/move`, { body, headers: operator });
+}
+
+async function rows(database: string, tenantId: string): Promise<number> {
+  const row = await DATA[database]!.prepare("SELECT count(*) AS n FROM tokens WHERE tenant_id = ?").bind(tenantId).first<{ n: number }>();
+  return row!.n;
+}
+
+async function placement(tenantId: string): Promise<string> {
+  return (await env.DB.prepare("SELECT database FROM tenants WHERE id = ?").bind(tenantId).first<{ database: string }>())!.database;
+}
+
+describe("moving a tenant", () => {
+  it("copies the tenant's tokens, switches the directory and purges the old copy", async () => {
+    const tenant = await tenantIn("DB_1");
+    const token = await createToken(tenant.key, { type: "token", data: "moved", metadata: { trip: "one" } });
+    await call("POST", "/tokenize", { key: tenant.key, body: { a: "x", b: "y" } });
+    const reply = await move(tenant.tenantId, { database: "DB_2" });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body).toEqual({ tenant_id: tenant.tenantId, source: "DB_1", target: "DB_2", phase: "done" });
+    expect(await placement(tenant.tenantId)).toBe("DB_2");
+    expect(await rows("DB_2", tenant.tenantId)).toBe(3);
+    expect(await rows("DB_1", tenant.tenantId)).toBe(0);
+    expect((await call("GET", `/tokens/${token.id}`, { key: tenant.key })).body.data).toBe("moved");
+    const search = await call("POST", "/tokens/search", { key: tenant.key, body: { query: "metadata.trip:one" } });
+    expect(search.body.data.map((found: { id: string }) => found.id)).toEqual([token.id]);
+    const proxy = await createProxy(tenant, { require_auth: false, application: { id: tenant.applicationId } });
+    const forwarded = await invoke("POST", "", { proxyKey: proxy.key, body: { value: `{{ ${token.id} }}` } });
+    expect(JSON.parse(forwarded.json.body)).toEqual({ value: "moved" });
+  });
+
+  it("is resumable: each call advances it by at most max_batches steps and answers its phase", async () => {
+    const tenant = await tenantIn("DB_2");
+    for (let i = 0; i < 3; i++) {
+      const payload = Object.fromEntries(Array.from({ length: 50 }, (_, j) => [`v${j}`, `value ${i}-${j}`]));
+      expect((await call("POST", "/tokenize", { key: tenant.key, body: payload })).status).toBe(201);
+    }
+    const phases: string[] = [];
+    for (let call = 0; call < 10 && phases.at(-1) !== "done"; call++) {
+      const reply = await move(tenant.tenantId, { database: "DB_1", max_batches: 1 });
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      phases.push(reply.body.phase);
+    }
+    expect(phases).toEqual(["copying", "blocked", "switched", "done"]);
+    expect(await rows("DB_1", tenant.tenantId)).toBe(150);
+    expect(await rows("DB_2", tenant.tenantId)).toBe(0);
+  });
+
+  it("loses no write made while it runs; writes during the switch answer 503 with Retry-After", async () => {
+    const tenant = await tenantIn("DB_1");
+    await createToken(tenant.key, { type: "token", data: "before" });
+    let moving = true;
+    const answers: { status: number; id?: string; retryAfter: string | null }[] = [];
+    const writer = (async () => {
+      for (let i = 0; moving || i < 3; i++) {
+        const reply = await call("POST", "/tokens", { key: tenant.key, body: { type: "token", data: `during ${i}` } });
+        answers.push({ status: reply.status, id: reply.body?.id, retryAfter: reply.headers.get("retry-after") });
+      }
+    })();
+    const reply = await move(tenant.tenantId, { database: "DB_2" });
+    moving = false;
+    await writer;
+    expect(reply.body.phase).toBe("done");
+    for (const answer of answers) {
+      expect([201, 503]).toContain(answer.status);
+      if (answer.status === 503) expect(Number(answer.retryAfter)).toBeGreaterThan(0);
+    }
+    const written = answers.filter((answer) => answer.status === 201);
+    expect(written.length).toBeGreaterThan(0);
+    for (const answer of written) expect((await call("GET", `/tokens/${answer.id}`, { key: tenant.key })).status).toBe(200);
+    expect(await rows("DB_2", tenant.tenantId)).toBe(written.length + 1);
+    expect(await rows("DB_1", tenant.tenantId)).toBe(0);
+  });
+
+  it("refuses an unbound database, the tenant's own database and an unknown tenant", async () => {
+    const tenant = await tenantIn("DB_1");
+    expect(expectProblem(await move(tenant.tenantId, { database: "DB_9" }), 400).detail).toContain("DB_1, DB_2");
+    expect(expectProblem(await move(tenant.tenantId, { database: "DB_1" }), 400).detail).toContain("already there");
+    expectProblem(await move("00000000-0000-4000-8000-000000000000", { database: "DB_2" }), 404);
+  });
+
+  it("refuses writes (not reads) while blocked, and a second target while a move is under way", async () => {
+    const tenant = await tenantIn("DB_1");
+    await createToken(tenant.key, { type: "token", data: "one" });
+    expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("blocked");
+    const blocked = await call("POST", "/tokens", { key: tenant.key, body: { type: "token", data: "waits" } });
+    expectProblem(blocked, 503);
+    expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await call("GET", "/tokens", { key: tenant.key })).status).toBe(200);
+    expectProblem(await move(tenant.tenantId, { database: "DB_1" }), 409);
+    expect((await move(tenant.tenantId, { database: "DB_2" })).body.phase).toBe("done");
+  });
+});
