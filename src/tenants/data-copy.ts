@@ -3,8 +3,7 @@
  * that hold tenant data, rows travelling as one JSON parameter (see tokens/storage.ts).
  */
 
-/** Every table of a data database that holds tenant data, token side tables after tokens. */
-const SIDE_TABLES = ["token_containers", "token_metadata", "token_search_index"] as const;
+import { TOKEN_SIDE_TABLE_NAMES as SIDE_TABLES } from "../tokens/storage";
 
 type Row = Record<string, unknown>;
 

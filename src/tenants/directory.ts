@@ -5,6 +5,7 @@
  */
 import { LookupCache } from "../auth/lookup-cache";
 import type { Database } from "../db/client";
+import { ValidationError } from "../http/problem";
 import * as storage from "./storage";
 
 const placements = new LookupCache<storage.Placement | null>(
@@ -24,6 +25,13 @@ export function placementOf(control: Database, tenantId: string, ttlMs: number):
     () => storage.placementOf(control, tenantId),
     (placement) => placement !== null,
   );
+}
+
+/** A 400 at `database` unless it names one of the bound data databases. */
+export function requireDataBinding(bindings: string[], database: string): void {
+  if (!bindings.includes(database)) {
+    throw ValidationError.field("database", `must be one of the bound data databases: ${bindings.join(", ")}`);
+  }
 }
 
 /** Where a new tenant goes: the data database named, or the one holding the fewest tenants (the first on a tie). */

@@ -14,6 +14,7 @@ import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
 import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
 import * as copy from "./data-copy";
+import { requireDataBinding } from "./directory";
 import * as storage from "./storage";
 
 const BATCH = 100;
@@ -34,10 +35,7 @@ export interface MoveStatus {
 
 export async function moveTenant(context: RequestContext, tenantId: string, input: MoveInput): Promise<MoveStatus> {
   const { control } = context;
-  const bindings = context.dataBindings();
-  if (!bindings.includes(input.database)) {
-    throw ValidationError.field("database", `must be one of the bound data databases: ${bindings.join(", ")}`);
-  }
+  requireDataBinding(context.dataBindings(), input.database);
   const placement = await storage.placementOf(control, tenantId);
   if (!placement) throw new NotFoundError(`Tenant ${tenantId}`);
   let move: storage.TenantMove =

@@ -21,6 +21,9 @@ const requireOperator: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
+/** The binding of a data database, as wrangler.toml names it. */
+const DataBinding = z.string({ error: "is required" }).regex(/^DB(_\d+)?$/, "must be a data database binding (DB_1, DB_2 …)");
+
 const create = createRoute({
   method: "post",
   path: "/tenants",
@@ -32,11 +35,9 @@ const create = createRoute({
     z
       .object({
         name: Name,
-        database: z
-          .string()
-          .regex(/^DB(_\d+)?$/, "must be a data database binding (DB_1, DB_2 …)")
-          .optional()
-          .openapi({ description: "The data database to place the tenant in; by default the one holding the fewest tenants" }),
+        database: DataBinding.optional().openapi({
+          description: "The data database to place the tenant in; by default the one holding the fewest tenants",
+        }),
       })
       .openapi("CreateTenant"),
   ),
@@ -68,7 +69,7 @@ const move = createRoute({
     ...jsonBody(
       z
         .object({
-          database: z.string({ error: "is required" }).regex(/^DB(_\d+)?$/, "must be a data database binding (DB_1, DB_2 …)"),
+          database: DataBinding,
           max_batches: z.number({ error: "must be an integer" }).int().min(1).max(1_000_000).optional(),
         })
         .openapi("MoveTenant"),

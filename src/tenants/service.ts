@@ -2,9 +2,8 @@ import { insertApplication } from "../applications/service";
 import { MANAGEMENT_PERMISSIONS } from "../auth/permissions";
 import type { RequestContext } from "../context";
 import { sha256Hex } from "../crypto/secrets";
-import { ValidationError } from "../http/problem";
 import { isoTime } from "../http/schemas";
-import { placementForNewTenant } from "./directory";
+import { placementForNewTenant, requireDataBinding } from "./directory";
 import * as storage from "./storage";
 
 /**
@@ -14,9 +13,7 @@ import * as storage from "./storage";
 export async function createTenant(context: RequestContext, input: { name: string; database?: string }) {
   const { name } = input;
   const bindings = context.dataBindings();
-  if (input.database !== undefined && !bindings.includes(input.database)) {
-    throw ValidationError.field("database", `must be one of the bound data databases: ${bindings.join(", ")}`);
-  }
+  if (input.database !== undefined) requireDataBinding(bindings, input.database);
   const database = await placementForNewTenant(context.control, bindings, input.database);
   const tenant = { id: crypto.randomUUID(), name, database, createdAt: Date.now() };
   await storage.insertTenant(context.control, tenant);

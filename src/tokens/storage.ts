@@ -41,6 +41,8 @@ export interface SealedToken {
 }
 
 const SIDE_TABLES = [tokenContainers, tokenMetadata, tokenSearchIndex] as const;
+/** The tables that hold a token's index rows, by name (for copies between databases). */
+export const TOKEN_SIDE_TABLE_NAMES = SIDE_TABLES.map((table) => getTableName(table));
 const PURGE_CHUNK = 500;
 
 /**

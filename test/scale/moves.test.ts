@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { DATA_BINDINGS } from "../support/context";
 import { call, callRoute, createApplication, expectProblem, type Tenant } from "../support/harness";
 import { createProxy, invoke } from "../support/proxies";
 import { createToken, REVEAL_EVERYTHING } from "../support/tokens";
@@ -10,7 +11,7 @@ import { createToken, REVEAL_EVERYTHING } from "../support/tokens";
  * directory switches, and the old copy is purged.
  */
 
-const DATA: Record<string, D1Database> = { DB_1: env.DB_1, DB_2: env.DB_2 };
+const DATA = DATA_BINDINGS;
 const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
 
 async function tenantIn(database: string): Promise<Tenant & { key: string; applicationId: string }> {

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { DATA_BINDINGS } from "../support/context";
 import { call, callRoute, createApplication, expectProblem, type Tenant } from "../support/harness";
 import { createProxy, invoke } from "../support/proxies";
 import { createToken, REVEAL_EVERYTHING } from "../support/tokens";
@@ -9,7 +10,7 @@ import { createToken, REVEAL_EVERYTHING } from "../support/tokens";
  * placed by the directory; each one's tokens live only in its data database.
  */
 
-const DATA = { DB_1: env.DB_1, DB_2: env.DB_2 };
+const DATA = DATA_BINDINGS;
 
 async function tenantIn(database?: string): Promise<Tenant & { database: string }> {
   const reply = await callRoute("POST /tenants", 201, {
@@ -68,8 +69,8 @@ describe("tenant placement", () => {
     }
     for (const tenant of tenants) {
       const elsewhere = tenant.database === "DB_1" ? "DB_2" : "DB_1";
-      expect(await tokenRows(DATA[tenant.database as keyof typeof DATA], tenant.tenantId)).toBe(3);
-      expect(await tokenRows(DATA[elsewhere], tenant.tenantId)).toBe(0);
+      expect(await tokenRows(DATA[tenant.database]!, tenant.tenantId)).toBe(3);
+      expect(await tokenRows(DATA[elsewhere]!, tenant.tenantId)).toBe(0);
       expect(await tokenRows(env.DB, tenant.tenantId)).toBe(0);
     }
   });

@@ -1,5 +1,6 @@
 import { applyD1Migrations, env } from "cloudflare:test";
+import { ALL_DATABASES } from "./context";
 
 // Idempotent: applyD1Migrations records what it applied.
 // The control database and every data database carry the same schema.
-await Promise.all([env.DB, env.DB_1, env.DB_2].map((database) => applyD1Migrations(database, env.TEST_MIGRATIONS)));
+await Promise.all(Object.values(ALL_DATABASES).map((database) => applyD1Migrations(database, env.TEST_MIGRATIONS)));

@@ -17,8 +17,14 @@ export function sandboxContext(tenantId: string, bindings: Bindings = env): Tena
   return requestContext(bindings).placed(tenantId, "DB");
 }
 
+/** The data databases the test pool binds, by binding. */
+export const DATA_BINDINGS: Record<string, D1Database> = { DB_1: env.DB_1, DB_2: env.DB_2 };
+
 /** Every data database the test pool binds, for tests that look for rows wherever they are. */
-export const DATA_DATABASES: D1Database[] = [env.DB_1, env.DB_2];
+export const DATA_DATABASES: D1Database[] = Object.values(DATA_BINDINGS);
+
+/** The control database and every data database the test pool binds, by binding. */
+export const ALL_DATABASES: Record<string, D1Database> = { DB: env.DB, ...DATA_BINDINGS };
 
 /** The data database that holds a tenant's tokens, for tests that look at stored rows. */
 export async function dataDatabaseOf(tenantId: string): Promise<D1Database> {

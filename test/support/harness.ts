@@ -9,6 +9,7 @@ import type { searchRoutes } from "../../src/search/routes";
 import type { tenantRoutes } from "../../src/tenants/routes";
 import type { detokenizeRoutes } from "../../src/tokens/detokenize-routes";
 import type { tokenRoutes } from "../../src/tokens/routes";
+import { ALL_DATABASES } from "./context";
 import { expectDocumentedReply } from "./documented-replies";
 import { type Reply, readReply } from "./reply.mjs";
 
@@ -134,13 +135,10 @@ export async function createApplication(tenant: Tenant, spec: ApplicationSpec): 
   return { id: reply.body.id, key: reply.body.key };
 }
 
-/** The control database and every data database the test pool binds. */
-const DATABASES = { DB: env.DB, DB_1: env.DB_1, DB_2: env.DB_2 };
-
 /** Every row of every table of every database, as text: for the "nothing stored in plaintext" checks. */
 export async function dumpDatabase(): Promise<string> {
   const dumps: string[] = [];
-  for (const database of Object.values(DATABASES)) {
+  for (const database of Object.values(ALL_DATABASES)) {
     const { results: tables } = await database
       .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
       .all<{ name: string }>();
@@ -152,7 +150,7 @@ export async function dumpDatabase(): Promise<string> {
 /** Row counts of every table of every database (`DB_1.tokens`): "nothing half-written" checks compare them before and after. */
 export async function rowCounts(): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
-  for (const [binding, database] of Object.entries(DATABASES)) {
+  for (const [binding, database] of Object.entries(ALL_DATABASES)) {
     const { results: tables } = await database
       .prepare(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name != 'd1_migrations'",
