@@ -2,6 +2,8 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { applicationRoutes } from "./applications/routes";
+import { auditRequests } from "./audit/middleware";
+import { logRoutes } from "./audit/routes";
 import { permissionRoutes } from "./auth/routes";
 import type { AppEnv } from "./http/context";
 import { handleError } from "./http/errors";
@@ -16,6 +18,7 @@ import { tenantRoutes } from "./tenants/routes";
 import { ensureBootstrap } from "./tenants/service";
 import { detokenizeRoutes } from "./tokens/detokenize-routes";
 import { tokenRoutes } from "./tokens/routes";
+import { webhookRoutes } from "./webhooks/routes";
 
 /** Authenticates every request that reaches a known route; unknown routes fall through to 404/405. */
 const authenticateKnownRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -41,6 +44,7 @@ export function buildApp() {
   const app = new OpenAPIHono<AppEnv>({ strict: false });
 
   app.use("*", traceAndConfigure);
+  app.use("*", auditRequests);
   // Proxy invocation applies its own limit, so that it too answers as proxy_error. (A plain test:
   // hono/combine's except() costs a router match and a middleware chain on every request.)
   app.use("*", async (c, next) => {
@@ -88,6 +92,8 @@ export function buildApp() {
   api.route("/", detokenizeRoutes);
   api.route("/", searchRoutes);
   api.route("/", reactorRoutes);
+  api.route("/", logRoutes);
+  api.route("/", webhookRoutes);
   app.route("/", api);
 
   app.notFound((c) => notFoundOrWrongMethod(app, c));

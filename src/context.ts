@@ -8,6 +8,7 @@
  *
  * Services take `(context, principal, input)`.
  */
+import { AuditTrail } from "./audit/trail";
 import { type TenantKeys, tenantKeysOf } from "./crypto/tenant-keys";
 import { CONTROL_BINDING, type Database, dataBindings, databaseOf, sessionOf } from "./db/client";
 import { type Bindings, type Config, configOf } from "./env";
@@ -21,8 +22,20 @@ export class RequestContext {
   constructor(
     protected readonly env: Bindings,
     readonly traceId: string,
+    /** The audit entries this request records; a tenant context shares its request's. */
+    readonly audit: AuditTrail = new AuditTrail(traceId),
   ) {
     this.config = configOf(env);
+  }
+
+  /** Where requests send their audit entries (src/audit/recorder.ts). */
+  get auditQueue(): Queue {
+    return this.env.AUDIT_QUEUE;
+  }
+
+  /** Where events wait for delivery to the tenants' webhooks. */
+  get webhookQueue(): Queue {
+    return this.env.WEBHOOK_QUEUE;
   }
 
   /**
@@ -65,7 +78,7 @@ export class RequestContext {
 
   /** The request acting for a tenant whose data database is already known. */
   placed(tenantId: string, binding: string, bookmark?: string, writesBlocked = false): TenantContext {
-    return new TenantContext(this.env, this.traceId, tenantId, binding, bookmark, writesBlocked);
+    return new TenantContext(this.env, this.traceId, this.audit, tenantId, binding, bookmark, writesBlocked);
   }
 }
 
@@ -79,6 +92,7 @@ export class TenantContext extends RequestContext {
   constructor(
     env: Bindings,
     traceId: string,
+    audit: AuditTrail,
     readonly tenantId: string,
     /** The binding of the data database that holds this tenant's tokens. */
     readonly dataBinding: string,
@@ -87,7 +101,7 @@ export class TenantContext extends RequestContext {
     /** A move of the tenant to another data database is switching over: writes must wait. */
     private readonly writesBlocked = false,
   ) {
-    super(env, traceId);
+    super(env, traceId, audit);
     this.sandbox = new Sandbox(env, this.config);
   }
 

@@ -7,7 +7,8 @@ import { ConfigurationError } from "./http/problem";
  * namespace instead, which wrangler.toml does not declare. Configuration values are parsed
  * separately by `configOf`.
  */
-export type Bindings = Pick<Cloudflare.Env, "DB"> & Partial<Pick<Cloudflare.Env, "LOADER">> & { DISPATCHER?: DispatchNamespace };
+export type Bindings = Pick<Cloudflare.Env, "DB" | "AUDIT_QUEUE" | "WEBHOOK_QUEUE"> &
+  Partial<Pick<Cloudflare.Env, "LOADER">> & { DISPATCHER?: DispatchNamespace };
 
 const flag = (fallback: "true" | "false" = "false") =>
   z
@@ -38,6 +39,14 @@ export const ConfigSchema = z.object({
   CARD_CVC_RETENTION_S: z.coerce.number().int().min(0).default(3_600),
   /** A /proxy call without a proxy key forwards to its {P}-PROXY-URL header (an ephemeral proxy). */
   EPHEMERAL_PROXY: flag("true"),
+  /** Days the audit log keeps an entry; the cron purges older ones and re-anchors the chain. */
+  AUDIT_RETENTION_DAYS: positiveInteger(365),
+  /** Only benchmarks turn auditing off, to measure what it costs (README "Audit log"). */
+  AUDIT_LOG: flag("true"),
+  /** A webhook is disabled after this many deliveries failed in a row. */
+  WEBHOOK_FAILURE_LIMIT: positiveInteger(10),
+  /** Seconds before a failed delivery's first retry; each further retry waits twice as long. */
+  WEBHOOK_RETRY_BASE_S: z.coerce.number().int().min(0).max(3_600).default(30),
   CLOUDFLARE_ACCOUNT_ID: z.string().optional(),
   CLOUDFLARE_API_TOKEN: z.string().optional(),
   CLOUDFLARE_API_BASE: z.url().default("https://api.cloudflare.com/client/v4"),

@@ -1,21 +1,45 @@
 import { buildApp } from "./app";
+import type { AuditEntry } from "./audit/entry";
+import { recordEntries } from "./audit/recorder";
+import { purgeOldLogs } from "./audit/service";
+import { chainPendingEntries, keepDeadEntries, writeAuditBatch } from "./audit/writer";
 import { RequestContext } from "./context";
 import type { Bindings } from "./env";
 import { purgeIdempotencyRecords } from "./idempotency/service";
 import { purgeExpiredCvcs } from "./tokens/cvc";
 import { purgeExpiredTokens } from "./tokens/service";
+import { deliverWebhooks, recordDeadDeliveries } from "./webhooks/delivery";
 
 export { Egress } from "./egress/entrypoint";
 export { Bridge } from "./sandbox/bridge";
 
 const app = buildApp();
 
+/** The queues this worker consumes (wrangler.toml), by name. */
+const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<never>) => Promise<void>> = {
+  "token-vault-audit": (context, batch) => writeAuditBatch(context, batch as MessageBatch<AuditEntry>),
+  "token-vault-audit-dead": (context, batch) => keepDeadEntries(context, batch as MessageBatch<AuditEntry>),
+  "token-vault-webhooks": deliverWebhooks,
+  "token-vault-webhooks-dead": recordDeadDeliveries,
+};
+
 export default {
   fetch: app.fetch,
   async scheduled(controller, env, ctx) {
     const context = new RequestContext(env, `cron/${controller.scheduledTime}`);
-    ctx.waitUntil(purgeIdempotencyRecords(context, controller.scheduledTime));
-    ctx.waitUntil(purgeExpiredTokens(context, controller.scheduledTime));
-    ctx.waitUntil(purgeExpiredCvcs(context, controller.scheduledTime));
+    context.audit.actor = { id: null, type: "system" };
+    const maintenance = Promise.all([
+      purgeIdempotencyRecords(context, controller.scheduledTime),
+      purgeExpiredTokens(context, controller.scheduledTime),
+      purgeExpiredCvcs(context, controller.scheduledTime),
+      chainPendingEntries(context),
+      purgeOldLogs(context, controller.scheduledTime),
+    ]).then(() => recordEntries(context, context.audit.conclude(undefined, 200)));
+    ctx.waitUntil(maintenance);
+  },
+  async queue(batch, env) {
+    const consume = CONSUMERS[batch.queue];
+    if (!consume) throw new Error(`No consumer for queue ${batch.queue}`);
+    await consume(new RequestContext(env, `queue/${batch.queue}/${crypto.randomUUID()}`), batch as MessageBatch<never>);
   },
 } satisfies ExportedHandler<Bindings>;

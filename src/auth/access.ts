@@ -18,6 +18,8 @@ export interface Principal {
   applicationType: "private" | "public" | "management";
   permissions: Permission[];
   rules: AccessRule[];
+  /** The id of the API key the request presented (for the audit log); absent for a proxy's or reactor's application. */
+  credentialId?: string;
 }
 
 /** Default transform of plain permissions (no rules): data is revealed only to detokenize it. */

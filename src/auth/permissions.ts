@@ -16,6 +16,11 @@ export const MANAGEMENT_PERMISSIONS = [
   "reactor:read",
   "reactor:update",
   "reactor:delete",
+  "webhook:create",
+  "webhook:read",
+  "webhook:update",
+  "webhook:delete",
+  "log:read",
 ] as const;
 
 export const PERMISSIONS = [...TOKEN_PERMISSIONS, ...MANAGEMENT_PERMISSIONS] as const;
@@ -48,6 +53,11 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "reactor:read": "Read reactor formulas and reactors",
   "reactor:update": "Update reactor formulas and reactors",
   "reactor:delete": "Delete reactor formulas and reactors",
+  "webhook:create": "Create webhooks",
+  "webhook:read": "Read webhooks",
+  "webhook:update": "Update webhooks",
+  "webhook:delete": "Delete webhooks",
+  "log:read": "Read and verify the audit log",
 };
 
 export function mayHold(type: ApplicationType, permission: string): boolean {

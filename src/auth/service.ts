@@ -29,7 +29,7 @@ export async function principalForKey(context: RequestContext, apiKey: string): 
     context.config.CREDENTIAL_CACHE_TTL_MS,
     async () => {
       const row = await storage.applicationOfKeyHash(context.control, await sha256Hex(apiKey));
-      return row ? principalOf(row) : null;
+      return row ? { ...principalOf(row), credentialId: row.keyId } : null;
     },
     (principal) => principal !== null,
   );

@@ -20,9 +20,9 @@ export type PrincipalColumns = {
 };
 
 /** The application holding the API key with this hash. */
-export async function applicationOfKeyHash(db: Database, hash: string): Promise<PrincipalColumns | undefined> {
+export async function applicationOfKeyHash(db: Database, hash: string): Promise<(PrincipalColumns & { keyId: string }) | undefined> {
   const [row] = await db
-    .select(principalColumns)
+    .select({ ...principalColumns, keyId: apiKeys.id })
     .from(apiKeys)
     .innerJoin(applications, and(eq(applications.id, apiKeys.applicationId), eq(applications.tenantId, apiKeys.tenantId)))
     .where(eq(apiKeys.hash, hash))

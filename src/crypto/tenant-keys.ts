@@ -4,7 +4,7 @@ import { fromBase64, fromBase64Url, fromUtf8, toBase64Url, utf8 } from "./encodi
 /** Version of the master key that new ciphertexts are written under; recorded in each ciphertext. */
 export const CURRENT_KEY_VERSION = 1;
 
-type Purpose = "encryption" | "search-index" | "fingerprint";
+type Purpose = "encryption" | "search-index" | "fingerprint" | "audit";
 
 /**
  * Per-tenant keys derived with HKDF-SHA256 from VAULT_MASTER_KEY. Each purpose has its own key,
@@ -16,6 +16,7 @@ export class TenantKeys {
     private readonly encryptionKey: CryptoKey,
     private readonly searchIndexKey: CryptoKey,
     private readonly fingerprintKey: CryptoKey,
+    private readonly auditKey: CryptoKey,
   ) {}
 
   static async derive(masterKeyBase64: string, tenantId: string): Promise<TenantKeys> {
@@ -42,6 +43,7 @@ export class TenantKeys {
       await derive("encryption", { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]),
       await derive("search-index", hmac, ["sign"]),
       await derive("fingerprint", hmac, ["sign"]),
+      await derive("audit", hmac, ["sign"]),
     );
     if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
     cache.set(cacheKey, keys);
@@ -87,6 +89,11 @@ export class TenantKeys {
    */
   fingerprint(type: string, source: string): Promise<string> {
     return this.sign(this.fingerprintKey, `${type}\u0000${source}`);
+  }
+
+  /** Keyed HMAC that links the audit log's hash chain (src/audit/chain.ts). */
+  auditMac(value: string): Promise<string> {
+    return this.sign(this.auditKey, value);
   }
 
   private async sign(key: CryptoKey, value: string): Promise<string> {

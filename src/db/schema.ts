@@ -224,3 +224,86 @@ export const reactors = sqliteTable(
     index("reactors_tenant_formula").on(table.tenantId, table.formulaId),
   ],
 );
+
+/** A tenant's webhooks (control database): where events are delivered, signed with the webhook's secret. */
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    name: text("name").notNull(),
+    url: text("url").notNull(),
+    /** JSON array of event types. */
+    events: text("events").notNull(),
+    status: text("status", { enum: ["enabled", "disabled"] })
+      .notNull()
+      .default("enabled"),
+    notifyEmail: text("notify_email"),
+    /** The signing secret, encrypted under the tenant key; returned once, at creation. */
+    secretCiphertext: text("secret_ciphertext").notNull(),
+    /** Deliveries that failed in a row; the webhook is disabled when it reaches the limit. */
+    consecutiveFailures: integer("consecutive_failures").notNull().default(0),
+    ...audit,
+  },
+  (table) => [index("webhooks_tenant_created").on(table.tenantId, table.createdAt, table.id)],
+);
+
+/**
+ * The audit log (each tenant's data database): one hash chain per tenant. An entry's hash is the
+ * keyed HMAC of its content and of the previous entry's hash; `seq` numbers the chain from 1 and is
+ * unique per tenant, which is what lets only one writer extend the chain at a time (src/audit/writer.ts).
+ */
+export const auditLog = sqliteTable(
+  "audit_log",
+  {
+    tenantId: text("tenant_id").notNull(),
+    seq: integer("seq").notNull(),
+    /** Chosen by the request that recorded the entry: a redelivered queue message is written once. */
+    id: text("id").notNull(),
+    actorId: text("actor_id"),
+    actorType: text("actor_type").notNull(),
+    /** The API key's id, when the request presented a known one. */
+    credentialId: text("credential_id"),
+    entityType: text("entity_type").notNull(),
+    entityId: text("entity_id"),
+    operation: text("operation").notNull(),
+    message: text("message").notNull(),
+    /** The outcome: the HTTP status the request answered. */
+    status: integer("status").notNull(),
+    traceId: text("trace_id").notNull(),
+    createdAt: integer("created_at").notNull(),
+    hash: text("hash").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.seq] }),
+    uniqueIndex("audit_log_tenant_id").on(table.tenantId, table.id),
+    index("audit_log_tenant_created").on(table.tenantId, table.createdAt),
+    index("audit_log_tenant_entity").on(table.tenantId, table.entityType, table.entityId, table.seq),
+  ],
+);
+
+/**
+ * Each tenant's chain: its head (the last entry written) and its anchor (the last entry retention
+ * purged, with a MAC so that it cannot be moved). Verification runs from the anchor to the head.
+ */
+export const auditChains = sqliteTable("audit_chains", {
+  tenantId: text("tenant_id").primaryKey(),
+  headSeq: integer("head_seq").notNull(),
+  headHash: text("head_hash").notNull(),
+  anchorSeq: integer("anchor_seq").notNull().default(0),
+  anchorHash: text("anchor_hash").notNull().default(""),
+  anchorMac: text("anchor_mac"),
+});
+
+/** Entries the queue could not take: written here by the request, chained later by the writer. */
+export const auditPending = sqliteTable(
+  "audit_pending",
+  {
+    tenantId: text("tenant_id").notNull(),
+    id: text("id").notNull(),
+    /** The queue message, as JSON: no sensitive value is ever in it. */
+    entry: text("entry").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.tenantId, table.id] })],
+);

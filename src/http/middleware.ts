@@ -41,6 +41,7 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!apiKey) throw new UnauthenticatedError(`The ${c.var.config.HEADER_PREFIX}-API-KEY header is required`);
   const principal = await principalForKey(c.var.request, apiKey);
   if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
+  c.var.request.audit.actingAs(principal);
   const bookmark = c.req.header(headers.consistencyBookmark);
   if (bookmark !== undefined && !BOOKMARK.test(bookmark)) {
     throw ValidationError.field(`header ${headers.consistencyBookmark}`, "must be a bookmark this vault answered");

@@ -18,6 +18,7 @@ const requireOperator: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!given || !(await secretsEqual(given, expected))) {
     throw new UnauthenticatedError(`A valid ${c.var.config.HEADER_PREFIX}-OPERATOR-KEY header is required`);
   }
+  c.var.request.audit.actor = { id: null, type: "operator" };
   await next();
 };
 
@@ -90,5 +91,16 @@ const move = createRoute({
 });
 
 export const tenantRoutes = createRouter()
-  .openapi(create, async (c) => c.json(await createTenant(c.var.request, c.req.valid("json")), 201))
-  .openapi(move, async (c) => c.json(await moveTenant(c.var.request, c.req.valid("param").id, c.req.valid("json")), 200));
+  .openapi(create, async (c) => {
+    const created = await createTenant(c.var.request, c.req.valid("json"));
+    c.var.request.audit.tenantId = created.tenant.id;
+    c.var.request.audit.describe({ entityId: created.tenant.id });
+    return c.json(created, 201);
+  })
+  .openapi(move, async (c) => {
+    const status = await moveTenant(c.var.request, c.req.valid("param").id, c.req.valid("json"));
+    // Recorded in the tenant's own log once the directory knows it (a 404 goes to the deployment's).
+    c.var.request.audit.tenantId = status.tenant_id;
+    c.var.request.audit.describe({ message: `to ${status.target}, ${status.phase}` });
+    return c.json(status, 200);
+  });

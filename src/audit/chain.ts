@@ -1,0 +1,55 @@
+/**
+ * The hash chain that makes each tenant's log tamper-evident. Entry n's hash is the tenant's keyed
+ * HMAC (src/crypto/tenant-keys.ts, purpose "audit") of entry n-1's hash and of entry n's content,
+ * its position included. Editing an entry changes its hash; deleting one leaves a gap in `seq` or a
+ * link that no longer matches; swapping two breaks both links. Without the key, nobody can forge a
+ * replacement chain.
+ */
+import type { TenantKeys } from "../crypto/tenant-keys";
+import type { AuditEntry } from "./entry";
+
+/** The hash before the first entry. */
+export const GENESIS = "";
+
+/** An entry as the log stores it. */
+export type ChainedEntry = Omit<AuditEntry, "event"> & { seq: number; hash: string };
+
+/** The content an entry's hash covers, in a fixed order. */
+function contentOf(entry: Omit<ChainedEntry, "hash">): string {
+  return JSON.stringify([
+    entry.seq,
+    entry.id,
+    entry.tenant_id,
+    entry.actor_id,
+    entry.actor_type,
+    entry.credential_id,
+    entry.entity_type,
+    entry.entity_id,
+    entry.operation,
+    entry.message,
+    entry.status,
+    entry.trace_id,
+    entry.created_at,
+  ]);
+}
+
+export function linkHash(keys: TenantKeys, previousHash: string, entry: Omit<ChainedEntry, "hash">): Promise<string> {
+  return keys.auditMac(`${previousHash}\n${contentOf(entry)}`);
+}
+
+/** Extends a chain whose head is (`seq`, `hash`) with `entries`, in order. */
+export async function extend(keys: TenantKeys, head: { seq: number; hash: string }, entries: AuditEntry[]): Promise<ChainedEntry[]> {
+  const chained: ChainedEntry[] = [];
+  let { seq, hash } = head;
+  for (const { event: _event, ...entry } of entries) {
+    seq += 1;
+    hash = await linkHash(keys, hash, { ...entry, seq });
+    chained.push({ ...entry, seq, hash });
+  }
+  return chained;
+}
+
+/** The MAC of a chain's anchor (the last entry retention purged), so that it cannot be moved. */
+export function anchorMac(keys: TenantKeys, seq: number, hash: string): Promise<string> {
+  return keys.auditMac(`anchor\n${seq}\n${hash}`);
+}

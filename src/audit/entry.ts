@@ -1,0 +1,65 @@
+/**
+ * An audit entry as requests record it and the queue carries it. It never holds a sensitive value:
+ * no token data, key, configuration value, request body or code; a search's `data:` values are
+ * replaced before its query reaches a message.
+ */
+export const ACTOR_TYPES = ["application", "operator", "anonymous", "system"] as const;
+export type ActorType = (typeof ACTOR_TYPES)[number];
+
+/** What the log can name, in `GET /logs/entity-types` order. */
+export const ENTITY_TYPES = {
+  application: "Application",
+  api_key: "API key",
+  log: "Audit log",
+  permission: "Permission",
+  proxy: "Proxy",
+  reactor: "Reactor",
+  "reactor-formula": "Reactor formula",
+  tenant: "Tenant",
+  token: "Token",
+  webhook: "Webhook",
+} as const;
+export type EntityType = keyof typeof ENTITY_TYPES;
+
+export interface Actor {
+  id: string | null;
+  type: ActorType;
+  /** The API key's id, when the request presented a known one. */
+  credentialId?: string | null;
+}
+
+export interface AuditEntry {
+  /** Chosen when recorded; also the id of the webhook event the entry raises. */
+  id: string;
+  /** The deployment's own entries (a refused request whose key names no tenant) use DEPLOYMENT_TENANT. */
+  tenant_id: string;
+  actor_id: string | null;
+  actor_type: ActorType;
+  credential_id: string | null;
+  entity_type: EntityType;
+  entity_id: string | null;
+  operation: string;
+  message: string;
+  /** The outcome: the HTTP status the request answered. */
+  status: number;
+  trace_id: string;
+  /** Milliseconds since the epoch. */
+  created_at: number;
+  /** The webhook event this entry raises when it succeeded; delivered, never written to the log. */
+  event?: { type: string; data: Record<string, unknown> };
+}
+
+/** The tenant id of entries that belong to no tenant: refusals of keys the vault does not know. */
+export const DEPLOYMENT_TENANT = "00000000-0000-0000-0000-000000000000";
+
+/** Items grouped by tenant, in their order. */
+export function byTenant<T>(items: readonly T[], tenantOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const tenantId = tenantOf(item);
+    const group = groups.get(tenantId);
+    if (group) group.push(item);
+    else groups.set(tenantId, [item]);
+  }
+  return groups;
+}

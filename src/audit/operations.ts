@@ -1,0 +1,99 @@
+/**
+ * What each route records: the request's own audit entry. Every authenticated route is here, and
+ * test/audit/coverage.test.ts holds the table to the OpenAPI document, so a new route cannot go
+ * unrecorded. The entity id is the route's `{id}` (or the parameter named), unless the service
+ * names it (a created entity).
+ */
+import type { EntityType } from "./entry";
+
+export interface AuditedOperation {
+  entity: EntityType;
+  operation: string;
+  /** What happened, read with the entry's status: "Read token" with 404 was a read of no token. */
+  message: string;
+  /** The path parameter holding the entity id; `id` by default, null when the path names none. */
+  idParam?: string | null;
+}
+
+const op = (entity: EntityType, operation: string, message: string, idParam?: string | null): AuditedOperation => ({
+  entity,
+  operation,
+  message,
+  idParam,
+});
+
+export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
+  "POST /applications": op("application", "create", "Created application"),
+  "GET /applications": op("application", "list", "Listed applications"),
+  "GET /applications/key": op("application", "read", "Read the calling key's application"),
+  "GET /applications/{id}": op("application", "read", "Read application"),
+  "PUT /applications/{id}": op("application", "update", "Updated application"),
+  "DELETE /applications/{id}": op("application", "delete", "Deleted application and revoked its keys"),
+  "POST /applications/{id}/keys": op("api_key", "create", "Created API key", null),
+  "POST /applications/{id}/regenerate": op("api_key", "create", "Regenerated API key", null),
+  "GET /applications/{id}/keys": op("api_key", "list", "Listed application keys", null),
+  "DELETE /applications/{id}/keys/{key_id}": op("api_key", "delete", "Revoked API key", "key_id"),
+  "GET /permissions": op("permission", "list", "Listed permissions"),
+  "POST /proxies": op("proxy", "create", "Created proxy"),
+  "GET /proxies": op("proxy", "list", "Listed proxies"),
+  "GET /proxies/{id}": op("proxy", "read", "Read proxy"),
+  "PUT /proxies/{id}": op("proxy", "update", "Updated proxy"),
+  "PATCH /proxies/{id}": op("proxy", "update", "Updated proxy"),
+  "DELETE /proxies/{id}": op("proxy", "delete", "Deleted proxy"),
+  "ALL /proxy": op("proxy", "invoke", "Invoked proxy", null),
+  "POST /reactor-formulas": op("reactor-formula", "create", "Created reactor formula"),
+  "GET /reactor-formulas": op("reactor-formula", "list", "Listed reactor formulas"),
+  "GET /reactor-formulas/{id}": op("reactor-formula", "read", "Read reactor formula"),
+  "PUT /reactor-formulas/{id}": op("reactor-formula", "update", "Updated reactor formula"),
+  "DELETE /reactor-formulas/{id}": op("reactor-formula", "delete", "Deleted reactor formula"),
+  "POST /reactors": op("reactor", "create", "Created reactor"),
+  "GET /reactors": op("reactor", "list", "Listed reactors"),
+  "GET /reactors/{id}": op("reactor", "read", "Read reactor"),
+  "PUT /reactors/{id}": op("reactor", "update", "Updated reactor"),
+  "PATCH /reactors/{id}": op("reactor", "update", "Updated reactor"),
+  "DELETE /reactors/{id}": op("reactor", "delete", "Deleted reactor"),
+  "POST /reactors/{id}/react": op("reactor", "react", "Reacted"),
+  "POST /tenants": op("tenant", "create", "Created tenant", null),
+  "POST /tenants/{id}/move": op("tenant", "move", "Moved tenant"),
+  "POST /tokens": op("token", "create", "Created token"),
+  "GET /tokens": op("token", "list", "Listed tokens"),
+  "POST /tokens/search": op("token", "search", "Searched tokens"),
+  "GET /tokens/{id}": op("token", "read", "Read token"),
+  "PATCH /tokens/{id}": op("token", "update", "Updated token"),
+  "DELETE /tokens/{id}": op("token", "delete", "Deleted token"),
+  "POST /tokenize": op("token", "tokenize", "Tokenized"),
+  "POST /detokenize": op("token", "detokenize", "Detokenized"),
+  "GET /logs": op("log", "list", "Listed audit log entries"),
+  "GET /logs/entity-types": op("log", "list", "Listed audit log entity types"),
+  "GET /logs/verify": op("log", "verify", "Verified the audit log chain"),
+  "POST /webhooks": op("webhook", "create", "Created webhook"),
+  "GET /webhooks": op("webhook", "list", "Listed webhooks"),
+  "GET /webhooks/event-types": op("webhook", "list", "Listed webhook event types"),
+  "GET /webhooks/{id}": op("webhook", "read", "Read webhook"),
+  "PUT /webhooks/{id}": op("webhook", "update", "Updated webhook"),
+  "DELETE /webhooks/{id}": op("webhook", "delete", "Deleted webhook"),
+};
+
+/** The route's entry and its entity id from the path (`/tokens/{id}` against `/tokens/abc`). */
+export function auditedOperation(
+  method: string,
+  pattern: string,
+  path: string,
+): { operation: AuditedOperation; entityId: string | null } | undefined {
+  const documented = pattern.replace(/:(\w+)/g, "{$1}");
+  const operation = AUDITED_ROUTES[`${method} ${documented}`];
+  if (!operation) return undefined;
+  const param = operation.idParam === undefined ? "id" : operation.idParam;
+  if (param === null) return { operation, entityId: null };
+  const index = documented.split("/").indexOf(`{${param}}`);
+  const segment = index < 0 ? undefined : path.split("/")[index];
+  return { operation, entityId: segment === undefined ? null : safeDecode(segment) };
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment).slice(0, 200);
+  } catch {
+    return segment.slice(0, 200);
+  }
+}

@@ -1,0 +1,69 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { requirePermission, staleReadsAllowed } from "../http/middleware";
+import { createRouter } from "../http/router";
+import { jsonContent, paginated, problemResponses } from "../http/schemas";
+import { EntityTypeSchema, LogQuery, LogSchema, VerificationSchema, VerifyQuery } from "./schema";
+import { entityTypes, listLogs, verifyLogs } from "./service";
+
+const tags = ["Audit log"];
+const security = [{ ApiKey: [] }];
+
+const list = createRoute({
+  method: "get",
+  path: "/logs",
+  tags,
+  security,
+  summary: "List the tenant's audit log, newest first",
+  description:
+    "Every operation on tokens (token use in proxies, reactors and detokenization included), every write to applications, " +
+    "keys, proxies, formulas, reactors, webhooks and tenants, every proxy invocation and react, and every refused request. " +
+    "Entries never hold token data, keys, configuration values, request bodies or code. An entry appears once the audit " +
+    "queue's consumer has written it, usually within a second or two.",
+  middleware: [requirePermission("log:read"), staleReadsAllowed] as const,
+  request: { query: LogQuery },
+  responses: { 200: jsonContent(paginated(LogSchema), "A page of entries"), ...problemResponses(400, 401, 403) },
+});
+
+const types = createRoute({
+  method: "get",
+  path: "/logs/entity-types",
+  tags,
+  security,
+  summary: "List the entity types entries can name",
+  middleware: [requirePermission("log:read")] as const,
+  responses: { 200: jsonContent(z.array(EntityTypeSchema), "The entity types"), ...problemResponses(401, 403) },
+});
+
+const verify = createRoute({
+  method: "get",
+  path: "/logs/verify",
+  tags,
+  security,
+  summary: "Verify the audit log's hash chain",
+  description:
+    "Recomputes each entry's keyed hash from its content and the previous entry's hash, over the range given (by default, " +
+    "from the oldest entry retention kept to the newest). `broken_at` names the first entry whose link does not hold: an " +
+    "entry edited, deleted or moved in the database.",
+  middleware: [requirePermission("log:read")] as const,
+  request: { query: VerifyQuery },
+  responses: { 200: jsonContent(VerificationSchema, "The verification"), ...problemResponses(400, 401, 403) },
+});
+
+export const logRoutes = createRouter()
+  .openapi(list, async (c) => {
+    const query = c.req.valid("query");
+    const filter = {
+      entityType: query.entity_type,
+      entityId: query.entity_id,
+      startDate: query.start_date,
+      endDate: query.end_date,
+      page: query.page,
+      size: query.size,
+    };
+    return c.json(await listLogs(c.var.context, c.var.principal, filter), 200);
+  })
+  .openapi(types, (c) => c.json(entityTypes(), 200))
+  .openapi(verify, async (c) => {
+    const query = c.req.valid("query");
+    return c.json(await verifyLogs(c.var.context, c.var.principal, { startDate: query.start_date, endDate: query.end_date }), 200);
+  });

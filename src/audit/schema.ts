@@ -1,0 +1,65 @@
+import { z } from "@hono/zod-openapi";
+import { PageQuery } from "../http/schemas";
+import { ACTOR_TYPES } from "./entry";
+
+/** An ISO 8601 date or date-time query parameter, as milliseconds. */
+const DateQuery = z
+  .string()
+  .refine((text) => /^\d{4}-\d{2}-\d{2}/.test(text) && !Number.isNaN(Date.parse(text)), "must be an ISO 8601 date or date-time")
+  .transform((text) => Date.parse(text))
+  .optional();
+
+export const LogQuery = PageQuery.extend({
+  entity_type: z.string().max(64).optional().openapi({ description: "Only entries about this entity type (see /logs/entity-types)" }),
+  entity_id: z.string().max(200).optional().openapi({ description: "Only entries about this entity" }),
+  start_date: DateQuery.openapi({ description: "Entries created at or after this time (ISO 8601)" }),
+  end_date: DateQuery.openapi({ description: "Entries created before this time (ISO 8601)" }),
+});
+
+export const LogSchema = z
+  .object({
+    id: z.string(),
+    tenant_id: z.string(),
+    actor_id: z.string().nullable(),
+    actor_type: z.enum(ACTOR_TYPES),
+    credential_id: z.string().nullable(),
+    entity_type: z.string(),
+    entity_id: z.string().nullable(),
+    operation: z.string(),
+    message: z.string(),
+    status: z.number().int().openapi({ description: "The outcome: the HTTP status the request answered" }),
+    trace_id: z.string(),
+    created_at: z.string(),
+    seq: z.number().int().openapi({ description: "The entry's position in the tenant's hash chain" }),
+    hash: z.string().openapi({ description: "The keyed hash linking the entry to the one before it" }),
+  })
+  .openapi("Log");
+
+export const EntityTypeSchema = z.object({ display_name: z.string(), value: z.string() }).openapi("LogEntityType");
+
+export const VerifyQuery = z.object({
+  start_date: DateQuery.openapi({ description: "Verify from the first entry created at or after this time" }),
+  end_date: DateQuery.openapi({ description: "Verify up to the entries created before this time" }),
+});
+
+export const VerificationSchema = z
+  .object({
+    verified: z.boolean().openapi({ description: "Whether every link checked holds" }),
+    checked: z.number().int().openapi({ description: "Entries checked" }),
+    first_seq: z.number().int().nullable(),
+    last_seq: z.number().int().nullable(),
+    head_seq: z.number().int().openapi({ description: "The last entry the writer recorded" }),
+    anchor_seq: z.number().int().openapi({ description: "The last entry retention purged (0: none)" }),
+    complete: z
+      .boolean()
+      .openapi({ description: "False when the range held more entries than one call checks; verify the rest with a later start_date" }),
+    broken_at: z
+      .object({
+        seq: z.number().int(),
+        entry_id: z.string().nullable(),
+        reason: z.string(),
+      })
+      .nullable()
+      .openapi({ description: "Where the chain breaks: the first entry whose link does not hold" }),
+  })
+  .openapi("LogVerification");

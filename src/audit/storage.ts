@@ -1,0 +1,189 @@
+/**
+ * The audit tables (each data database): audit_log, audit_chains and audit_pending. The writer uses
+ * plain D1 statements, one per row, since a chained entry binds more parameters than one
+ * multi-row insert may.
+ */
+import { and, desc, eq, gte, lt, type SQL } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { selectPage } from "../db/pages";
+import { auditLog } from "../db/schema";
+import type { ChainedEntry } from "./chain";
+import type { AuditEntry } from "./entry";
+
+export interface Chain {
+  headSeq: number;
+  headHash: string;
+  anchorSeq: number;
+  anchorHash: string;
+  anchorMac: string | null;
+}
+
+/** The tenant's chain (null before its first entry) and which of `ids` are already written, in one round trip. */
+export async function chainAndWritten(
+  d1: D1Database,
+  tenantId: string,
+  ids: string[],
+): Promise<{ chain: Chain | null; written: Set<string> }> {
+  const [chains, written] = await d1.batch([
+    d1
+      .prepare(
+        "SELECT head_seq AS headSeq, head_hash AS headHash, anchor_seq AS anchorSeq, anchor_hash AS anchorHash, anchor_mac AS anchorMac FROM audit_chains WHERE tenant_id = ?",
+      )
+      .bind(tenantId),
+    d1
+      .prepare("SELECT id FROM audit_log WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))")
+      .bind(tenantId, JSON.stringify(ids)),
+  ]);
+  return {
+    chain: (chains!.results[0] as Chain | undefined) ?? null,
+    written: new Set((written!.results as { id: string }[]).map(({ id }) => id)),
+  };
+}
+
+/**
+ * Appends chained entries and moves the head, atomically. Two writers that read the same head
+ * both number their first entry head+1, and (tenant_id, seq) is the primary key: the second
+ * batch fails whole, and its writer starts again from the new head.
+ */
+export async function append(d1: D1Database, tenantId: string, chain: Chain | null, entries: ChainedEntry[]): Promise<void> {
+  const last = entries.at(-1)!;
+  const head = chain
+    ? d1
+        .prepare("UPDATE audit_chains SET head_seq = ?, head_hash = ? WHERE tenant_id = ? AND head_seq = ?")
+        .bind(last.seq, last.hash, tenantId, chain.headSeq)
+    : d1.prepare("INSERT INTO audit_chains (tenant_id, head_seq, head_hash) VALUES (?, ?, ?)").bind(tenantId, last.seq, last.hash);
+  await d1.batch([
+    ...entries.map((entry) =>
+      d1
+        .prepare(
+          "INSERT INTO audit_log (tenant_id, seq, id, actor_id, actor_type, credential_id, entity_type, entity_id, operation, message, status, trace_id, created_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(
+          tenantId,
+          entry.seq,
+          entry.id,
+          entry.actor_id,
+          entry.actor_type,
+          entry.credential_id,
+          entry.entity_type,
+          entry.entity_id,
+          entry.operation,
+          entry.message,
+          entry.status,
+          entry.trace_id,
+          entry.created_at,
+          entry.hash,
+        ),
+    ),
+    head,
+  ]);
+}
+
+/** Keeps entries the queue could not take (or gave up on) until the cron chains them. */
+export async function keepPending(d1: D1Database, entries: AuditEntry[]): Promise<void> {
+  await d1.batch(
+    entries.map((entry) =>
+      d1
+        .prepare("INSERT OR IGNORE INTO audit_pending (tenant_id, id, entry, created_at) VALUES (?, ?, ?, ?)")
+        .bind(entry.tenant_id, entry.id, JSON.stringify(entry), entry.created_at),
+    ),
+  );
+}
+
+export async function pendingEntries(d1: D1Database, limit: number): Promise<AuditEntry[]> {
+  const { results } = await d1.prepare("SELECT entry FROM audit_pending ORDER BY created_at LIMIT ?").bind(limit).all<{ entry: string }>();
+  return results.map(({ entry }) => JSON.parse(entry) as AuditEntry);
+}
+
+export async function forgetPending(d1: D1Database, tenantId: string, ids: string[]): Promise<void> {
+  await d1
+    .prepare("DELETE FROM audit_pending WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))")
+    .bind(tenantId, JSON.stringify(ids))
+    .run();
+}
+
+/** Entries of the chain in order, from `afterSeq` (exclusive), for verification. */
+export async function entriesAfter(d1: D1Database, tenantId: string, afterSeq: number, limit: number): Promise<ChainedEntry[]> {
+  const { results } = await d1
+    .prepare(
+      "SELECT seq, id, tenant_id, actor_id, actor_type, credential_id, entity_type, entity_id, operation, message, status, trace_id, created_at, hash FROM audit_log WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+    )
+    .bind(tenantId, afterSeq, limit)
+    .all<ChainedEntry>();
+  return results;
+}
+
+/** The chain's first seq at or after a time, for verifying a range. */
+export async function firstSeqFrom(d1: D1Database, tenantId: string, createdAt: number): Promise<number | null> {
+  const row = await d1
+    .prepare("SELECT min(seq) AS seq FROM audit_log WHERE tenant_id = ? AND created_at >= ?")
+    .bind(tenantId, createdAt)
+    .first<{ seq: number | null }>();
+  return row?.seq ?? null;
+}
+
+export async function chainOf(d1: D1Database, tenantId: string): Promise<Chain | null> {
+  return (await chainAndWritten(d1, tenantId, [])).chain;
+}
+
+/** The hash of one entry, or null when it is missing. */
+export async function hashAt(d1: D1Database, tenantId: string, seq: number): Promise<string | null> {
+  const row = await d1.prepare("SELECT hash FROM audit_log WHERE tenant_id = ? AND seq = ?").bind(tenantId, seq).first<{ hash: string }>();
+  return row?.hash ?? null;
+}
+
+export interface LogFilter {
+  entityType?: string;
+  entityId?: string;
+  startDate?: number;
+  endDate?: number;
+  page: number;
+  size: number;
+}
+
+/** A page of the tenant's entries, newest first. */
+export function logPage(db: Database, tenantId: string, filter: LogFilter) {
+  const where: (SQL | undefined)[] = [
+    eq(auditLog.tenantId, tenantId),
+    filter.entityType !== undefined ? eq(auditLog.entityType, filter.entityType) : undefined,
+    filter.entityId !== undefined ? eq(auditLog.entityId, filter.entityId) : undefined,
+    filter.startDate !== undefined ? gte(auditLog.createdAt, filter.startDate) : undefined,
+    filter.endDate !== undefined ? lt(auditLog.createdAt, filter.endDate) : undefined,
+  ];
+  return selectPage(db, auditLog, and(...where), [desc(auditLog.createdAt), desc(auditLog.seq)], filter);
+}
+
+/** Tenants with a chain in this database, for retention. */
+export async function chainedTenants(d1: D1Database): Promise<string[]> {
+  const { results } = await d1.prepare("SELECT tenant_id AS tenantId FROM audit_chains").all<{ tenantId: string }>();
+  return results.map(({ tenantId }) => tenantId);
+}
+
+/** The last entry of the longest prefix of the chain older than `cutoff`, at most `limit` entries past the anchor. */
+export async function purgeBoundary(
+  d1: D1Database,
+  tenantId: string,
+  anchorSeq: number,
+  cutoff: number,
+  limit: number,
+): Promise<{ seq: number; hash: string } | null> {
+  const row = await d1
+    .prepare(
+      `SELECT seq, hash FROM audit_log WHERE tenant_id = ?1 AND seq > ?2 AND seq <= ?2 + ?4 AND seq < coalesce(
+         (SELECT min(seq) FROM audit_log WHERE tenant_id = ?1 AND seq > ?2 AND created_at >= ?3), 9223372036854775807)
+       ORDER BY seq DESC LIMIT 1`,
+    )
+    .bind(tenantId, anchorSeq, cutoff, limit)
+    .first<{ seq: number; hash: string }>();
+  return row ?? null;
+}
+
+/** Deletes the chain's prefix up to `seq` and moves the anchor there, atomically. */
+export async function purgeThrough(d1: D1Database, tenantId: string, seq: number, hash: string, mac: string): Promise<void> {
+  await d1.batch([
+    d1.prepare("DELETE FROM audit_log WHERE tenant_id = ? AND seq <= ?").bind(tenantId, seq),
+    d1
+      .prepare("UPDATE audit_chains SET anchor_seq = ?, anchor_hash = ?, anchor_mac = ? WHERE tenant_id = ?")
+      .bind(seq, hash, mac, tenantId),
+  ]);
+}

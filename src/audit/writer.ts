@@ -1,0 +1,115 @@
+/**
+ * The audit queue's consumer: the one writer of each tenant's chain.
+ *
+ * A batch's entries are grouped by tenant, and each tenant's are appended in one D1 batch. The
+ * chain has one writer at a time per tenant without a lock: a writer reads the head, numbers its
+ * entries from head+1 and appends them with the head's move in one atomic batch. (tenant_id, seq)
+ * is the primary key, so when two consumer invocations race for one tenant, the second batch fails
+ * whole; that writer re-reads the head and chains its entries after the winner's. Entries are
+ * chained in the order they are written, which is the order their requests reached the queue up to
+ * the batching.
+ *
+ * Queues deliver at least once: an entry whose id is already in the log is skipped, so a
+ * redelivered message is written once. Entries that succeed and carry an event go on to the
+ * tenant's webhooks once they are in the log.
+ */
+import type { RequestContext } from "../context";
+import { ConfigurationError, TenantMovingError } from "../http/problem";
+import { enqueueWebhookEvents } from "../webhooks/events";
+import { extend, GENESIS } from "./chain";
+import { type AuditEntry, byTenant, DEPLOYMENT_TENANT } from "./entry";
+import * as storage from "./storage";
+
+/** A writer that loses the race for the head this many times in a row leaves its batch to a retry. */
+const ATTEMPTS = 5;
+
+export async function writeAuditBatch(context: RequestContext, batch: MessageBatch<AuditEntry>): Promise<void> {
+  const groups = byTenant(batch.messages, (message) => message.body.tenant_id);
+  await Promise.all(
+    [...groups].map(async ([tenantId, messages]) => {
+      try {
+        await appendEntries(
+          context,
+          tenantId,
+          messages.map((message) => message.body),
+        );
+        for (const message of messages) message.ack();
+      } catch (error) {
+        // A move blocking the tenant's writes, or a database that failed: the queue delivers again later.
+        const delaySeconds = error instanceof TenantMovingError ? Math.ceil(context.config.CREDENTIAL_CACHE_TTL_MS / 1000) + 1 : 5;
+        console.warn(`audit: ${messages.length} entries of tenant ${tenantId} wait for a retry: ${(error as Error).message}`);
+        for (const message of messages) message.retry({ delaySeconds });
+      }
+    }),
+  );
+}
+
+/** The audit dead-letter queue's consumer: entries the writer gave up on wait in audit_pending for the cron. */
+export async function keepDeadEntries(context: RequestContext, batch: MessageBatch<AuditEntry>): Promise<void> {
+  const groups = byTenant(batch.messages, (message) => message.body.tenant_id);
+  for (const [tenantId, messages] of groups) {
+    const d1 = await chainDatabase(context, tenantId);
+    await storage.keepPending(
+      d1,
+      messages.map((message) => message.body),
+    );
+  }
+  batch.ackAll();
+}
+
+/** Chains the entries of audit_pending (the cron): those the queue could not take or gave up on. */
+export async function chainPendingEntries(context: RequestContext): Promise<void> {
+  const databases = [context.control.$client, ...context.dataDatabases().map((db) => db.$client)];
+  for (const d1 of new Set(databases)) {
+    const entries = await storage.pendingEntries(d1, 500);
+    for (const [tenantId, pending] of byTenant(entries, (entry) => entry.tenant_id)) {
+      await appendEntries(context, tenantId, pending);
+      await storage.forgetPending(
+        d1,
+        tenantId,
+        pending.map(({ id }) => id),
+      );
+    }
+  }
+}
+
+/** Appends the entries not yet in the tenant's chain, then raises their webhook events. */
+export async function appendEntries(context: RequestContext, tenantId: string, entries: AuditEntry[]): Promise<void> {
+  const d1 = await chainDatabase(context, tenantId);
+  const keys = await context.keysOf(tenantId);
+  for (let attempt = 1; ; attempt++) {
+    const { chain, written } = await storage.chainAndWritten(
+      d1,
+      tenantId,
+      entries.map(({ id }) => id),
+    );
+    const fresh = entries.filter(({ id }) => !written.has(id));
+    if (fresh.length === 0) break;
+    const chained = await extend(keys, { seq: chain?.headSeq ?? 0, hash: chain?.headHash ?? GENESIS }, fresh);
+    try {
+      await storage.append(d1, tenantId, chain, chained);
+      break;
+    } catch (error) {
+      if (attempt >= ATTEMPTS || !/constraint/i.test(String(error))) throw error;
+    }
+  }
+  const events = entries.filter((entry) => entry.event !== undefined);
+  if (events.length > 0 && tenantId !== DEPLOYMENT_TENANT) await enqueueWebhookEvents(context, events);
+}
+
+/**
+ * The database holding the tenant's log: its data database, or the control database for the
+ * deployment's own entries. While a move blocks the tenant's writes, a TenantMovingError: the
+ * queue delivers the entries again once the tenant has moved.
+ */
+export async function chainDatabase(context: RequestContext, tenantId: string): Promise<D1Database> {
+  if (tenantId === DEPLOYMENT_TENANT) return context.control.$client;
+  const tenant = await context.forTenant(tenantId).catch((error: unknown) => {
+    // A tenant the directory no longer knows: its last entries stay in the control database.
+    if (error instanceof ConfigurationError) return null;
+    throw error;
+  });
+  if (tenant === null) return context.control.$client;
+  tenant.requireWritable();
+  return context.dataDatabase(tenant.dataBinding);
+}
