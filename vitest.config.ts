@@ -15,6 +15,10 @@ export default defineConfig({
           BOOTSTRAP_API_KEY: "key_test-bootstrap-key-0123456789abcdefghij",
           OPERATOR_API_KEY: "operator-test-key-0123456789abcdefghijklmnop",
           ALLOW_INSECURE_DESTINATIONS: "true",
+          // Webhook retries at once (the backoff schedule is tested on its own), and more failures
+          // before disabling than one delivery's retries, so the dead-letter queue is reachable.
+          WEBHOOK_RETRY_BASE_S: "0",
+          WEBHOOK_FAILURE_LIMIT: "8",
           TEST_MIGRATIONS: await readD1Migrations("./migrations"),
         },
       },
