@@ -67,8 +67,11 @@ async function newKey(tenantId: string, applicationId: string, now: number) {
 }
 
 /** Creates the application and its first key in one batch: both or neither. */
-export function createApplication(context: TenantContext, principal: Principal, input: CreateApplication) {
-  return insertApplication(context, principal.applicationId, input);
+export async function createApplication(context: TenantContext, principal: Principal, input: CreateApplication) {
+  const created = await insertApplication(context, principal.applicationId, input);
+  const { key: _key, keys: _keys, ...application } = created;
+  context.audit.describe({ entityId: created.id, event: { type: "application.created", data: { application } } });
+  return created;
 }
 
 /** An application of the context's tenant, with its first key; `createdBy` is null for a tenant's own. */
@@ -138,7 +141,9 @@ export async function updateApplication(context: TenantContext, principal: Princ
   });
   if (!row) throw new NotFoundError(`Application ${id}`);
   credentialsChanged();
-  return toApplicationResponse(row);
+  const application = toApplicationResponse(row);
+  context.audit.describe({ event: { type: "application.updated", data: { application } } });
+  return application;
 }
 
 /** Deletes the application and revokes all its keys at once. */
@@ -149,6 +154,7 @@ export async function deleteApplication(context: TenantContext, principal: Princ
   await findApplication(context, id);
   await storage.deleteApplication(context.control, context.tenantId, id);
   credentialsChanged();
+  context.audit.describe({ event: { type: "application.deleted", data: { application: { id } } } });
 }
 
 export async function createApplicationKey(context: TenantContext, _principal: Principal, id: string) {
@@ -158,6 +164,7 @@ export async function createApplicationKey(context: TenantContext, _principal: P
   }
   const key = await newKey(context.tenantId, id, Date.now());
   await storage.insertKey(context.control, key.row);
+  context.audit.describe({ entityId: key.row.id, message: `for application ${id}` });
   return key.response;
 }
 
@@ -175,6 +182,7 @@ export async function regenerateApplicationKey(context: TenantContext, principal
     await storage.deleteKey(context.control, context.tenantId, id, key.row.id);
     throw new NotFoundError(`Application ${id}`);
   }
+  context.audit.describe({ entityId: key.row.id, message: `for application ${id}, its other keys revoked` });
   return withNewKey(toApplicationResponse(row), key.response);
 }
 

@@ -79,6 +79,9 @@ async function authorise(context: RequestContext, request: Request): Promise<Inv
 async function authoriseProxy(context: RequestContext, request: Request, proxyKey: string, target: CallerTarget): Promise<Invocation> {
   const proxy = await proxyForKey(context, proxyKey);
   if (!proxy) throw new UnauthenticatedError("The proxy key is unknown");
+  // The proxy's tenant logs the call; an open proxy's partner is anonymous.
+  context.audit.tenantId = proxy.tenantId;
+  context.audit.describe({ entityId: proxy.id });
   const invocation = { context: await context.forTenant(proxy.tenantId), proxy, destinationUrl: proxy.destinationUrl, target };
   if (!proxy.requireAuth) return { ...invocation, detokenizer: proxy.application };
 
@@ -86,6 +89,7 @@ async function authoriseProxy(context: RequestContext, request: Request, proxyKe
   if (caller.tenantId !== proxy.tenantId) {
     throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
   }
+  context.audit.actingAs(caller);
   if (!holdsPermission(caller, "token:use")) throw ForbiddenError.missing("token:use");
   return { ...invocation, detokenizer: caller };
 }
@@ -98,6 +102,8 @@ async function authoriseProxy(context: RequestContext, request: Request, proxyKe
 async function authoriseEphemeral(context: RequestContext, request: Request, proxyUrl: string, target: CallerTarget): Promise<Invocation> {
   const { config } = context;
   const caller = await callerOf(context, request, "An ephemeral proxy call requires");
+  context.audit.actingAs(caller);
+  context.audit.describe({ message: "ephemeral" });
   if (!holdsPermission(caller, "token:use")) throw ForbiddenError.missing("token:use");
   if (!isAbsoluteUrl(proxyUrl)) throw ValidationError.field(`headers.${config.headers.proxyUrl}`, "must be an absolute URL");
   const refusal = egressRefusal(proxyUrl, { allowInsecure: config.ALLOW_INSECURE_DESTINATIONS });

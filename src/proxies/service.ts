@@ -109,7 +109,15 @@ export async function createProxy(context: TenantContext, principal: Principal, 
     modifiedAt: null,
   };
   await storage.insertProxy(context.control, row);
-  return toProxyResponse(keys, row);
+  const created = await toProxyResponse(keys, row);
+  context.audit.describe({ entityId: id, event: { type: "proxy.created", data: proxyEventData(created) } });
+  return created;
+}
+
+/** A proxy as webhook events describe it: never its key, configuration or transform code. */
+function proxyEventData(proxy: ProxyResponse): Record<string, unknown> {
+  const { id, name, destination_url, require_auth, application_id, created_by, created_at, modified_by, modified_at } = proxy;
+  return { proxy: { id, name, destination_url, require_auth, application_id, created_by, created_at, modified_by, modified_at } };
 }
 
 async function findProxy(context: TenantContext, id: string): Promise<ProxyRow> {
@@ -146,7 +154,9 @@ export async function replaceProxy(context: TenantContext, principal: Principal,
     .filter(([kind, code]) => code === null && storedTransform(existing, kind) !== null)
     .map(([kind]) => kind);
   await withdrawTransforms(context, id, removed);
-  return toProxyResponse(keys, row);
+  const replaced = await toProxyResponse(keys, row);
+  context.audit.describe({ event: { type: "proxy.updated", data: proxyEventData(replaced) } });
+  return replaced;
 }
 
 function storedTransform(row: ProxyRow, kind: TransformKind): string | null {
@@ -184,6 +194,7 @@ export async function deleteProxy(context: TenantContext, _principal: Principal,
   const deleted = await storage.deleteProxy(context.control, context.tenantId, id);
   if (!deleted) throw new NotFoundError(`Proxy ${id}`);
   credentialsChanged();
+  context.audit.describe({ event: { type: "proxy.deleted", data: { proxy: { id } } } });
   const kinds: TransformKind[] = ["request-transform", "response-transform"];
   await withdrawTransforms(
     context,

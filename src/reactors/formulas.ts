@@ -1,7 +1,7 @@
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { ConflictError, describeFieldErrors, ForbiddenError, NotFoundError } from "../http/problem";
-import { auditFieldsOf, type ListFilter, type Page, pageOf } from "../http/schemas";
+import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { validateCode } from "../sandbox";
 import { decryptConfiguration } from "./configuration";
 import { conformConfiguration } from "./contract";
@@ -72,7 +72,14 @@ export async function createFormula(context: TenantContext, principal: Principal
   };
   await context.sandbox.publish(scriptOwnerOf(row), row.code);
   await storage.insertFormula(context.control, row);
+  context.audit.describe({ entityId: row.id, event: { type: "reactor-formula.created", data: formulaEventData(row) } });
   return toFormulaResponse(row);
+}
+
+/** A formula as webhook events describe it: never its code. */
+function formulaEventData(row: FormulaRow): Record<string, unknown> {
+  const formula = { id: row.id, name: row.name, type: row.type, created_by: row.createdBy, created_at: isoTime(row.createdAt) };
+  return { reactor_formula: { ...formula, modified_by: row.modifiedBy, modified_at: isoTime(row.modifiedAt) } };
 }
 
 export async function getFormula(context: TenantContext, _principal: Principal, id: string): Promise<FormulaResponse> {
@@ -129,6 +136,7 @@ export async function updateFormula(
     await context.sandbox.publish(scriptOwnerOf(existing), existing.code);
     throw new ConflictError(`Reactor formula ${id} or its reactors changed during the update; retry it`);
   }
+  context.audit.describe({ event: { type: "reactor-formula.updated", data: formulaEventData(row) } });
   return toFormulaResponse(row);
 }
 
@@ -144,4 +152,5 @@ export async function deleteFormula(context: TenantContext, _principal: Principa
     );
   }
   await context.sandbox.unpublish(scriptOwnerOf(existing));
+  context.audit.describe({ event: { type: "reactor-formula.deleted", data: { reactor_formula: { id } } } });
 }

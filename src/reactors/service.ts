@@ -6,7 +6,7 @@ import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { applyMergePatch } from "../http/json";
 import { ConflictError, describeFieldErrors, NotFoundError, ValidationError } from "../http/problem";
-import { auditFieldsOf, type ListFilter, type Page, pageOf } from "../http/schemas";
+import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import type { ReactorResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
 import { tokenize } from "../tokens/service";
@@ -92,7 +92,24 @@ export async function createReactor(context: TenantContext, principal: Principal
     modifiedAt: null,
   };
   if (!(await storage.insertReactor(context.control, row, formula))) throw formulaChanged(formula.id);
+  context.audit.describe({ entityId: id, event: { type: "reactor.created", data: reactorEventData(row) } });
   return toReactorResponse(keys, row, formula, await applicationOf(context, row));
+}
+
+/** A reactor as webhook events describe it: never its configuration. */
+function reactorEventData(row: ReactorRow): Record<string, unknown> {
+  return {
+    reactor: {
+      id: row.id,
+      name: row.name,
+      formula_id: row.formulaId,
+      application_id: row.applicationId,
+      created_by: row.createdBy,
+      created_at: isoTime(row.createdAt),
+      modified_by: row.modifiedBy,
+      modified_at: isoTime(row.modifiedAt),
+    },
+  };
 }
 
 async function findReactor(context: TenantContext, id: string): Promise<ReactorRow> {
@@ -145,6 +162,7 @@ async function saveReactor(
     await findReactor(context, id);
     throw formulaChanged(formula.id);
   }
+  context.audit.describe({ event: { type: "reactor.updated", data: reactorEventData(row) } });
   return toReactorResponse(keys, row, formula, await applicationOf(context, row));
 }
 
@@ -169,6 +187,7 @@ export async function patchReactor(context: TenantContext, principal: Principal,
 
 export async function deleteReactor(context: TenantContext, _principal: Principal, id: string): Promise<void> {
   if (!(await storage.deleteReactor(context.control, context.tenantId, id))) throw new NotFoundError(`Reactor ${id}`);
+  context.audit.describe({ event: { type: "reactor.deleted", data: { reactor: { id } } } });
 }
 
 /**

@@ -1,4 +1,6 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
+import { AUDITED_ROUTES } from "../audit/operations";
+import { recordEntries } from "../audit/recorder";
 import type { Principal } from "../auth/access";
 import { principalForApplication } from "../auth/service";
 import { RequestContext, type TenantContext } from "../context";
@@ -30,19 +32,19 @@ export type BridgeReply = { ok: true; value: unknown } | { ok: false; problem: P
  */
 export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
   tokenize(payload: unknown): Promise<BridgeReply> {
-    return this.reply([payload], (context, principal, [value]) => tokenize(context, principal, value));
+    return this.reply("POST /tokenize", [payload], (context, principal, [value]) => tokenize(context, principal, value));
   }
 
   createToken(input: unknown): Promise<BridgeReply> {
-    return this.reply([input], (context, principal, [value]) => createToken(context, principal, parseCreateToken(value)));
+    return this.reply("POST /tokens", [input], (context, principal, [value]) => createToken(context, principal, parseCreateToken(value)));
   }
 
   getToken(id: unknown): Promise<BridgeReply> {
-    return this.reply([id], (context, principal, [value]) => getToken(context, principal, tokenId(value)));
+    return this.reply("GET /tokens/{id}", [id], (context, principal, [value]) => getToken(context, principal, tokenId(value)));
   }
 
   updateToken(id: unknown, patch: unknown): Promise<BridgeReply> {
-    return this.reply([id, patch], (context, principal, [idValue, patchValue]) => {
+    return this.reply("PATCH /tokens/{id}", [id, patch], (context, principal, [idValue, patchValue]) => {
       const parsed = UpdateTokenBody.safeParse(patchValue);
       if (!parsed.success) throw validationErrorOf(parsed.error);
       return updateToken(context, principal, tokenId(idValue), parsed.data);
@@ -50,14 +52,16 @@ export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
   }
 
   deleteToken(id: unknown): Promise<BridgeReply> {
-    return this.reply([id], async (context, principal, [value]) => {
+    return this.reply("DELETE /tokens/{id}", [id], async (context, principal, [value]) => {
       await deleteToken(context, principal, tokenId(value));
       return null;
     });
   }
 
   searchTokens(request: unknown): Promise<BridgeReply> {
-    return this.reply([request], (context, principal, [value]) => searchTokens(context, principal, value as SearchRequest));
+    return this.reply("POST /tokens/search", [request], (context, principal, [value]) =>
+      searchTokens(context, principal, value as SearchRequest),
+    );
   }
 
   /**
@@ -65,19 +69,34 @@ export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
    * each call, so a changed or deleted application takes effect at once.
    */
   private async reply(
+    operation: keyof typeof AUDITED_ROUTES,
     argumentTexts: unknown[],
     action: (context: TenantContext, principal: Principal, values: unknown[]) => Promise<unknown>,
   ): Promise<BridgeReply> {
     const request = new RequestContext(this.env, crypto.randomUUID());
+    request.audit.tenantId = this.ctx.props.tenantId;
+    request.audit.actor = { id: this.ctx.props.applicationId, type: "application" };
+    let reply: BridgeReply;
+    let entityId: string | null = null;
     try {
       const values = argumentTexts.map(argumentValue);
+      if (operation.includes("{id}") && typeof values[0] === "string") entityId = values[0].slice(0, 200);
       const context = await request.forTenant(this.ctx.props.tenantId);
       const principal = await principalForApplication(context, this.ctx.props.applicationId);
       if (!principal) throw new UnauthenticatedError("The application this script acts as no longer exists");
-      return { ok: true, value: await action(context, principal, values) };
+      reply = { ok: true, value: await action(context, principal, values) };
+    } catch (error) {
+      reply = { ok: false, problem: problemOf(error, request.traceId, "bridge call").problem };
+    }
+    // Each call is an operation of its own, logged as the API logs it, marked as made by tenant code.
+    request.audit.describe({ message: "from reactor code" });
+    const entries = request.audit.conclude({ operation: AUDITED_ROUTES[operation]!, entityId }, reply.ok ? 200 : reply.problem.status);
+    try {
+      await recordEntries(request, entries);
     } catch (error) {
       return { ok: false, problem: problemOf(error, request.traceId, "bridge call").problem };
     }
+    return reply;
   }
 }
 

@@ -99,3 +99,29 @@ export function termsOf(query: Query): Term[] {
       return query.operands.flatMap(termsOf);
   }
 }
+
+/** What `data:` values become in the audit log, which never holds a searched value. */
+export const REDACTED = "[redacted]";
+
+/** The query written back out, with every `data:` value replaced by REDACTED: what the audit log records. */
+export function redactedQuery(query: Query): string {
+  const quoted = (value: string) => JSON.stringify(value);
+  switch (query.kind) {
+    case "term":
+      if (query.field === "data") return `data:${REDACTED}`;
+      if (query.field === "metadata") return `metadata.${query.key}:${quoted(query.value)}`;
+      if (query.field === "container") return `container:${quoted(query.value)}${query.subtree ? "*" : ""}`;
+      return `${query.field}:${quoted(query.value)}`;
+    case "range": {
+      const bound = (side: Bound | null) => (side === null ? "*" : quoted(side.value));
+      const open = query.from?.inclusive === false ? "{" : "[";
+      const close = query.to?.inclusive === false ? "}" : "]";
+      return `${query.field}:${open}${bound(query.from)} TO ${bound(query.to)}${close}`;
+    }
+    case "not":
+      return `NOT (${redactedQuery(query.operand)})`;
+    case "and":
+    case "or":
+      return `(${query.operands.map(redactedQuery).join(query.kind === "and" ? " AND " : " OR ")})`;
+  }
+}

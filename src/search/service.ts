@@ -5,7 +5,7 @@ import { type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { SEARCH } from "../limits";
 import { presentTokens, type TokenResponse } from "../tokens/service";
-import { type Query, termsOf } from "./ast";
+import { type Query, redactedQuery, termsOf } from "./ast";
 import { compileSearch } from "./compile";
 import { parseQuery } from "./parse";
 import { type SearchRequest, SearchTokensBody } from "./schema";
@@ -42,6 +42,7 @@ export async function searchTokens(context: TenantContext, principal: Principal,
     { limit: size, offset, countLimit: offset + COUNT_HORIZON },
   );
   const { rows, total } = await storage.runSearch(context.db, compiled);
+  context.audit.describe({ message: `${query ? redactedQuery(query) : "all tokens"}, ${total} results` });
   return pageOf(await presentTokens(context, principal, "token:search", rows), total, pageNumber, size);
 }
 

@@ -42,3 +42,26 @@ export function metadataOf(row: Pick<TokenRow, "metadata">): Record<string, stri
 export function searchIndexesOf(row: Pick<TokenRow, "searchIndexes">): string[] {
   return JSON.parse(row.searchIndexes) as string[];
 }
+
+/**
+ * A token as webhook events describe it (token.created, token.updated): its definition and who
+ * made it, never its data or mask.
+ */
+export function tokenEventData(token: TokenResponse): Record<string, unknown> {
+  return {
+    token: {
+      id: token.id,
+      type: token.type,
+      metadata: token.metadata,
+      containers: token.containers,
+      fingerprint: token.fingerprint,
+      fingerprint_expression: token.fingerprint_expression,
+      search_indexes: token.search_indexes,
+      created_by: token.created_by,
+      created_at: token.created_at,
+      modified_by: token.modified_by,
+      modified_at: token.modified_at,
+      expires_at: token.expires_at,
+    },
+  };
+}

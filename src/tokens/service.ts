@@ -12,7 +12,7 @@ import { definitionOf, evaluate, fieldErrorCollector, type TokenDefinition } fro
 import { claimTokenIds, wantedIdOf } from "./id-claims";
 import { normalTokenId } from "./ids";
 import { maskOf } from "./masks";
-import { containersOf, metadataOf, present, searchIndexesOf, shownData } from "./presentation";
+import { containersOf, metadataOf, present, searchIndexesOf, shownData, tokenEventData } from "./presentation";
 import {
   type CreatedTokenResponse,
   type CreateToken,
@@ -46,7 +46,15 @@ export function parseCreateToken(input: unknown): CreateToken {
 
 export async function createToken(context: TenantContext, principal: Principal, input: CreateToken): Promise<CreatedTokenResponse> {
   const [created] = await createTokens(context, principal, [{ input }]);
+  context.audit.describe(createdTokenEntry(created!));
   return created!;
+}
+
+/** The audit of one token a call created: the event, or a note that an existing token was returned. */
+function createdTokenEntry(token: CreatedTokenResponse) {
+  return token.deduplicated
+    ? { entityId: token.id, message: "deduplicated, the existing token returned" }
+    : { entityId: token.id, event: { type: "token.created", data: tokenEventData(token) } };
 }
 
 /**
@@ -65,6 +73,10 @@ export async function tokenize(context: TenantContext, principal: Principal, pay
   }
   if (Object.keys(errors).length > 0) throw ValidationError.summarised("Nothing was tokenized", errors);
   const created = await createTokens(context, principal, requests);
+  context.audit.describe({ message: `${created.length} tokens` });
+  for (const token of created) {
+    context.audit.record({ entityType: "token", operation: "create", message: "Created token (tokenize)", ...createdTokenEntry(token) });
+  }
   return substituteTokens(
     payload,
     found.map(({ path, leaf }, i) => ({ path, token: leaf ? created[i]!.id : created[i] })),
@@ -119,7 +131,9 @@ export async function updateToken(
     throw new ConflictError(`Token ${id} was changed by another request meanwhile; read it and retry`);
   }
   const transform = accessTo(principal, "token:update", definition.containers) ?? "redact";
-  return { ...(await present(sealed.row, transform, () => definition.data)), deduplicated: false };
+  const updated = await present(sealed.row, transform, () => definition.data);
+  context.audit.describe({ event: { type: "token.updated", data: tokenEventData(updated) } });
+  return { ...updated, deduplicated: false };
 }
 
 /**
@@ -196,6 +210,7 @@ export async function deleteToken(context: TenantContext, principal: Principal, 
   const row = await findLiveToken(context, id, now);
   requireOnEveryContainer(principal, "token:delete", containersOf(row));
   if (!(await storage.deleteToken(context.db.$client, context.tenantId, row.id, now))) throw new NotFoundError(`Token ${id}`);
+  context.audit.describe({ event: { type: "token.deleted", data: { token: { id: row.id } } } });
 }
 
 /** Decrypts the rows (of the principal's tenant) and applies each one's access transform for the permission. */
@@ -231,6 +246,8 @@ export async function useTokens(context: TenantContext, principal: Principal, id
     return { id, row, transform };
   });
   const keys = await context.keys();
+  for (const { row } of usable)
+    context.audit.record({ entityType: "token", entityId: row.id, operation: "use", message: "Used token (detokenized)" });
   const shown = await Promise.all(usable.map(({ row, transform }) => shownData(row, transform, () => decryptData(keys, row))));
   return new Map(usable.map(({ id }, i) => [id, shown[i]!.data]));
 }
@@ -238,7 +255,13 @@ export async function useTokens(context: TenantContext, principal: Principal, id
 /** Called by the scheduled handler, for every tenant in every data database. */
 export async function purgeExpiredTokens(context: RequestContext, now = Date.now()): Promise<number> {
   let purged = 0;
-  for (const db of context.dataDatabases()) purged += await storage.purgeExpiredTokens(db.$client, now);
+  for (const db of context.dataDatabases()) {
+    for (const token of await storage.purgeExpiredTokens(db.$client, now)) {
+      const entry = { tenantId: token.tenantId, entityType: "token", entityId: token.id, operation: "delete" } as const;
+      context.audit.record({ ...entry, message: "Deleted expired token" });
+      purged += 1;
+    }
+  }
   return purged;
 }
 

@@ -232,20 +232,20 @@ export async function deleteToken(d1: D1Database, tenantId: string, id: string, 
  * Removes tokens whose expiry has passed, with their side rows, in batches of a bounded size so
  * no single transaction grows without limit. Expired tokens are already invisible to every read.
  */
-export async function purgeExpiredTokens(d1: D1Database, now: number): Promise<number> {
+export async function purgeExpiredTokens(d1: D1Database, now: number): Promise<{ tenantId: string; id: string }[]> {
   // Ids are unique per tenant only, so rows are matched on the pair.
   const expired = "SELECT tenant_id, id FROM tokens WHERE expires_at <= ? ORDER BY expires_at, tenant_id, id LIMIT ?";
-  let purged = 0;
+  const purged: { tenantId: string; id: string }[] = [];
   for (;;) {
     const results = await d1.batch([
       ...SIDE_TABLES.map((table) =>
         d1.prepare(`DELETE FROM ${getTableName(table)} WHERE (tenant_id, token_id) IN (${expired})`).bind(now, PURGE_CHUNK),
       ),
-      d1.prepare(`DELETE FROM tokens WHERE (tenant_id, id) IN (${expired})`).bind(now, PURGE_CHUNK),
+      d1.prepare(`DELETE FROM tokens WHERE (tenant_id, id) IN (${expired}) RETURNING tenant_id AS tenantId, id`).bind(now, PURGE_CHUNK),
     ]);
-    const deleted = results.at(-1)?.meta.changes ?? 0;
-    purged += deleted;
-    if (deleted < PURGE_CHUNK) return purged;
+    const deleted = (results.at(-1)?.results ?? []) as { tenantId: string; id: string }[];
+    purged.push(...deleted);
+    if (deleted.length < PURGE_CHUNK) return purged;
   }
 }
 
