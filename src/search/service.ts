@@ -42,7 +42,7 @@ export async function searchTokens(context: TenantContext, principal: Principal,
     { limit: size, offset, countLimit: offset + COUNT_HORIZON },
   );
   const { rows, total } = await storage.runSearch(context.db, compiled);
-  context.audit.describe({ message: `${query ? redactedQuery(query) : "all tokens"}, ${total} results` });
+  context.audit.describe({ message: `${query ? redactedQuery(query) : "all tokens"}, ${total} result${total === 1 ? "" : "s"}` });
   return pageOf(await presentTokens(context, principal, "token:search", rows), total, pageNumber, size);
 }
 
