@@ -15,7 +15,7 @@ export const auditRequests: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   const request = c.var.request;
   if (!request || !c.var.config.AUDIT_LOG) return;
-  const entries = request.audit.conclude(routeOf(c.req.method, c.req.path, matchedRoutes(c)), c.res.status);
+  const entries = request.audit.conclude(routeOf(c.req.path, matchedRoutes(c)), c.res.status);
   try {
     await recordEntries(request, entries);
   } catch (error) {
@@ -24,7 +24,8 @@ export const auditRequests: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
 };
 
-function routeOf(method: string, path: string, routes: { method: string; path: string }[]) {
+/** The audited route the request matched: its own route (not a middleware's), or /proxy. */
+function routeOf(path: string, routes: { method: string; path: string }[]) {
   if (isInvocationPath(path)) return auditedOperation("ALL", "/proxy", path);
   const route = routes.findLast((candidate) => candidate.method !== "ALL");
   return route ? auditedOperation(route.method, route.path, path) : undefined;

@@ -1,0 +1,77 @@
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { DEPLOYMENT_TENANT } from "../../src/audit/entry";
+import worker from "../../src/index";
+import { logEntries, verifyLog } from "../support/audit";
+import { dataDatabaseOf } from "../support/context";
+import { runCron } from "../support/cron";
+import { BASE } from "../support/harness";
+import { readReply } from "../support/reply.mjs";
+import { createToken, SSN, seedTokenTenant } from "../support/tokens";
+
+/*
+ * When the audit queue cannot take a request's entries, the request does not succeed unrecorded:
+ * the entries go straight to audit_pending, which the cron chains; when that fails too, the request
+ * answers 503. The queue failing is the one thing faked here (it cannot be made to fail locally).
+ */
+
+const failingQueue = {
+  send: () => Promise.reject(new Error("Queue send failed: the queue is unavailable")),
+  sendBatch: () => Promise.reject(new Error("Queue send failed: the queue is unavailable")),
+};
+
+/** A D1 database whose audit_pending statements fail, as a database that is down would. */
+function withoutAuditPending(d1: D1Database): D1Database {
+  return new Proxy(d1, {
+    get(target, property) {
+      if (property === "prepare") {
+        return (sql: string) => {
+          if (sql.includes("audit_pending")) throw new Error("D1_ERROR: the database is unavailable");
+          return target.prepare(sql);
+        };
+      }
+      const value = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+async function fetchWith(bindings: Record<string, unknown>, path: string, init: RequestInit) {
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(new Request(`${BASE}${path}`, init), { ...env, ...bindings }, ctx);
+  await waitOnExecutionContext(ctx);
+  return readReply(response);
+}
+
+describe("when the audit queue cannot take entries", () => {
+  it("the request succeeds, its entry waits in audit_pending, and the cron chains it", async () => {
+    const tenant = await seedTokenTenant();
+    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
+    await logEntries(tenant, 3);
+    const traceId = `queue-down-${crypto.randomUUID()}`;
+    const reply = await fetchWith({ AUDIT_QUEUE: failingQueue }, `/tokens/${token.id}`, {
+      headers: { "SVC-API-KEY": tenant.key, "SVC-TRACE-ID": traceId },
+    });
+    expect(reply.status).toBe(200);
+    const d1 = await dataDatabaseOf(tenant.tenantId);
+    const pending = await d1.prepare("SELECT entry FROM audit_pending WHERE tenant_id = ?").bind(tenant.tenantId).all<{ entry: string }>();
+    expect(pending.results.map(({ entry }) => JSON.parse(entry).trace_id)).toEqual([traceId]);
+
+    await runCron();
+    const entries = await logEntries(tenant, 2, { entity_type: "token" });
+    expect(entries.filter((entry) => entry.trace_id === traceId)).toMatchObject([{ operation: "read", entity_id: token.id, status: 200 }]);
+    expect((await d1.prepare("SELECT count(*) AS n FROM audit_pending WHERE tenant_id = ?").bind(tenant.tenantId).first())!.n).toBe(0);
+    expect((await verifyLog(tenant)).verified).toBe(true);
+  });
+
+  it("when audit_pending cannot take them either, the request answers 503", async () => {
+    const reply = await fetchWith({ AUDIT_QUEUE: failingQueue, DB: withoutAuditPending(env.DB) }, "/tokens", {
+      headers: { "SVC-API-KEY": "key_unknown-0123456789abcdefghij" },
+    });
+    expect(reply.status).toBe(503);
+    expect(reply.headers.get("retry-after")).toBe("5");
+    expect(JSON.parse(reply.text).detail).toContain("audit log");
+    const row = await env.DB.prepare("SELECT count(*) AS n FROM audit_pending WHERE tenant_id = ?").bind(DEPLOYMENT_TENANT).first();
+    expect(row!.n).toBe(0);
+  });
+});
