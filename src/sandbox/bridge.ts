@@ -16,6 +16,9 @@ import { TOKEN_ID_MAX_LENGTH } from "../tokens/ids";
 import { UpdateTokenBody } from "../tokens/schema";
 import { createToken, deleteToken, getToken, parseCreateToken, tokenize, updateToken } from "../tokens/service";
 
+/** What the API answers when these operations succeed, for the audit log; 200 for the others. */
+const SUCCESS_STATUS: Record<string, number> = { "POST /tokens": 201, "POST /tokenize": 201, "DELETE /tokens/{id}": 204 };
+
 /** Set by the vault when it hands a script its bridge: the principal `bt` acts as. */
 export interface BridgeProps {
   tenantId: string;
@@ -90,7 +93,8 @@ export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
     }
     // Each call is an operation of its own, logged as the API logs it, marked as made by tenant code.
     request.audit.describe({ message: "from reactor code" });
-    const entries = request.audit.conclude({ operation: AUDITED_ROUTES[operation]!, entityId }, reply.ok ? 200 : reply.problem.status);
+    const status = reply.ok ? (SUCCESS_STATUS[operation] ?? 200) : reply.problem.status;
+    const entries = request.audit.conclude({ operation: AUDITED_ROUTES[operation]!, entityId }, status);
     try {
       await recordEntries(request, entries);
     } catch (error) {

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Principal } from "../../src/auth/access";
 import { principalForApplication } from "../../src/auth/service";
+import { logEntries } from "../support/audit";
 import { tenantContext } from "../support/context";
 import { call, createApplication } from "../support/harness";
 import { run, scriptOwner } from "../support/sandbox";
@@ -55,11 +56,28 @@ describe("bt: the vault inside tenant code, as the owner's application", () => {
       await req.bt.tokens.delete(created.id);
       let afterDelete;
       try { await req.bt.tokens.retrieve(created.id); } catch (error) { afterDelete = error.status; }
-      return { raw: { data: retrieved.data, metadata: updated.metadata, afterDelete } };
+      return { raw: { id: created.id, data: retrieved.data, metadata: updated.metadata, afterDelete } };
     };`;
-    expect(await runAs(tenant, application, code)).toEqual({
-      raw: { data: "lifecycle", metadata: { stage: "updated" }, afterDelete: 404 },
+    const result = (await runAs(tenant, application, code)) as { raw: { id: string } };
+    expect(result).toEqual({
+      raw: { id: expect.any(String), data: "lifecycle", metadata: { stage: "updated" }, afterDelete: 404 },
     });
+    // Each call is in the audit log, as the application, marked as made by tenant code.
+    const entries = await logEntries(tenant, 5, { entity_type: "token", entity_id: result.raw.id });
+    expect(entries.map(({ operation, status, actor_id, message }) => ({ operation, status, actor_id, message }))).toEqual(
+      [
+        ["create", 201, "Created token"],
+        ["read", 200, "Read token"],
+        ["update", 200, "Updated token"],
+        ["delete", 204, "Deleted token"],
+        ["read", 404, "Read token"],
+      ].map(([operation, status, message]) => ({
+        operation,
+        status,
+        actor_id: tenant.applicationId,
+        message: `${message}: from reactor code`,
+      })),
+    );
   });
 
   it("bt.tokens.search finds the tenant's tokens", async () => {
