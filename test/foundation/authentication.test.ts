@@ -38,7 +38,7 @@ describe("authentication", () => {
       application_types: ["private", "public"],
     });
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "proxy:create", application_types: ["management"] }));
-    expect(reply.body).toHaveLength(18);
+    expect(reply.body).toHaveLength(23);
   });
 });
 
