@@ -84,3 +84,8 @@ export const SANDBOX = {
 
 /** How long an idempotency key's response is replayed. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export const AUDIT = {
+  /** Entries one `GET /logs/verify` checks; a longer range is verified in several calls. */
+  verifyMaxEntries: 20_000,
+} as const;

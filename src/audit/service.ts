@@ -1,12 +1,11 @@
 import type { Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
 import { isoTime, type Page, pageOf } from "../http/schemas";
+import { AUDIT } from "../limits";
 import { anchorMac, type ChainedEntry, GENESIS, linkHash } from "./chain";
 import { ENTITY_TYPES } from "./entry";
 import * as storage from "./storage";
 
-/** Entries one verification call checks at most; a longer range is verified in several calls. */
-export const VERIFY_MAX_ENTRIES = 20_000;
 const VERIFY_PAGE = 500;
 /** Entries retention purges per tenant and cron run, in one atomic batch. */
 const PURGE_MAX_ENTRIES = 5_000;
@@ -106,7 +105,7 @@ export async function verifyLogs(
     const entries = await storage.entriesAfter(d1, tenantId, afterSeq, VERIFY_PAGE);
     for (const entry of entries) {
       if (range.endDate !== undefined && entry.created_at >= range.endDate) return result;
-      if (result.checked >= VERIFY_MAX_ENTRIES) {
+      if (result.checked >= AUDIT.verifyMaxEntries) {
         result.complete = false;
         return result;
       }
