@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -45,6 +46,7 @@ export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings =
   const masterKey = randomBytes(32).toString("base64");
   const operatorKey = `operator-${randomBytes(24).toString("hex")}`;
   const direct = [{ host, port: 0 }];
+  const queues = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml")).workerOptions;
   const mf = new Miniflare({
     host,
     port: 0,
@@ -59,6 +61,9 @@ export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings =
         compatibilityDate,
         compatibilityFlags,
         d1Databases: databases,
+        // The queues as wrangler.toml declares them (producers and this worker's consumers).
+        queueProducers: queues.queueProducers,
+        queueConsumers: queues.queueConsumers,
         workerLoaders: { LOADER: {} },
         stripCfConnectingIp: false,
         unsafeDirectSockets: direct,
