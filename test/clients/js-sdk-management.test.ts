@@ -91,4 +91,18 @@ describe("the JS SDK managing the vault with HEADER_PREFIX=BT", () => {
     await management.reactors.patch(reactor.id, { configuration: { merchant: "m-3" } } as any);
     expect(await management.reactors.retrieve(reactor.id)).toMatchObject({ name: "echo 2", configuration: { merchant: "m-3" } });
   });
+
+  it("logs.list reads the audit log, filtered as the SDK sends it", async () => {
+    const created = await management.applications.create({ name: "audited", type: "private", permissions: ["token:read"] });
+    // The queue consumer writes the entry a moment after the request.
+    const deadline = Date.now() + 15_000;
+    let logs = await management.logs.list({ entityType: "application", entityId: created.id } as any);
+    while (logs.data.length === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      logs = await management.logs.list({ entityType: "application", entityId: created.id } as any);
+    }
+    expect(logs.data).toEqual([
+      expect.objectContaining({ entityType: "application", entityId: created.id, operation: "create", actorType: "application" }),
+    ]);
+  });
 });
