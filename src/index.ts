@@ -9,6 +9,7 @@ import { purgeIdempotencyRecords } from "./idempotency/service";
 import { purgeExpiredCvcs } from "./tokens/cvc";
 import { purgeExpiredTokens } from "./tokens/service";
 import { deliverWebhooks, recordDeadDeliveries } from "./webhooks/delivery";
+import type { WebhookDelivery } from "./webhooks/events";
 
 export { Egress } from "./egress/entrypoint";
 export { Bridge } from "./sandbox/bridge";
@@ -19,8 +20,8 @@ const app = buildApp();
 const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<never>) => Promise<void>> = {
   "token-vault-audit": (context, batch) => writeAuditBatch(context, batch as MessageBatch<AuditEntry>),
   "token-vault-audit-dead": (context, batch) => keepDeadEntries(context, batch as MessageBatch<AuditEntry>),
-  "token-vault-webhooks": deliverWebhooks,
-  "token-vault-webhooks-dead": recordDeadDeliveries,
+  "token-vault-webhooks": (context, batch) => deliverWebhooks(context, batch as MessageBatch<WebhookDelivery>),
+  "token-vault-webhooks-dead": (context, batch) => recordDeadDeliveries(context, batch as MessageBatch<WebhookDelivery>),
 };
 
 export default {

@@ -89,3 +89,11 @@ export const AUDIT = {
   /** Entries one `GET /logs/verify` checks; a longer range is verified in several calls. */
   verifyMaxEntries: 20_000,
 } as const;
+
+export const WEBHOOKS = {
+  /** Webhooks one tenant may hold, as the original interface documents. */
+  maxPerTenant: 5,
+  urlMaxLength: 400,
+  /** How long a delivery waits for the receiver's answer. */
+  deliveryTimeoutMs: 10_000,
+} as const;

@@ -1,11 +1,104 @@
+/**
+ * The webhook queue's consumers. A message is one event for one webhook; it is signed per Standard
+ * Webhooks with the webhook's secret (the same `webhook-id`, the event id, on every attempt) and
+ * POSTed through the egress policy. A failed attempt is retried with exponential backoff; after the
+ * queue's max_retries the message goes to the dead-letter queue, whose consumer records it in the
+ * audit log. WEBHOOK_FAILURE_LIMIT failures in a row, across events, disable the webhook.
+ */
+import { Webhook } from "standardwebhooks";
+import { recordEntries } from "../audit/recorder";
 import type { RequestContext } from "../context";
+import { fetchThroughEgress } from "../egress/policy";
+import { ProblemError } from "../http/problem";
+import { WEBHOOKS } from "../limits";
+import type { WebhookDelivery } from "./events";
+import { secretContext } from "./service";
+import * as storage from "./storage";
 
-/** The webhook queue's consumer: signs and delivers each message. Filled in by the webhooks change. */
-export async function deliverWebhooks(_context: RequestContext, batch: MessageBatch<unknown>): Promise<void> {
-  batch.ackAll();
+/** The longest a retry waits (Cloudflare Queues allows up to 12 hours). */
+const MAX_RETRY_DELAY_S = 3_600;
+
+/** Seconds before retry `attempts` (1 for the first retry): base, 2·base, 4·base …, capped at an hour. */
+export function retryDelaySeconds(baseSeconds: number, attempts: number): number {
+  return Math.min(baseSeconds * 2 ** Math.max(0, attempts - 1), MAX_RETRY_DELAY_S);
 }
 
-/** The webhook dead-letter queue's consumer: records each abandoned delivery in the audit log. */
-export async function recordDeadDeliveries(_context: RequestContext, batch: MessageBatch<unknown>): Promise<void> {
+export async function deliverWebhooks(context: RequestContext, batch: MessageBatch<WebhookDelivery>): Promise<void> {
+  context.audit.actor = { id: null, type: "system" };
+  await Promise.all(batch.messages.map((message) => deliver(context, message)));
+  await recordEntries(context, context.audit.conclude(undefined, 200));
+}
+
+async function deliver(context: RequestContext, message: Message<WebhookDelivery>): Promise<void> {
+  const { webhook_id: webhookId, tenant_id: tenantId, event } = message.body;
+  const webhook = await storage.findWebhook(context.control, tenantId, webhookId);
+  // Deleted or disabled since the event was queued: nothing to deliver.
+  if (!webhook || webhook.status !== "enabled") return message.ack();
+
+  const failure = await send(context, webhook, message.body);
+  if (failure === null) {
+    await storage.deliverySucceeded(context.control, tenantId, webhookId);
+    return message.ack();
+  }
+  const limit = context.config.WEBHOOK_FAILURE_LIMIT;
+  const counted = await storage.deliveryFailed(context.control, tenantId, webhookId, limit);
+  if (counted === null) return message.ack();
+  if (counted.disabled) {
+    context.audit.record({
+      tenantId,
+      entityType: "webhook",
+      entityId: webhookId,
+      operation: "disable",
+      message: `Disabled after ${counted.failures} failed deliveries in a row (the last ${failure}); PUT status enabled re-enables it`,
+      status: 200,
+    });
+    return message.ack();
+  }
+  message.retry({ delaySeconds: retryDelaySeconds(context.config.WEBHOOK_RETRY_BASE_S, message.attempts) });
+}
+
+/** Signs and sends one delivery; null when the receiver took it (2xx), else why it failed. */
+async function send(context: RequestContext, webhook: storage.WebhookRow, delivery: WebhookDelivery): Promise<string | null> {
+  const keys = await context.keysOf(webhook.tenantId);
+  const secret = await keys.decrypt(webhook.secretCiphertext, secretContext(webhook.id));
+  const now = new Date();
+  const payload = JSON.stringify({ event: delivery.event, delivered_at: now.toISOString() });
+  const request = new Request(webhook.url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "webhook-id": delivery.event.id,
+      "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
+      "webhook-signature": new Webhook(secret).sign(delivery.event.id, now, payload),
+    },
+    body: payload,
+  });
+  try {
+    const response = await fetchThroughEgress(request, {
+      allowInsecure: context.config.ALLOW_INSECURE_DESTINATIONS,
+      timeoutMs: WEBHOOKS.deliveryTimeoutMs,
+    });
+    await response.body?.cancel();
+    return response.ok ? null : `answered ${response.status}`;
+  } catch (error) {
+    if (error instanceof ProblemError) return `failed: ${error.message}`;
+    throw error;
+  }
+}
+
+/** The dead-letter queue's consumer: each delivery the queue gave up on becomes an audit entry. */
+export async function recordDeadDeliveries(context: RequestContext, batch: MessageBatch<WebhookDelivery>): Promise<void> {
+  context.audit.actor = { id: null, type: "system" };
+  for (const { body } of batch.messages) {
+    context.audit.record({
+      tenantId: body.tenant_id,
+      entityType: "webhook",
+      entityId: body.webhook_id,
+      operation: "deliver",
+      message: `Gave up delivering event ${body.event.id} (${body.event.type}) after its retries`,
+      status: 502,
+    });
+  }
+  await recordEntries(context, context.audit.conclude(undefined, 502));
   batch.ackAll();
 }

@@ -1,4 +1,96 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { idempotent } from "../http/idempotency";
+import { requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
+import { IdParams, jsonBody, jsonContent, ListQuery, paginated, problemResponses } from "../http/schemas";
+import { WEBHOOK_EVENT_TYPES } from "./events";
+import { CreatedWebhookSchema, WebhookBody, WebhookSchema } from "./schema";
+import * as webhooks from "./service";
 
-/** POST|GET|PUT|DELETE /webhooks: filled in by the webhooks change. */
-export const webhookRoutes = createRouter();
+const tags = ["Webhooks"];
+const security = [{ ApiKey: [] }];
+const json = requireContentType("application/json");
+
+const create = createRoute({
+  method: "post",
+  path: "/webhooks",
+  tags,
+  security,
+  summary: "Create a webhook; its signing secret is shown once",
+  description:
+    "Events of the types listed are delivered to `url` (which must pass the egress policy) as `{event, delivered_at}`, signed " +
+    "per Standard Webhooks with the secret this answer holds. A tenant holds at most 5 webhooks (409 beyond).",
+  middleware: [requirePermission("webhook:create"), json, idempotent] as const,
+  request: jsonBody(WebhookBody),
+  responses: {
+    201: jsonContent(CreatedWebhookSchema, "The webhook, with its signing secret"),
+    ...problemResponses(400, 401, 403, 409, 413, 415, 503),
+  },
+});
+
+const list = createRoute({
+  method: "get",
+  path: "/webhooks",
+  tags,
+  security,
+  summary: "List webhooks",
+  middleware: [requirePermission("webhook:read")] as const,
+  request: { query: ListQuery },
+  responses: { 200: jsonContent(paginated(WebhookSchema), "A page of webhooks"), ...problemResponses(400, 401, 403) },
+});
+
+const eventTypes = createRoute({
+  method: "get",
+  path: "/webhooks/event-types",
+  tags,
+  security,
+  summary: "List the event types a webhook may subscribe to",
+  middleware: [requirePermission("webhook:read")] as const,
+  responses: { 200: jsonContent(z.array(z.string()), "The event types"), ...problemResponses(401, 403) },
+});
+
+const get = createRoute({
+  method: "get",
+  path: "/webhooks/{id}",
+  tags,
+  security,
+  summary: "Get a webhook (never its secret)",
+  middleware: [requirePermission("webhook:read")] as const,
+  request: { params: IdParams },
+  responses: { 200: jsonContent(WebhookSchema, "The webhook"), ...problemResponses(400, 401, 403, 404) },
+});
+
+const update = createRoute({
+  method: "put",
+  path: "/webhooks/{id}",
+  tags,
+  security,
+  summary: "Replace a webhook (its secret stays); status enabled re-enables a disabled one",
+  middleware: [requirePermission("webhook:update"), json] as const,
+  request: { params: IdParams, ...jsonBody(WebhookBody) },
+  responses: { 200: jsonContent(WebhookSchema, "The webhook"), ...problemResponses(400, 401, 403, 404, 413, 415) },
+});
+
+const remove = createRoute({
+  method: "delete",
+  path: "/webhooks/{id}",
+  tags,
+  security,
+  summary: "Delete a webhook; deliveries still queued for it are dropped",
+  middleware: [requirePermission("webhook:delete")] as const,
+  request: { params: IdParams },
+  responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
+});
+
+export const webhookRoutes = createRouter()
+  .openapi(create, async (c) => c.json(await webhooks.createWebhook(c.var.context, c.var.principal, c.req.valid("json")), 201))
+  .openapi(list, async (c) => c.json(await webhooks.listWebhooks(c.var.context, c.var.principal, c.req.valid("query")), 200))
+  .openapi(eventTypes, (c) => c.json([...WEBHOOK_EVENT_TYPES], 200))
+  .openapi(get, async (c) => c.json(await webhooks.getWebhook(c.var.context, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(update, async (c) =>
+    c.json(await webhooks.replaceWebhook(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+  )
+  .openapi(remove, async (c) => {
+    await webhooks.deleteWebhook(c.var.context, c.var.principal, c.req.valid("param").id);
+    return c.body(null, 204);
+  });

@@ -12,6 +12,8 @@ import type { TestProject } from "vitest/node";
  *   /slow?ms=<n>        answers after n ms
  *   /respond?<name>=<value>…[&body=<text>]  each parameter but body as a response header; body as given
  *   GET /__seen?marker=<m>  {count} of requests whose path or query contained m
+ *   /hooks/<name>[/status/<code>]  a webhook receiver: remembered with headers and body, answered as above
+ *   GET /__received?marker=<m>  [{path, headers, body}] of the /hooks/ requests whose path contained m, in arrival order
  */
 declare module "vitest" {
   export interface ProvidedContext {
@@ -20,6 +22,7 @@ declare module "vitest" {
 }
 
 const seen: string[] = [];
+const received: { path: string; headers: IncomingMessage["headers"]; body: string }[] = [];
 let server: Server | undefined;
 
 export default async function setup(project: TestProject) {
@@ -31,8 +34,15 @@ export default async function setup(project: TestProject) {
       response.end(JSON.stringify({ count: seen.filter((entry) => entry.includes(marker)).length }));
       return;
     }
+    if (url.pathname === "/__received") {
+      const marker = url.searchParams.get("marker") ?? "\u0000";
+      response.setHeader("content-type", "application/json");
+      response.end(JSON.stringify(received.filter((entry) => entry.path.includes(marker))));
+      return;
+    }
     seen.push(`${url.pathname}${url.search}`);
     const body = await readBody(request);
+    if (url.pathname.startsWith("/hooks/")) received.push({ path: url.pathname, headers: request.headers, body });
     const echo = {
       method: request.method,
       path: url.pathname,
@@ -52,7 +62,7 @@ export default async function setup(project: TestProject) {
       return;
     }
     if (url.pathname === "/slow") await new Promise((resolve) => setTimeout(resolve, Number(url.searchParams.get("ms") ?? 0)));
-    const status = /^\/status\/(\d{3})$/.exec(url.pathname)?.[1];
+    const status = /^(?:\/hooks\/[^/]+)?\/status\/(\d{3})$/.exec(url.pathname)?.[1];
     response.writeHead(status ? Number(status) : 200, { "content-type": "application/json", "x-echo": "true" });
     response.end(JSON.stringify(echo));
   });

@@ -1,0 +1,56 @@
+import { z } from "@hono/zod-openapi";
+import { Name } from "../http/schemas";
+import { WEBHOOKS } from "../limits";
+import { WEBHOOK_EVENT_TYPES } from "./events";
+
+/** The egress policy is checked by the service: it depends on configuration the schema cannot see. */
+const Url = z
+  .string({ error: "is required" })
+  .max(WEBHOOKS.urlMaxLength, `must be at most ${WEBHOOKS.urlMaxLength} characters`)
+  .pipe(z.url({ protocol: /^https?$/, error: "must be an absolute http(s) URL" }));
+
+const Events = z
+  .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(", ")}` }), {
+    error: "must be an array of event types",
+  })
+  .min(1, "must hold at least one event type")
+  .max(WEBHOOK_EVENT_TYPES.length, `must hold at most ${WEBHOOK_EVENT_TYPES.length} event types`)
+  .transform((events) => [...new Set(events)]);
+
+export const WEBHOOK_STATUSES = ["enabled", "disabled"] as const;
+
+export const WebhookBody = z
+  .object({
+    name: Name,
+    url: Url,
+    events: Events,
+    status: z.enum(WEBHOOK_STATUSES, { error: "must be enabled or disabled" }).default("enabled"),
+    notify_email: z.email({ error: "must be an email address" }).max(254).nullish(),
+  })
+  .openapi("WebhookRequest", {
+    example: { name: "token events", url: "https://example.com/webhooks", events: ["token.created"], notify_email: "ops@example.com" },
+  });
+export type WebhookInput = z.infer<typeof WebhookBody>;
+
+export const WebhookSchema = z
+  .object({
+    id: z.string(),
+    tenant_id: z.string(),
+    name: z.string(),
+    url: z.string(),
+    events: z.array(z.string()),
+    status: z.enum(WEBHOOK_STATUSES),
+    notify_email: z.string().nullable(),
+    created_by: z.string().nullable(),
+    created_at: z.string(),
+    modified_by: z.string().nullable(),
+    modified_at: z.string().nullable(),
+  })
+  .openapi("Webhook");
+export type WebhookResponse = z.infer<typeof WebhookSchema>;
+
+export const CreatedWebhookSchema = WebhookSchema.extend({
+  secret: z.string().openapi({
+    description: "The signing secret (Standard Webhooks, `whsec_…`): shown only in this response; store it to verify deliveries",
+  }),
+}).openapi("CreatedWebhook");

@@ -1,0 +1,93 @@
+import type { Principal } from "../auth/access";
+import type { TenantContext } from "../context";
+import { toBase64 } from "../crypto/encoding";
+import { egressRefusal } from "../egress/policy";
+import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
+import { auditFieldsOf, type ListFilter, type Page, pageOf } from "../http/schemas";
+import { WEBHOOKS } from "../limits";
+import type { WebhookInput, WebhookResponse } from "./schema";
+import type { WebhookRow } from "./storage";
+import * as storage from "./storage";
+
+/** Additional data of the secret's ciphertext: a ciphertext moved to another webhook fails to decrypt. */
+export const secretContext = (id: string) => `webhooks/${id}/secret`;
+
+function toWebhookResponse(row: WebhookRow): WebhookResponse {
+  return {
+    id: row.id,
+    tenant_id: row.tenantId,
+    name: row.name,
+    url: row.url,
+    events: JSON.parse(row.events) as string[],
+    status: row.status,
+    notify_email: row.notifyEmail,
+    ...auditFieldsOf(row),
+  };
+}
+
+function checkUrl(context: TenantContext, url: string): void {
+  const refusal = egressRefusal(url, { allowInsecure: context.config.ALLOW_INSECURE_DESTINATIONS });
+  if (refusal !== null) throw ValidationError.field("url", `is refused by the egress policy: ${refusal}`);
+}
+
+/**
+ * Creates the webhook with a new signing secret, which only this answer shows; the vault keeps it
+ * encrypted under the tenant key. A tenant holds at most WEBHOOKS.maxPerTenant webhooks (409).
+ */
+export async function createWebhook(context: TenantContext, principal: Principal, input: WebhookInput) {
+  checkUrl(context, input.url);
+  const id = crypto.randomUUID();
+  const secret = `whsec_${toBase64(crypto.getRandomValues(new Uint8Array(32)))}`;
+  const keys = await context.keys();
+  const row: WebhookRow = {
+    id,
+    tenantId: principal.tenantId,
+    name: input.name,
+    url: input.url,
+    events: JSON.stringify(input.events),
+    status: input.status,
+    notifyEmail: input.notify_email ?? null,
+    secretCiphertext: await keys.encrypt(secret, secretContext(id)),
+    consecutiveFailures: 0,
+    createdBy: principal.applicationId,
+    createdAt: Date.now(),
+    modifiedBy: null,
+    modifiedAt: null,
+  };
+  if (!(await storage.insertWebhook(context.control, row, WEBHOOKS.maxPerTenant))) {
+    throw new ConflictError(`A tenant holds at most ${WEBHOOKS.maxPerTenant} webhooks; delete one first`);
+  }
+  context.audit.describe({ entityId: id });
+  return { ...toWebhookResponse(row), secret };
+}
+
+export async function getWebhook(context: TenantContext, _principal: Principal, id: string): Promise<WebhookResponse> {
+  const row = await storage.findWebhook(context.control, context.tenantId, id);
+  if (!row) throw new NotFoundError(`Webhook ${id}`);
+  return toWebhookResponse(row);
+}
+
+export async function listWebhooks(context: TenantContext, _principal: Principal, filter: ListFilter): Promise<Page<WebhookResponse>> {
+  const { rows, total } = await storage.webhooksPage(context.control, context.tenantId, filter);
+  return pageOf(rows.map(toWebhookResponse), total, filter.page, filter.size);
+}
+
+/** Replaces every field but the secret; `status: enabled` re-enables a webhook disabled after failures. */
+export async function replaceWebhook(context: TenantContext, principal: Principal, id: string, input: WebhookInput) {
+  checkUrl(context, input.url);
+  const row = await storage.updateWebhook(context.control, context.tenantId, id, {
+    name: input.name,
+    url: input.url,
+    events: JSON.stringify(input.events),
+    status: input.status,
+    notifyEmail: input.notify_email ?? null,
+    modifiedBy: principal.applicationId,
+    modifiedAt: Date.now(),
+  });
+  if (!row) throw new NotFoundError(`Webhook ${id}`);
+  return toWebhookResponse(row);
+}
+
+export async function deleteWebhook(context: TenantContext, _principal: Principal, id: string): Promise<void> {
+  if (!(await storage.deleteWebhook(context.control, context.tenantId, id))) throw new NotFoundError(`Webhook ${id}`);
+}

@@ -1,0 +1,102 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { namedResourcesPage } from "../db/pages";
+import { webhooks } from "../db/schema";
+import type { ListFilter } from "../http/schemas";
+
+export type WebhookRow = typeof webhooks.$inferSelect;
+
+const webhook = (tenantId: string, id: string) => and(eq(webhooks.tenantId, tenantId), eq(webhooks.id, id));
+
+/** Inserts the webhook unless the tenant already holds `limit`: false then (one statement, so two creates cannot both pass). */
+export async function insertWebhook(db: Database, row: WebhookRow, limit: number): Promise<boolean> {
+  const result = await db.$client
+    .prepare(
+      `INSERT INTO webhooks (id, tenant_id, name, url, events, status, notify_email, secret_ciphertext, consecutive_failures, created_by, created_at)
+       SELECT ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ? WHERE (SELECT count(*) FROM webhooks WHERE tenant_id = ?) < ?`,
+    )
+    .bind(
+      row.id,
+      row.tenantId,
+      row.name,
+      row.url,
+      row.events,
+      row.status,
+      row.notifyEmail,
+      row.secretCiphertext,
+      row.createdBy,
+      row.createdAt,
+      row.tenantId,
+      limit,
+    )
+    .run();
+  return result.meta.changes === 1;
+}
+
+export async function findWebhook(db: Database, tenantId: string, id: string): Promise<WebhookRow | undefined> {
+  const [row] = await db.select().from(webhooks).where(webhook(tenantId, id)).limit(1);
+  return row;
+}
+
+export function webhooksPage(db: Database, tenantId: string, filter: ListFilter) {
+  return namedResourcesPage(db, webhooks, tenantId, filter);
+}
+
+export async function updateWebhook(
+  db: Database,
+  tenantId: string,
+  id: string,
+  changes: Pick<WebhookRow, "name" | "url" | "events" | "status" | "notifyEmail" | "modifiedBy" | "modifiedAt">,
+): Promise<WebhookRow | undefined> {
+  // Enabling a webhook forgets the failures that disabled it.
+  const failures = changes.status === "enabled" ? 0 : webhooks.consecutiveFailures;
+  const [row] = await db
+    .update(webhooks)
+    .set({ ...changes, consecutiveFailures: failures })
+    .where(webhook(tenantId, id))
+    .returning();
+  return row;
+}
+
+export async function deleteWebhook(db: Database, tenantId: string, id: string): Promise<boolean> {
+  const deleted = await db.delete(webhooks).where(webhook(tenantId, id)).returning({ id: webhooks.id });
+  return deleted.length === 1;
+}
+
+/** The tenant's enabled webhooks with their subscribed events, for raising events. */
+export async function enabledWebhooks(db: Database, tenantId: string): Promise<{ id: string; events: string[] }[]> {
+  const rows = await db
+    .select({ id: webhooks.id, events: webhooks.events })
+    .from(webhooks)
+    .where(and(eq(webhooks.tenantId, tenantId), eq(webhooks.status, "enabled")));
+  return rows.map((row) => ({ id: row.id, events: JSON.parse(row.events) as string[] }));
+}
+
+/** A delivery succeeded: the run of failures ends. */
+export async function deliverySucceeded(db: Database, tenantId: string, id: string): Promise<void> {
+  await db
+    .update(webhooks)
+    .set({ consecutiveFailures: 0 })
+    .where(and(webhook(tenantId, id), sql`${webhooks.consecutiveFailures} > 0`));
+}
+
+/**
+ * A delivery failed: counts it, and disables the webhook when the run reaches `limit`, in one
+ * statement. Answers the run's length and whether this failure disabled the webhook.
+ */
+export async function deliveryFailed(
+  db: Database,
+  tenantId: string,
+  id: string,
+  limit: number,
+): Promise<{ failures: number; disabled: boolean } | null> {
+  const [row] = await db
+    .update(webhooks)
+    .set({
+      consecutiveFailures: sql`${webhooks.consecutiveFailures} + 1`,
+      status: sql`CASE WHEN ${webhooks.consecutiveFailures} + 1 >= ${limit} THEN 'disabled' ELSE ${webhooks.status} END`,
+    })
+    .where(and(webhook(tenantId, id), eq(webhooks.status, "enabled")))
+    .returning({ failures: webhooks.consecutiveFailures, status: webhooks.status });
+  return row ? { failures: row.failures, disabled: row.status === "disabled" } : null;
+}
