@@ -66,3 +66,18 @@ export async function verifyLog(tenant: Tenant, range: Record<string, string> = 
   expect(reply.status, JSON.stringify(reply.body)).toBe(200);
   return reply.body;
 }
+
+/** The first entry of the tenant's log matching `filter` and `where`, once it is written. */
+export async function entryWhere(
+  tenant: Tenant,
+  filter: Record<string, string>,
+  where: (entry: LogEntry) => boolean,
+  timeoutMs = 30_000,
+): Promise<LogEntry | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = (await allEntries(tenant, filter)).find(where);
+    if (found || Date.now() > deadline) return found;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
