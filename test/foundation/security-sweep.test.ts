@@ -8,6 +8,7 @@ import { createProxy } from "../support/proxies";
 import { createFormula, createReactor } from "../support/reactors";
 import { readReply } from "../support/reply.mjs";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
+import { createWebhook } from "../support/webhooks";
 
 /*
  * One security sweep over every operation of the served OpenAPI document: without a key the answer
@@ -42,6 +43,7 @@ const VALID_BODIES: Record<string, unknown> = {
   "POST /reactors/{id}/react": { args: {} },
   "POST /applications/{id}/keys": {},
   "POST /applications/{id}/regenerate": {},
+  "PUT /webhooks/{id}": { name: "renamed", url: "https://example.com/hook", events: ["token.created"] },
 };
 
 /** Routes every valid key may call: they only show the caller what it already is or may hold. */
@@ -67,6 +69,7 @@ beforeAll(async () => {
   const proxy = await createProxy(owner);
   const formula = await createFormula(owner);
   const reactor = await createReactor(owner, formula.id);
+  const webhook = await createWebhook(owner, { url: "https://example.com/hook" });
   proxyKey = proxy.key;
   ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
   ownerIds = {
@@ -76,6 +79,7 @@ beforeAll(async () => {
     proxies: proxy.id,
     "reactor-formulas": formula.id,
     reactors: reactor.id,
+    webhooks: webhook.id,
     proxy: "charges",
     tenants: owner.tenantId,
   };
