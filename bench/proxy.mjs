@@ -1,7 +1,8 @@
 // Proxy overhead: the same loopback echo destination called directly, through a worker that only
 // forwards (the runtime's own floor on this machine), and through /proxy, in the same run.
 // Scenarios: no transform (anonymous and authenticated), 1 and 10 detokenized references, a card
-// token used through four `json` expressions and a `card_exp`, request and response transforms.
+// token used through four `json` expressions and a `card_exp`, request and response transforms; and
+// one detokenized reference with auditing on, next to a vault with auditing off (AUDIT_LOG=false).
 // Prints p50/p95 (and the latency the vault adds) and throughput under 32 concurrent connections,
 // each next to the direct call. Scenarios that detokenize are also measured next to a fair floor: a
 // bare worker that makes one indexed D1 read by primary key and then forwards.
@@ -134,9 +135,54 @@ export default async function proxy(bench) {
         bench.report("  throughput of the proxy", proxyRate.rps, scenario.compareTo, reference.proxyRate.rps, "req/s");
       }
     }
+    await auditingCost(bench, destination.url, iterations, durationMs);
   } finally {
     await destination.close();
   }
+}
+
+/**
+ * The detokenizing scenario (one reference, authenticated) with auditing on (this bench's vault)
+ * and off (a vault from the same bundle started with AUDIT_LOG=false), turn about: what the audit
+ * log's queue send costs each request.
+ */
+async function auditingCost(bench, destinationUrl, iterations, durationMs) {
+  const unaudited = await bench.startVault({ bindings: { AUDIT_LOG: "false" } });
+  try {
+    const on = await detokenizingCall(bench.url(""), bench.operatorKey, destinationUrl);
+    const off = await detokenizingCall(unaudited.baseUrl, unaudited.operatorKey, destinationUrl);
+    const [onLatency, offLatency] = await interleavedLatency(bench, [on, off], iterations);
+    const [onRate, offRate] = await interleavedThroughput(bench, [on, off], durationMs);
+    console.log("  1 detokenized reference, auditing on and off");
+    bench.report("  auditing on p50", onLatency.p50, "auditing off p50", offLatency.p50, "ms");
+    bench.report("  auditing on p95", onLatency.p95, "auditing off p95", offLatency.p95, "ms");
+    console.log(
+      `    auditing adds p50 ${(onLatency.p50 - offLatency.p50).toFixed(3)} ms, p95 ${(onLatency.p95 - offLatency.p95).toFixed(3)} ms`,
+    );
+    bench.report("  throughput, auditing on", onRate.rps, "auditing off", offRate.rps, "req/s");
+  } finally {
+    await unaudited.dispose();
+  }
+}
+
+/** A tenant, a token and a proxy on the vault at `baseUrl`; answers the call that detokenizes the token through the proxy. */
+async function detokenizingCall(baseUrl, operatorKey, destinationUrl) {
+  const post = async (path, headers, body) => {
+    const reply = await send(`${baseUrl}${path}`, body, headers);
+    if (reply.status !== 201) throw new Error(`POST ${path} failed: ${reply.status} ${reply.text}`);
+    return JSON.parse(reply.text);
+  };
+  const tenant = await post("/tenants", { "SVC-OPERATOR-KEY": operatorKey }, { name: "audit-bench" });
+  const management = { "SVC-API-KEY": tenant.application.key };
+  const caller = await post("/applications", management, { name: "caller", type: "private", permissions: ["token:create", "token:use"] });
+  const token = await post("/tokens", { "SVC-API-KEY": caller.key }, { type: "card_number", data: CARD });
+  const proxy = await post("/proxies", management, { name: "bench", destination_url: destinationUrl });
+  const headers = { "SVC-PROXY-KEY": proxy.key, "SVC-API-KEY": caller.key };
+  const body = { card: `{{ ${token.id} }}` };
+  return async () => {
+    const reply = await send(`${baseUrl}/proxy/charges`, body, headers);
+    if (reply.status !== 200) throw new Error(`proxy answered ${reply.status} ${reply.text}`);
+  };
 }
 
 /**
