@@ -13,7 +13,8 @@ import { parseArgs } from "node:util";
 // The load (autocannon, one instance per operation, all at once): token creates, tokenize, reads,
 // searches, detokenizing proxy calls, and deduplicating creates of a few SSNs from many connections.
 // Then: every 201 id is readable, search counts equal what was created, exactly one token per
-// deduplicated value, and no 5xx. Prints throughput and p50/p95/p99 per operation and the totals;
+// deduplicated value, no 5xx, and the audit log holds each answered request's entries exactly once
+// (matched by the {P}-TRACE-ID each request sends) with a chain that verifies. Prints throughput and p50/p95/p99 per operation and the totals;
 // exits non-zero when a check fails.
 import autocannon from "autocannon";
 import { readReply } from "../test/support/reply.mjs";
@@ -58,6 +59,11 @@ if (!operatorKey) {
 
 const destination = await startEcho();
 const runId = randomBytes(6).toString("hex");
+/** Every request of the load sends a trace id of this run, so its audit entries can be found. */
+const TRACE_PREFIX = `load-${runId}-`;
+let traced = 0;
+/** What the audit log check found, for the summary line. */
+let auditSummary = "";
 try {
   const setup = await prepare();
   console.log(`load for ${duration} s against ${baseUrl} (run ${runId})…`);
@@ -69,7 +75,7 @@ try {
     for (const failure of failures) console.log(`  - ${failure}`);
     process.exitCode = 1;
   } else {
-    console.log("\nall checks passed: 0 lost, 0 doubled, 0 5xx");
+    console.log(`\nall checks passed: 0 lost, 0 doubled, 0 5xx; ${auditSummary}, none lost or doubled`);
   }
 } finally {
   await destination.close();
@@ -86,16 +92,24 @@ function devVar(name) {
 }
 
 async function request(method, path, { key, body, headers = {} } = {}) {
-  const response = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: {
-      ...(key ? { [`${prefix}-API-KEY`]: key } : {}),
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-      ...headers,
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return readReply(response);
+  const send = () =>
+    fetch(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        ...(key ? { [`${prefix}-API-KEY`]: key } : {}),
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  try {
+    return readReply(await send());
+  } catch (error) {
+    // A kept-alive connection the runtime closed as it was reused ("other side closed"): a GET
+    // changes nothing, so it is sent once more on a fresh connection.
+    if (method !== "GET" || error.cause?.code !== "UND_ERR_SOCKET") throw error;
+    return readReply(await send());
+  }
 }
 
 async function expectStatus(reply, status, what) {
@@ -133,7 +147,7 @@ async function prepare() {
     201,
     "token",
   );
-  return { key, proxyKey: proxy.key, tokenId: readable.id };
+  return { key, managementKey, proxyKey: proxy.key, tokenId: readable.id, loadStartedAt: Date.now() };
 }
 
 /** Each scenario is one autocannon instance; `onCreated` collects what its 201s created. */
@@ -153,6 +167,7 @@ function scenarios({ key, proxyKey, tokenId }) {
       }),
       created: (body) => [JSON.parse(body).id],
       counted: "create",
+      logEntries: 1,
     },
     {
       name: "tokenize",
@@ -171,11 +186,14 @@ function scenarios({ key, proxyKey, tokenId }) {
         return [typeof answer.name === "string" ? answer.name : answer.name.id, answer.card.id];
       },
       counted: "tokenize",
+      // The request's own entry and one per token it created.
+      logEntries: 3,
     },
     {
       name: "read token",
       connections: 2,
       request: () => ({ method: "GET", path: `/tokens/${tokenId}`, headers: { [`${prefix}-API-KEY`]: key } }),
+      logEntries: 1,
     },
     {
       name: "search",
@@ -186,6 +204,7 @@ function scenarios({ key, proxyKey, tokenId }) {
         headers: json,
         body: JSON.stringify({ query: `metadata.run:${runId}`, size: 10 }),
       }),
+      logEntries: 1,
     },
     {
       name: "proxy with a reference",
@@ -196,6 +215,8 @@ function scenarios({ key, proxyKey, tokenId }) {
         headers: { ...json, [`${prefix}-PROXY-KEY`]: proxyKey },
         body: JSON.stringify({ card: `{{ ${tokenId} }}`, amount: 100 }),
       }),
+      // The invocation and the token it used.
+      logEntries: 2,
     },
     {
       name: "deduplicating create",
@@ -213,6 +234,7 @@ function scenarios({ key, proxyKey, tokenId }) {
       }),
       created: (body) => [JSON.parse(body).id],
       acceptDeduplicated: true,
+      logEntries: 1,
     },
   ];
 }
@@ -222,6 +244,8 @@ function run(scenario) {
     const durations = [];
     const statuses = new Map();
     const ids = [];
+    /** Trace ids of the requests answered. */
+    const answered = [];
     let sent = 0;
     const instance = autocannon(
       {
@@ -232,19 +256,21 @@ function run(scenario) {
           {
             setupRequest: (request) => {
               sent++;
-              return { ...request, ...scenario.request() };
+              const next = scenario.request();
+              return { ...request, ...next, headers: { ...next.headers, [`${prefix}-TRACE-ID`]: `${TRACE_PREFIX}${++traced}` } };
             },
-            onResponse: (status, body) => {
+            onResponse: (status, body, _context, headers) => {
               if (scenario.created && (status === 201 || (scenario.acceptDeduplicated && status === 200))) {
                 ids.push(...scenario.created(body));
               }
+              answered.push(headers[`${prefix.toLowerCase()}-trace-id`]);
             },
           },
         ],
       },
       // Requests still in flight when the time is up are cut off unanswered: they may or may not
       // have been carried out, so the checks allow for them and no more.
-      (error) => (error ? reject(error) : resolve({ scenario, durations, statuses, ids, inFlight: sent - durations.length })),
+      (error) => (error ? reject(error) : resolve({ scenario, durations, statuses, ids, answered, inFlight: sent - durations.length })),
     );
     instance.on("response", (_client, status, _bytes, responseTime) => {
       durations.push(responseTime);
@@ -280,7 +306,7 @@ function report(results) {
   );
 }
 
-async function verify({ key }, results) {
+async function verify({ key, managementKey, loadStartedAt }, results) {
   const failures = [];
   for (const { scenario, statuses } of results) {
     const errors = [...statuses].filter(([status]) => status >= 500);
@@ -327,7 +353,76 @@ async function verify({ key }, results) {
   console.log(`deduplicating creates: ${dedupIds.size} distinct ids for ${DEDUPLICATED_VALUES.length} values`);
   if (dedupIds.size !== DEDUPLICATED_VALUES.length)
     failures.push(`deduplicating creates gave ${dedupIds.size} ids for ${DEDUPLICATED_VALUES.length} values`);
+  failures.push(...(await verifyAuditLog(managementKey, loadStartedAt, results)));
   return failures;
+}
+
+/**
+ * The audit log holds, for every answered request of the load, exactly the entries it makes (none
+ * lost, none doubled), and at most that for the requests cut off in flight; and its chain verifies.
+ */
+async function verifyAuditLog(managementKey, loadStartedAt, results) {
+  const failures = [];
+  const expected = new Map();
+  for (const { scenario, answered } of results) for (const traceId of answered) expected.set(traceId, scenario.logEntries);
+  const inFlight = results.reduce((sum, { inFlight }) => sum + inFlight, 0);
+  const expectedTotal = [...expected.values()].reduce((sum, count) => sum + count, 0);
+
+  // The queue consumer writes entries a moment after the requests: wait until they are all there.
+  let entries = [];
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    entries = await loadEntries(managementKey, loadStartedAt);
+    const missing = [...expected].some(([traceId, count]) => (countsByTrace(entries).get(traceId) ?? 0) < count);
+    if (!missing || Date.now() > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  const counts = countsByTrace(entries);
+  let lost = 0;
+  let doubled = 0;
+  for (const [traceId, count] of expected) {
+    const found = counts.get(traceId) ?? 0;
+    if (found < count) lost += count - found;
+    if (found > count) doubled += found - count;
+  }
+  const unanswered = [...counts].filter(([traceId]) => !expected.has(traceId));
+  const maxPerRequest = Math.max(...results.map(({ scenario }) => scenario.logEntries));
+  const strays = unanswered.filter(([, count]) => count > maxPerRequest).length;
+  console.log(
+    `audit log: ${entries.length} entries for ${expected.size} answered requests (${expectedTotal} expected, ` +
+      `${unanswered.length} requests cut off in flight recorded too); ${lost} lost, ${doubled} doubled`,
+  );
+  if (lost > 0) failures.push(`${lost} audit entries of answered requests are missing`);
+  if (doubled > 0 || strays > 0) failures.push(`${doubled + strays} audit entries are doubled`);
+  if (unanswered.length > inFlight) failures.push(`${unanswered.length} unanswered requests are logged; only ${inFlight} were in flight`);
+
+  const verification = (await request("GET", "/logs/verify", { key: managementKey })).body;
+  console.log(`audit chain: ${verification.verified ? "verified" : "BROKEN"} over ${verification.checked} entries`);
+  if (!verification.verified) failures.push(`the audit chain breaks at ${JSON.stringify(verification.broken_at)}`);
+  auditSummary = `${entries.length} log entries for ${expected.size} operations`;
+  return failures;
+}
+
+/** The load's entries (by trace id) written since it started, read page by page up to a fixed end. */
+async function loadEntries(managementKey, loadStartedAt) {
+  // A fixed end keeps the pages still while the reads of the log are themselves logged.
+  const range = { start_date: new Date(loadStartedAt).toISOString(), end_date: new Date().toISOString(), size: "100" };
+  const first = (await request("GET", `/logs?${new URLSearchParams({ ...range, page: "1" })}`, { key: managementKey })).body;
+  const pages = [first];
+  for (let page = 2; page <= first.pagination.total_pages; page += 8) {
+    const numbers = Array.from({ length: Math.min(8, first.pagination.total_pages - page + 1) }, (_, i) => page + i);
+    const replies = await Promise.all(
+      numbers.map((number) => request("GET", `/logs?${new URLSearchParams({ ...range, page: String(number) })}`, { key: managementKey })),
+    );
+    pages.push(...replies.map((reply) => reply.body));
+  }
+  return pages.flatMap((page) => page.data).filter((entry) => entry.trace_id.startsWith(TRACE_PREFIX));
+}
+
+function countsByTrace(entries) {
+  const counts = new Map();
+  for (const { trace_id: traceId } of entries) counts.set(traceId, (counts.get(traceId) ?? 0) + 1);
+  return counts;
 }
 
 /** A loopback destination that answers every request with a small JSON body. */

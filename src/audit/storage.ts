@@ -18,13 +18,17 @@ export interface Chain {
   anchorMac: string | null;
 }
 
-/** The tenant's chain (null before its first entry) and which of `ids` are already written, in one round trip. */
-export async function chainAndWritten(
+/**
+ * The tenant's chain (null before its first entry), which of `ids` are already written, and up to
+ * `pendingLimit` of its entries waiting in audit_pending, in one round trip.
+ */
+export async function chainState(
   d1: D1Database,
   tenantId: string,
   ids: string[],
-): Promise<{ chain: Chain | null; written: Set<string> }> {
-  const [chains, written] = await d1.batch([
+  pendingLimit = 0,
+): Promise<{ chain: Chain | null; written: Set<string>; pending: AuditEntry[] }> {
+  const [chains, written, pending] = await d1.batch([
     d1
       .prepare(
         "SELECT head_seq AS headSeq, head_hash AS headHash, anchor_seq AS anchorSeq, anchor_hash AS anchorHash, anchor_mac AS anchorMac FROM audit_chains WHERE tenant_id = ?",
@@ -33,10 +37,12 @@ export async function chainAndWritten(
     d1
       .prepare("SELECT id FROM audit_log WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))")
       .bind(tenantId, JSON.stringify(ids)),
+    d1.prepare("SELECT entry FROM audit_pending WHERE tenant_id = ? ORDER BY created_at LIMIT ?").bind(tenantId, pendingLimit),
   ]);
   return {
     chain: (chains!.results[0] as Chain | undefined) ?? null,
     written: new Set((written!.results as { id: string }[]).map(({ id }) => id)),
+    pending: (pending!.results as { entry: string }[]).map(({ entry }) => JSON.parse(entry) as AuditEntry),
   };
 }
 
@@ -45,13 +51,14 @@ export async function chainAndWritten(
  * both number their first entry head+1, and (tenant_id, seq) is the primary key: the second
  * batch fails whole, and its writer starts again from the new head.
  */
-export async function append(d1: D1Database, tenantId: string, chain: Chain | null, entries: ChainedEntry[]): Promise<void> {
-  const last = entries.at(-1)!;
-  const head = chain
-    ? d1
-        .prepare("UPDATE audit_chains SET head_seq = ?, head_hash = ? WHERE tenant_id = ? AND head_seq = ?")
-        .bind(last.seq, last.hash, tenantId, chain.headSeq)
-    : d1.prepare("INSERT INTO audit_chains (tenant_id, head_seq, head_hash) VALUES (?, ?, ?)").bind(tenantId, last.seq, last.hash);
+export async function append(
+  d1: D1Database,
+  tenantId: string,
+  chain: Chain | null,
+  entries: ChainedEntry[],
+  /** Ids of audit_pending rows these entries chain, removed in the same batch. */
+  pendingIds: string[],
+): Promise<void> {
   await d1.batch([
     ...entries.map((entry) =>
       d1
@@ -75,8 +82,28 @@ export async function append(d1: D1Database, tenantId: string, chain: Chain | nu
           entry.hash,
         ),
     ),
-    head,
+    ...headMove(d1, tenantId, chain, entries.at(-1)),
+    ...(pendingIds.length > 0
+      ? [
+          d1
+            .prepare("DELETE FROM audit_pending WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))")
+            .bind(tenantId, JSON.stringify(pendingIds)),
+        ]
+      : []),
   ]);
+}
+
+/** The statement that moves the head to `last` (none when nothing is appended). */
+function headMove(d1: D1Database, tenantId: string, chain: Chain | null, last: ChainedEntry | undefined): D1PreparedStatement[] {
+  if (!last) return [];
+  if (!chain) {
+    return [d1.prepare("INSERT INTO audit_chains (tenant_id, head_seq, head_hash) VALUES (?, ?, ?)").bind(tenantId, last.seq, last.hash)];
+  }
+  return [
+    d1
+      .prepare("UPDATE audit_chains SET head_seq = ?, head_hash = ? WHERE tenant_id = ? AND head_seq = ?")
+      .bind(last.seq, last.hash, tenantId, chain.headSeq),
+  ];
 }
 
 /** Keeps entries the queue could not take (or gave up on) until the cron chains them. */
@@ -90,16 +117,10 @@ export async function keepPending(d1: D1Database, entries: AuditEntry[]): Promis
   );
 }
 
-export async function pendingEntries(d1: D1Database, limit: number): Promise<AuditEntry[]> {
-  const { results } = await d1.prepare("SELECT entry FROM audit_pending ORDER BY created_at LIMIT ?").bind(limit).all<{ entry: string }>();
-  return results.map(({ entry }) => JSON.parse(entry) as AuditEntry);
-}
-
-export async function forgetPending(d1: D1Database, tenantId: string, ids: string[]): Promise<void> {
-  await d1
-    .prepare("DELETE FROM audit_pending WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))")
-    .bind(tenantId, JSON.stringify(ids))
-    .run();
+/** Tenants with entries waiting in audit_pending, for the cron. */
+export async function tenantsWithPending(d1: D1Database): Promise<string[]> {
+  const { results } = await d1.prepare("SELECT DISTINCT tenant_id AS tenantId FROM audit_pending").all<{ tenantId: string }>();
+  return results.map(({ tenantId }) => tenantId);
 }
 
 /** Entries of the chain in order, from `afterSeq` (exclusive), for verification. */
@@ -123,7 +144,7 @@ export async function firstSeqFrom(d1: D1Database, tenantId: string, createdAt: 
 }
 
 export async function chainOf(d1: D1Database, tenantId: string): Promise<Chain | null> {
-  return (await chainAndWritten(d1, tenantId, [])).chain;
+  return (await chainState(d1, tenantId, [])).chain;
 }
 
 /** The hash of one entry, or null when it is missing. */

@@ -12,6 +12,10 @@
  * Queues deliver at least once: an entry whose id is already in the log is skipped, so a
  * redelivered message is written once. Entries that succeed and carry an event go on to the
  * tenant's webhooks once they are in the log.
+ *
+ * Entries the queue refused wait in audit_pending; each append chains up to PENDING_PER_APPEND of
+ * the tenant's with its own entries and removes them in the same batch, and the cron chains those
+ * of tenants that see no traffic.
  */
 import type { RequestContext } from "../context";
 import { ConfigurationError, TenantMovingError } from "../http/problem";
@@ -22,6 +26,8 @@ import * as storage from "./storage";
 
 /** A writer that loses the race for the head this many times in a row leaves its batch to a retry. */
 const ATTEMPTS = 5;
+/** Entries of audit_pending one append takes along (a D1 batch of at most about 200 statements). */
+const PENDING_PER_APPEND = 100;
 
 export async function writeAuditBatch(context: RequestContext, batch: MessageBatch<AuditEntry>): Promise<void> {
   const groups = byTenant(batch.messages, (message) => message.body.tenant_id);
@@ -57,43 +63,46 @@ export async function keepDeadEntries(context: RequestContext, batch: MessageBat
   batch.ackAll();
 }
 
-/** Chains the entries of audit_pending (the cron): those the queue could not take or gave up on. */
+/** Chains the entries waiting in audit_pending (the cron), for tenants that sent nothing since. */
 export async function chainPendingEntries(context: RequestContext): Promise<void> {
-  const databases = [context.control.$client, ...context.dataDatabases().map((db) => db.$client)];
-  for (const d1 of new Set(databases)) {
-    const entries = await storage.pendingEntries(d1, 500);
-    for (const [tenantId, pending] of byTenant(entries, (entry) => entry.tenant_id)) {
-      await appendEntries(context, tenantId, pending);
-      await storage.forgetPending(
-        d1,
-        tenantId,
-        pending.map(({ id }) => id),
-      );
-    }
+  const databases = new Set([context.control.$client, ...context.dataDatabases().map((db) => db.$client)]);
+  for (const d1 of databases) {
+    for (const tenantId of await storage.tenantsWithPending(d1)) await appendEntries(context, tenantId, []);
   }
 }
 
-/** Appends the entries not yet in the tenant's chain, then raises their webhook events. */
+/** Appends the entries not yet in the tenant's chain (and some waiting in audit_pending), then raises their webhook events. */
 export async function appendEntries(context: RequestContext, tenantId: string, entries: AuditEntry[]): Promise<void> {
   const d1 = await chainDatabase(context, tenantId);
   const keys = await context.keysOf(tenantId);
+  let raised: AuditEntry[] = entries;
   for (let attempt = 1; ; attempt++) {
-    const { chain, written } = await storage.chainAndWritten(
+    const { chain, written, pending } = await storage.chainState(
       d1,
       tenantId,
       entries.map(({ id }) => id),
+      PENDING_PER_APPEND,
     );
-    const fresh = entries.filter(({ id }) => !written.has(id));
-    if (fresh.length === 0) break;
-    const chained = await extend(keys, { seq: chain?.headSeq ?? 0, hash: chain?.headHash ?? GENESIS }, fresh);
+    const given = new Set(entries.map(({ id }) => id));
+    const waiting = pending.filter(({ id }) => !given.has(id));
+    raised = [...entries, ...waiting];
+    const fresh = raised.filter(({ id }) => !written.has(id));
+    if (fresh.length === 0 && pending.length === 0) break;
+    const chained = fresh.length > 0 ? await extend(keys, { seq: chain?.headSeq ?? 0, hash: chain?.headHash ?? GENESIS }, fresh) : [];
     try {
-      await storage.append(d1, tenantId, chain, chained);
+      await storage.append(
+        d1,
+        tenantId,
+        chain,
+        chained,
+        pending.map(({ id }) => id),
+      );
       break;
     } catch (error) {
       if (attempt >= ATTEMPTS || !/constraint/i.test(String(error))) throw error;
     }
   }
-  const events = entries.filter((entry) => entry.event !== undefined);
+  const events = raised.filter((entry) => entry.event !== undefined);
   if (events.length > 0 && tenantId !== DEPLOYMENT_TENANT) await enqueueWebhookEvents(context, events);
 }
 

@@ -58,8 +58,26 @@ describe("when the audit queue cannot take entries", () => {
     expect(pending.results.map(({ entry }) => JSON.parse(entry).trace_id)).toEqual([traceId]);
 
     await runCron();
+    expect((await d1.prepare("SELECT count(*) AS n FROM audit_pending WHERE tenant_id = ?").bind(tenant.tenantId).first())!.n).toBe(0);
     const entries = await logEntries(tenant, 2, { entity_type: "token" });
     expect(entries.filter((entry) => entry.trace_id === traceId)).toMatchObject([{ operation: "read", entity_id: token.id, status: 200 }]);
+    expect((await verifyLog(tenant)).verified).toBe(true);
+  });
+
+  it("the next entries the writer appends for the tenant take the waiting ones along", async () => {
+    const tenant = await seedTokenTenant();
+    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
+    await logEntries(tenant, 3);
+    const traceId = `queue-down-${crypto.randomUUID()}`;
+    const reply = await fetchWith({ AUDIT_QUEUE: failingQueue }, `/tokens/${token.id}`, {
+      headers: { "SVC-API-KEY": tenant.key, "SVC-TRACE-ID": traceId },
+    });
+    expect(reply.status).toBe(200);
+    // An ordinary request: its entry goes through the queue, and the writer chains the waiting one with it.
+    expect((await fetchWith({}, `/tokens/${token.id}`, { headers: { "SVC-API-KEY": tenant.key } })).status).toBe(200);
+    const entries = await logEntries(tenant, 3, { entity_type: "token" });
+    expect(entries.filter((entry) => entry.trace_id === traceId)).toHaveLength(1);
+    const d1 = await dataDatabaseOf(tenant.tenantId);
     expect((await d1.prepare("SELECT count(*) AS n FROM audit_pending WHERE tenant_id = ?").bind(tenant.tenantId).first())!.n).toBe(0);
     expect((await verifyLog(tenant)).verified).toBe(true);
   });
