@@ -86,21 +86,76 @@ export async function copyIdempotencyRecords(source: D1Database, target: D1Datab
   ]);
 }
 
+/**
+ * Copies the tenant's audit entries after the last one the target holds, at most `limit`; how many.
+ * The log only grows at its end (retention trims its start, see copyAuditChain), so the target's
+ * highest seq is the cursor.
+ */
+export async function copyAuditEntries(source: D1Database, target: D1Database, tenantId: string, limit: number): Promise<number> {
+  const copied = await target
+    .prepare("SELECT coalesce(max(seq), 0) AS seq FROM audit_log WHERE tenant_id = ?")
+    .bind(tenantId)
+    .first<{ seq: number }>();
+  const { results } = await source
+    .prepare("SELECT * FROM audit_log WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?")
+    .bind(tenantId, copied?.seq ?? 0, limit)
+    .all<Row>();
+  if (results.length > 0) await target.batch([insertRows(target, "audit_log", results)]);
+  return results.length;
+}
+
+/**
+ * With writes blocked: the tenant's chain (head and anchor) and its entries waiting in
+ * audit_pending replace the target's, and entries retention purged from the source meanwhile go
+ * from the target too.
+ */
+export async function copyAuditChain(source: D1Database, target: D1Database, tenantId: string): Promise<void> {
+  const [chains, pending] = await source.batch([
+    source.prepare("SELECT * FROM audit_chains WHERE tenant_id = ?").bind(tenantId),
+    source.prepare("SELECT * FROM audit_pending WHERE tenant_id = ?").bind(tenantId),
+  ]);
+  const chain = chains!.results as Row[];
+  const waiting = pending!.results as Row[];
+  await target.batch([
+    target.prepare("DELETE FROM audit_chains WHERE tenant_id = ?").bind(tenantId),
+    ...(chain.length === 0 ? [] : [insertRows(target, "audit_chains", chain)]),
+    target.prepare("DELETE FROM audit_pending WHERE tenant_id = ?").bind(tenantId),
+    ...(waiting.length === 0 ? [] : [insertRows(target, "audit_pending", waiting)]),
+    target.prepare("DELETE FROM audit_log WHERE tenant_id = ? AND seq <= ?").bind(tenantId, Number(chain[0]?.anchor_seq ?? 0)),
+  ]);
+}
+
+/** The tables of a tenant's audit log, copied by moves. */
+const AUDIT_TABLES = ["audit_log", "audit_chains", "audit_pending"];
+
 /** The tenant's row count in every table that holds tenant data. */
 export async function tenantRowCounts(d1: D1Database, tenantId: string): Promise<Record<string, number>> {
-  const tables = ["tokens", ...SIDE_TABLES, "idempotency_records"];
+  const tables = ["tokens", ...SIDE_TABLES, "idempotency_records", ...AUDIT_TABLES];
   const results = await d1.batch(
     tables.map((table) => d1.prepare(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = ?`).bind(tenantId)),
   );
   return Object.fromEntries(tables.map((table, i) => [table, (results[i]!.results[0] as { n: number }).n]));
 }
 
-/** Deletes up to `limit` of the tenant's tokens (with their side rows), then its idempotency records once none is left; how many tokens went. */
+/**
+ * Deletes up to `limit` of the tenant's rows: its tokens (with their side rows) first, then its
+ * audit entries, then the rest once nothing else is left. Answers `limit` while there may be more.
+ */
 export async function purgeTenantData(d1: D1Database, tenantId: string, limit: number): Promise<number> {
   const ids = await tokenIdsAfter(d1, tenantId, "", limit);
   await deleteTokens(d1, tenantId, ids);
-  if (ids.length < limit) await d1.prepare("DELETE FROM idempotency_records WHERE tenant_id = ?").bind(tenantId).run();
-  return ids.length;
+  if (ids.length === limit) return limit;
+  const { meta } = await d1
+    .prepare("DELETE FROM audit_log WHERE tenant_id = ?1 AND seq IN (SELECT seq FROM audit_log WHERE tenant_id = ?1 ORDER BY seq LIMIT ?2)")
+    .bind(tenantId, limit)
+    .run();
+  if (meta.changes === limit) return limit;
+  await d1.batch(
+    ["idempotency_records", "audit_chains", "audit_pending"].map((table) =>
+      d1.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId),
+    ),
+  );
+  return ids.length + meta.changes;
 }
 
 function insertRows(d1: D1Database, table: string, rows: Row[]): D1PreparedStatement {

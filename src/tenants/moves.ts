@@ -3,10 +3,13 @@
  * database (`tenant_moves`); each call advances it by at most `maxBatches` steps and answers where
  * it stands, so an interrupted move continues where it stopped when called again.
  *
- *   copying   tokens are copied in batches by id; the tenant keeps reading and writing the source
- *   blocked   writes answer 503 (Retry-After): after one credential time to live every isolate has
+ *   copying   tokens are copied in batches by id, then the audit log in batches by seq; the tenant
+ *             keeps reading and writing the source
+ *   blocked   writes answer 503 (Retry-After) and the audit writer holds the tenant's entries back
+ *             (the queue delivers them later): after one credential time to live every isolate has
  *             seen the block, the changes since the copy began are copied, tokens deleted meanwhile
- *             are removed, row counts are verified and the directory is switched
+ *             are removed, the audit entries appended since and the chain's head are copied, row
+ *             counts are verified and the directory is switched
  *   switched  writes still wait one more time to live, for isolates that held the old placement;
  *             then the source copy is purged and the move row goes
  */
@@ -19,6 +22,7 @@ import * as storage from "./storage";
 
 const BATCH = 100;
 const ID_PAGE = 500;
+const AUDIT_BATCH = 200;
 
 export interface MoveInput {
   database: string;
@@ -51,8 +55,9 @@ export async function moveTenant(context: RequestContext, tenantId: string, inpu
       const tokens = await copy.tokensAfter(source, tenantId, move.cursor, BATCH);
       await copy.copyTokens(source, target, tenantId, tokens);
       const cursor: string = tokens.length > 0 ? String(tokens.at(-1)!.id) : move.cursor;
-      const changes: Partial<storage.TenantMove> =
-        tokens.length < BATCH ? { cursor, phase: "blocked" as const, phaseStartedAt: Date.now() } : { cursor };
+      // Once the tokens are copied, each step copies a batch of the audit log.
+      const copied = tokens.length < BATCH && (await copy.copyAuditEntries(source, target, tenantId, AUDIT_BATCH)) < AUDIT_BATCH;
+      const changes: Partial<storage.TenantMove> = copied ? { cursor, phase: "blocked" as const, phaseStartedAt: Date.now() } : { cursor };
       await storage.updateMove(control, tenantId, changes);
       move = { ...move, ...changes };
       if (move.phase === "blocked") credentialsChanged();
@@ -100,6 +105,8 @@ async function copyLastChanges(source: D1Database, target: D1Database, tenantId:
     cursor = ids.at(-1)!;
   }
   await copy.copyIdempotencyRecords(source, target, tenantId);
+  while ((await copy.copyAuditEntries(source, target, tenantId, AUDIT_BATCH)) === AUDIT_BATCH);
+  await copy.copyAuditChain(source, target, tenantId);
 }
 
 function waitUntil(time: number): Promise<void> {
