@@ -43,17 +43,22 @@ async function fetchWith(bindings: Record<string, unknown>, path: string, init: 
   return readReply(response);
 }
 
+/** A tenant with a token, whose log is written so far, and one read of the token made while the queue is down. */
+async function readWhileQueueDown() {
+  const tenant = await seedTokenTenant();
+  const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
+  await logEntries(tenant, 3);
+  const traceId = `queue-down-${crypto.randomUUID()}`;
+  const reply = await fetchWith({ AUDIT_QUEUE: failingQueue }, `/tokens/${token.id}`, {
+    headers: { "SVC-API-KEY": tenant.key, "SVC-TRACE-ID": traceId },
+  });
+  expect(reply.status).toBe(200);
+  return { tenant, token, traceId, d1: await dataDatabaseOf(tenant.tenantId) };
+}
+
 describe("when the audit queue cannot take entries", () => {
   it("the request succeeds, its entry waits in audit_pending, and the cron chains it", async () => {
-    const tenant = await seedTokenTenant();
-    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
-    await logEntries(tenant, 3);
-    const traceId = `queue-down-${crypto.randomUUID()}`;
-    const reply = await fetchWith({ AUDIT_QUEUE: failingQueue }, `/tokens/${token.id}`, {
-      headers: { "SVC-API-KEY": tenant.key, "SVC-TRACE-ID": traceId },
-    });
-    expect(reply.status).toBe(200);
-    const d1 = await dataDatabaseOf(tenant.tenantId);
+    const { tenant, token, traceId, d1 } = await readWhileQueueDown();
     const pending = await d1.prepare("SELECT entry FROM audit_pending WHERE tenant_id = ?").bind(tenant.tenantId).all<{ entry: string }>();
     expect(pending.results.map(({ entry }) => JSON.parse(entry).trace_id)).toEqual([traceId]);
 
@@ -65,19 +70,11 @@ describe("when the audit queue cannot take entries", () => {
   });
 
   it("the next entries the writer appends for the tenant take the waiting ones along", async () => {
-    const tenant = await seedTokenTenant();
-    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
-    await logEntries(tenant, 3);
-    const traceId = `queue-down-${crypto.randomUUID()}`;
-    const reply = await fetchWith({ AUDIT_QUEUE: failingQueue }, `/tokens/${token.id}`, {
-      headers: { "SVC-API-KEY": tenant.key, "SVC-TRACE-ID": traceId },
-    });
-    expect(reply.status).toBe(200);
+    const { tenant, token, traceId, d1 } = await readWhileQueueDown();
     // An ordinary request: its entry goes through the queue, and the writer chains the waiting one with it.
     expect((await fetchWith({}, `/tokens/${token.id}`, { headers: { "SVC-API-KEY": tenant.key } })).status).toBe(200);
     const entries = await logEntries(tenant, 3, { entity_type: "token" });
     expect(entries.filter((entry) => entry.trace_id === traceId)).toHaveLength(1);
-    const d1 = await dataDatabaseOf(tenant.tenantId);
     expect((await d1.prepare("SELECT count(*) AS n FROM audit_pending WHERE tenant_id = ?").bind(tenant.tenantId).first())!.n).toBe(0);
     expect((await verifyLog(tenant)).verified).toBe(true);
   });

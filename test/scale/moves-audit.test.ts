@@ -2,23 +2,12 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { type LogEntry, logEntries, verifyLog } from "../support/audit";
 import { DATA_BINDINGS } from "../support/context";
-import { call, callRoute, createApplication } from "../support/harness";
-import { createToken, REVEAL_EVERYTHING } from "../support/tokens";
+import { call } from "../support/harness";
+import { createToken, seedTokenTenantIn } from "../support/tokens";
 
 /* A moved tenant keeps its audit log: every entry, the chain that links them, and where it goes on. */
 
 const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
-
-async function tenantIn(database: string) {
-  const reply = await callRoute("POST /tenants", 201, { body: { name: `audited from ${database}`, database }, headers: operator });
-  const tenant = {
-    tenantId: reply.body.tenant.id,
-    managementKey: reply.body.application.key,
-    managementApplicationId: reply.body.application.id,
-  };
-  const application = await createApplication(tenant, REVEAL_EVERYTHING);
-  return { ...tenant, key: application.key };
-}
 
 async function auditRows(database: string, tenantId: string): Promise<number> {
   const d1 = DATA_BINDINGS[database]!;
@@ -34,7 +23,7 @@ const ids = (entries: LogEntry[]) => entries.map((entry) => entry.id);
 
 describe("moving a tenant with its audit log", () => {
   it("copies every entry and the chain, which verifies and goes on in the new database", async () => {
-    const tenant = await tenantIn("DB_1");
+    const tenant = await seedTokenTenantIn("DB_1");
     const token = await createToken(tenant.key, { type: "token", data: "audited" });
     for (let i = 0; i < 3; i++) await call("GET", `/tokens/${token.id}`, { key: tenant.key });
     const before = await logEntries(tenant, 6);
@@ -58,7 +47,7 @@ describe("moving a tenant with its audit log", () => {
   });
 
   it("loses and doubles no entry of requests made while the move runs", async () => {
-    const tenant = await tenantIn("DB_1");
+    const tenant = await seedTokenTenantIn("DB_1");
     const token = await createToken(tenant.key, { type: "token", data: "busy" });
     let moving = true;
     const traces: string[] = [];

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { DATA_BINDINGS } from "../support/context";
-import { call, callRoute, createApplication, expectProblem, type Tenant } from "../support/harness";
+import { call, expectProblem } from "../support/harness";
 import { createProxy, invoke } from "../support/proxies";
-import { createToken, REVEAL_EVERYTHING } from "../support/tokens";
+import { createToken, seedTokenTenantIn } from "../support/tokens";
 
 /*
  * An operator moves a tenant to another data database while it keeps working: its tokens are
@@ -13,17 +13,6 @@ import { createToken, REVEAL_EVERYTHING } from "../support/tokens";
 
 const DATA = DATA_BINDINGS;
 const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
-
-async function tenantIn(database: string): Promise<Tenant & { key: string; applicationId: string }> {
-  const reply = await callRoute("POST /tenants", 201, { body: { name: `moving from ${database}`, database }, headers: operator });
-  const tenant = {
-    tenantId: reply.body.tenant.id,
-    managementKey: reply.body.application.key,
-    managementApplicationId: reply.body.application.id,
-  };
-  const application = await createApplication(tenant, REVEAL_EVERYTHING);
-  return { ...tenant, key: application.key, applicationId: application.id };
-}
 
 function move(tenantId: string, body: Record<string, unknown>) {
   return call("POST", `/tenants/${tenantId}/move`, { body, headers: operator });
@@ -40,7 +29,7 @@ async function placement(tenantId: string): Promise<string> {
 
 describe("moving a tenant", () => {
   it("copies the tenant's tokens, switches the directory and purges the old copy", async () => {
-    const tenant = await tenantIn("DB_1");
+    const tenant = await seedTokenTenantIn("DB_1");
     const token = await createToken(tenant.key, { type: "token", data: "moved", metadata: { trip: "one" } });
     await call("POST", "/tokenize", { key: tenant.key, body: { a: "x", b: "y" } });
     const reply = await move(tenant.tenantId, { database: "DB_2" });
@@ -58,7 +47,7 @@ describe("moving a tenant", () => {
   });
 
   it("is resumable: each call advances it by at most max_batches steps and answers its phase", async () => {
-    const tenant = await tenantIn("DB_2");
+    const tenant = await seedTokenTenantIn("DB_2");
     for (let i = 0; i < 3; i++) {
       const payload = Object.fromEntries(Array.from({ length: 50 }, (_, j) => [`v${j}`, `value ${i}-${j}`]));
       expect((await call("POST", "/tokenize", { key: tenant.key, body: payload })).status).toBe(201);
@@ -75,7 +64,7 @@ describe("moving a tenant", () => {
   });
 
   it("loses no write made while it runs and reads each back at once; writes during the switch answer 503 with Retry-After", async () => {
-    const tenant = await tenantIn("DB_1");
+    const tenant = await seedTokenTenantIn("DB_1");
     await createToken(tenant.key, { type: "token", data: "before" });
     let moving = true;
     const answers: { status: number; id?: string; retryAfter: string | null }[] = [];
@@ -104,14 +93,14 @@ describe("moving a tenant", () => {
   });
 
   it("refuses an unbound database, the tenant's own database and an unknown tenant", async () => {
-    const tenant = await tenantIn("DB_1");
+    const tenant = await seedTokenTenantIn("DB_1");
     expect(expectProblem(await move(tenant.tenantId, { database: "DB_9" }), 400).detail).toContain("DB_1, DB_2");
     expect(expectProblem(await move(tenant.tenantId, { database: "DB_1" }), 400).detail).toContain("already there");
     expectProblem(await move("00000000-0000-4000-8000-000000000000", { database: "DB_2" }), 404);
   });
 
   it("refuses writes (not reads) while blocked, and a second target while a move is under way", async () => {
-    const tenant = await tenantIn("DB_1");
+    const tenant = await seedTokenTenantIn("DB_1");
     await createToken(tenant.key, { type: "token", data: "one" });
     expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("blocked");
     const blocked = await call("POST", "/tokens", { key: tenant.key, body: { type: "token", data: "waits" } });

@@ -1,4 +1,5 @@
 import { expect } from "vitest";
+import type { Verification } from "../../src/audit/service";
 import { call, type Tenant } from "./harness";
 
 export interface LogEntry {
@@ -47,17 +48,6 @@ async function allEntries(tenant: Tenant, filter: Record<string, string>): Promi
     entries.push(...(reply.body.data as LogEntry[]));
     if (page >= reply.body.pagination.total_pages) return entries.toReversed();
   }
-}
-
-export interface Verification {
-  verified: boolean;
-  checked: number;
-  first_seq: number | null;
-  last_seq: number | null;
-  head_seq: number;
-  anchor_seq: number;
-  complete: boolean;
-  broken_at: { seq: number; entry_id: string | null; reason: string } | null;
 }
 
 /** GET /logs/verify, which must answer 200. */

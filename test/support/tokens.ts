@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { expect } from "vitest";
 import { TenantKeys } from "../../src/crypto/tenant-keys";
 import { DATA_DATABASES, dataDatabaseOf } from "./context";
-import { type ApplicationSpec, call, createApplication, seedTenant, type Tenant } from "./harness";
+import { type ApplicationSpec, call, callRoute, createApplication, seedTenant, type Tenant } from "./harness";
 
 export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"];
 
@@ -21,6 +21,21 @@ export interface TokenTenant extends Tenant {
 /** A fresh tenant with a private application that may do everything with tokens and sees their data. */
 export async function seedTokenTenant(): Promise<TokenTenant> {
   const tenant = await seedTenant();
+  const application = await createApplication(tenant, REVEAL_EVERYTHING);
+  return { ...tenant, key: application.key, applicationId: application.id };
+}
+
+/** Like seedTokenTenant, with the tenant placed in the data database named (operators may choose it). */
+export async function seedTokenTenantIn(database: string): Promise<TokenTenant> {
+  const reply = await callRoute("POST /tenants", 201, {
+    body: { name: `placed in ${database}`, database },
+    headers: { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY },
+  });
+  const tenant = {
+    tenantId: reply.body.tenant.id,
+    managementKey: reply.body.application.key,
+    managementApplicationId: reply.body.application.id,
+  };
   const application = await createApplication(tenant, REVEAL_EVERYTHING);
   return { ...tenant, key: application.key, applicationId: application.id };
 }
