@@ -26,6 +26,15 @@ import * as storage from "./storage";
 
 /** A writer that loses the race for the head this many times in a row leaves its batch to a retry. */
 const ATTEMPTS = 5;
+/**
+ * How long entries of a moving tenant wait before the next try: the write block of a move lasts two
+ * credential time to lives and the copy of the last changes. With the queue's 100 retries and the
+ * dead-letter consumer's 20, a move may block writes for well over five minutes (default TTL)
+ * before an entry could be given up.
+ */
+function movingRetrySeconds(context: RequestContext): number {
+  return Math.ceil((2 * context.config.CREDENTIAL_CACHE_TTL_MS) / 1000) + 1;
+}
 /** Entries of audit_pending one append takes along (a D1 batch of at most about 200 statements). */
 const PENDING_PER_APPEND = 100;
 
@@ -42,7 +51,7 @@ export async function writeAuditBatch(context: RequestContext, batch: MessageBat
         for (const message of messages) message.ack();
       } catch (error) {
         // A move blocking the tenant's writes, or a database that failed: the queue delivers again later.
-        const delaySeconds = error instanceof TenantMovingError ? Math.ceil(context.config.CREDENTIAL_CACHE_TTL_MS / 1000) + 1 : 5;
+        const delaySeconds = error instanceof TenantMovingError ? movingRetrySeconds(context) : 5;
         console.warn(`audit: ${messages.length} entries of tenant ${tenantId} wait for a retry: ${(error as Error).message}`);
         for (const message of messages) message.retry({ delaySeconds });
       }
@@ -50,17 +59,25 @@ export async function writeAuditBatch(context: RequestContext, batch: MessageBat
   );
 }
 
-/** The audit dead-letter queue's consumer: entries the writer gave up on wait in audit_pending for the cron. */
+/**
+ * The audit dead-letter queue's consumer: entries the writer gave up on wait in audit_pending for
+ * the next append or the cron. A tenant still moving has them delivered again later.
+ */
 export async function keepDeadEntries(context: RequestContext, batch: MessageBatch<AuditEntry>): Promise<void> {
   const groups = byTenant(batch.messages, (message) => message.body.tenant_id);
   for (const [tenantId, messages] of groups) {
-    const d1 = await chainDatabase(context, tenantId);
-    await storage.keepPending(
-      d1,
-      messages.map((message) => message.body),
-    );
+    try {
+      const d1 = await chainDatabase(context, tenantId);
+      await storage.keepPending(
+        d1,
+        messages.map((message) => message.body),
+      );
+      for (const message of messages) message.ack();
+    } catch (error) {
+      if (!(error instanceof TenantMovingError)) throw error;
+      for (const message of messages) message.retry({ delaySeconds: movingRetrySeconds(context) });
+    }
   }
-  batch.ackAll();
 }
 
 /** Chains the entries waiting in audit_pending (the cron), for tenants that sent nothing since. */
