@@ -30,10 +30,10 @@ export async function deliverWebhooks(context: RequestContext, batch: MessageBat
 }
 
 async function deliver(context: RequestContext, message: Message<WebhookDelivery>): Promise<void> {
-  const { webhook_id: webhookId, tenant_id: tenantId, event } = message.body;
+  const { webhook_id: webhookId, tenant_id: tenantId } = message.body;
   const webhook = await storage.findWebhook(context.control, tenantId, webhookId);
   // Deleted or disabled since the event was queued: nothing to deliver.
-  if (!webhook || webhook.status !== "enabled") return message.ack();
+  if (webhook?.status !== "enabled") return message.ack();
 
   const failure = await send(context, webhook, message.body);
   if (failure === null) {
