@@ -142,14 +142,15 @@ export default async function proxy(bench) {
 }
 
 /**
- * The detokenizing scenario (one reference, authenticated) with auditing on (this bench's vault)
- * and off (a vault from the same bundle started with AUDIT_LOG=false), turn about: what the audit
- * log's queue send costs each request.
+ * The detokenizing scenario (one reference, authenticated) with auditing on and off (AUDIT_LOG=false),
+ * each on a fresh vault from the same bundle (this bench's vault still writes the entries of the
+ * scenarios before), turn about: what the audit log costs each request, its queue consumer included.
  */
 async function auditingCost(bench, destinationUrl, iterations, durationMs) {
+  const audited = await bench.startVault();
   const unaudited = await bench.startVault({ bindings: { AUDIT_LOG: "false" } });
   try {
-    const on = await detokenizingCall(bench.url(""), bench.operatorKey, destinationUrl);
+    const on = await detokenizingCall(audited.baseUrl, audited.operatorKey, destinationUrl);
     const off = await detokenizingCall(unaudited.baseUrl, unaudited.operatorKey, destinationUrl);
     const [onLatency, offLatency] = await interleavedLatency(bench, [on, off], iterations);
     const [onRate, offRate] = await interleavedThroughput(bench, [on, off], durationMs);
@@ -161,7 +162,7 @@ async function auditingCost(bench, destinationUrl, iterations, durationMs) {
     );
     bench.report("  throughput, auditing on", onRate.rps, "auditing off", offRate.rps, "req/s");
   } finally {
-    await unaudited.dispose();
+    await Promise.all([audited.dispose(), unaudited.dispose()]);
   }
 }
 
