@@ -14,27 +14,30 @@ export const GENESIS = "";
 /** An entry as the log stores it. */
 export type ChainedEntry = Omit<AuditEntry, "event"> & { seq: number; hash: string };
 
-/** The content an entry's hash covers, in a fixed order. */
-function contentOf(entry: Omit<ChainedEntry, "hash">): string {
-  return JSON.stringify([
-    entry.seq,
-    entry.id,
-    entry.tenant_id,
-    entry.actor_id,
-    entry.actor_type,
-    entry.credential_id,
-    entry.entity_type,
-    entry.entity_id,
-    entry.operation,
-    entry.message,
-    entry.status,
-    entry.trace_id,
-    entry.created_at,
-  ]);
+/** The columns an entry's hash covers, in a fixed order: every stored column but the hash itself. */
+export const CHAINED_COLUMNS = [
+  "seq",
+  "id",
+  "tenant_id",
+  "actor_id",
+  "actor_type",
+  "credential_id",
+  "entity_type",
+  "entity_id",
+  "operation",
+  "message",
+  "status",
+  "trace_id",
+  "created_at",
+] as const;
+
+/** The entry's values of CHAINED_COLUMNS, in their order. */
+export function chainedValues(entry: Omit<ChainedEntry, "hash">): unknown[] {
+  return CHAINED_COLUMNS.map((column) => entry[column]);
 }
 
 export function linkHash(keys: TenantKeys, previousHash: string, entry: Omit<ChainedEntry, "hash">): Promise<string> {
-  return keys.auditMac(`${previousHash}\n${contentOf(entry)}`);
+  return keys.auditMac(`${previousHash}\n${JSON.stringify(chainedValues(entry))}`);
 }
 
 /** Extends a chain whose head is (`seq`, `hash`) with `entries`, in order. */

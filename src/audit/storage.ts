@@ -7,7 +7,7 @@ import { and, desc, eq, gte, lt, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { selectPage } from "../db/pages";
 import { auditLog } from "../db/schema";
-import type { ChainedEntry } from "./chain";
+import { CHAINED_COLUMNS, type ChainedEntry, chainedValues } from "./chain";
 import type { AuditEntry } from "./entry";
 
 export interface Chain {
@@ -60,28 +60,7 @@ export async function append(
   pendingIds: string[],
 ): Promise<void> {
   await d1.batch([
-    ...entries.map((entry) =>
-      d1
-        .prepare(
-          "INSERT INTO audit_log (tenant_id, seq, id, actor_id, actor_type, credential_id, entity_type, entity_id, operation, message, status, trace_id, created_at, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(
-          tenantId,
-          entry.seq,
-          entry.id,
-          entry.actor_id,
-          entry.actor_type,
-          entry.credential_id,
-          entry.entity_type,
-          entry.entity_id,
-          entry.operation,
-          entry.message,
-          entry.status,
-          entry.trace_id,
-          entry.created_at,
-          entry.hash,
-        ),
-    ),
+    ...entries.map((entry) => d1.prepare(INSERT_ENTRY).bind(...chainedValues(entry), entry.hash)),
     ...headMove(d1, tenantId, chain, entries.at(-1)),
     ...(pendingIds.length > 0
       ? [
@@ -92,6 +71,8 @@ export async function append(
       : []),
   ]);
 }
+
+const INSERT_ENTRY = `INSERT INTO audit_log (${CHAINED_COLUMNS.join(", ")}, hash) VALUES (${CHAINED_COLUMNS.map(() => "?").join(", ")}, ?)`;
 
 /** The statement that moves the head to `last` (none when nothing is appended). */
 function headMove(d1: D1Database, tenantId: string, chain: Chain | null, last: ChainedEntry | undefined): D1PreparedStatement[] {
