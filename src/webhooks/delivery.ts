@@ -25,8 +25,23 @@ export function retryDelaySeconds(baseSeconds: number, attempts: number): number
 
 export async function deliverWebhooks(context: RequestContext, batch: MessageBatch<WebhookDelivery>): Promise<void> {
   context.audit.actor = { id: null, type: "system" };
-  await Promise.all(batch.messages.map((message) => deliver(context, message)));
+  await Promise.all(batch.messages.map((message) => deliverOrRetry(context, message)));
   await recordEntries(context, context.audit.conclude(undefined, 200));
+}
+
+/**
+ * A delivery that could not even be attempted (a database or the secret failed) is retried on its
+ * own, not counted against the receiver; failing the whole batch instead would drop the audit
+ * entries the other deliveries recorded.
+ */
+async function deliverOrRetry(context: RequestContext, message: Message<WebhookDelivery>): Promise<void> {
+  try {
+    await deliver(context, message);
+  } catch (error) {
+    const { webhook_id: webhookId, event } = message.body;
+    console.error(`webhooks: event ${event.id} for webhook ${webhookId} waits for a retry: ${(error as Error).message}`);
+    message.retry({ delaySeconds: retryDelaySeconds(context.config.WEBHOOK_RETRY_BASE_S, message.attempts) });
+  }
 }
 
 async function deliver(context: RequestContext, message: Message<WebhookDelivery>): Promise<void> {

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { retryDelaySeconds } from "../../src/webhooks/delivery";
 import { entryWhere, logEntries } from "../support/audit";
 import { call } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 import { createToken, SSN, seedTokenTenant, VISA } from "../support/tokens";
 import { createWebhook, receivedBy, receiver } from "../support/webhooks";
 
@@ -125,6 +126,27 @@ describe("webhook delivery", () => {
     await createToken(tenant.key, { type: "social_security_number", data: SSN });
     const dead = await entryWhere(tenant, { entity_type: "webhook", entity_id: webhook.id }, (entry) => entry.operation === "deliver");
     expect(dead).toMatchObject({ status: 502 });
+  });
+
+  it("a delivery that cannot be attempted does not lose what the other deliveries of its batch recorded", SLOW, async () => {
+    const tenant = await settledTenant();
+    const unreadable = await createWebhook(tenant, { url: receiver().url });
+    const failing = receiver(500);
+    const last = await createWebhook(tenant, { url: failing.url });
+    // One secret that no longer decrypts, and a webhook one failure short of the limit.
+    await env.DB.prepare("UPDATE webhooks SET secret_ciphertext = 'x' WHERE id = ?").bind(unreadable.id).run();
+    await env.DB.prepare("UPDATE webhooks SET consecutive_failures = ? WHERE id = ?")
+      .bind(FAILURE_LIMIT - 1, last.id)
+      .run();
+    await expectLoggedError(/waits for a retry: Unsupported ciphertext/, async () => {
+      await createToken(tenant.key, { type: "social_security_number", data: SSN });
+      const disabling = await entryWhere(tenant, { entity_type: "webhook", entity_id: last.id }, (entry) => entry.operation === "disable");
+      expect(disabling).toMatchObject({ actor_type: "system", message: expect.stringContaining(`${FAILURE_LIMIT} failed deliveries`) });
+      // The unreadable one is retried on its own until the dead-letter queue takes it.
+      const dead = await entryWhere(tenant, { entity_type: "webhook", entity_id: unreadable.id }, (entry) => entry.operation === "deliver");
+      expect(dead).toMatchObject({ status: 502 });
+    });
+    expect(await receivedBy(failing.name, 2, 1_000)).toHaveLength(1);
   });
 
   it("backs off exponentially, capped at an hour", () => {

@@ -33,6 +33,21 @@ describe("webhooks management", () => {
     expect(await dumpDatabase()).not.toContain(created.secret.slice("whsec_".length));
   });
 
+  it("a replayed create answers the same webhook and secret, which the idempotency record holds only encrypted", async () => {
+    const request = {
+      key: tenant.managementKey,
+      headers: { "SVC-IDEMPOTENCY-KEY": crypto.randomUUID() },
+      body: { name: "once", url: receiver().url, events: ["token.created"] },
+    };
+    const first = await call("POST", "/webhooks", request);
+    expect(first.status).toBe(201);
+    const replay = await call("POST", "/webhooks", request);
+    expect(replay.body).toEqual(first.body);
+    const { body } = await call("GET", "/webhooks?name=once", { key: tenant.managementKey });
+    expect(body.data).toHaveLength(1);
+    expect(await dumpDatabase()).not.toContain(first.body.secret.slice("whsec_".length));
+  });
+
   it("validates the event types and refuses a url the egress policy refuses", async () => {
     const { url } = receiver();
     const unknownEvent = await call("POST", "/webhooks", { key: tenant.managementKey, body: { name: "x", url, events: ["token.read"] } });
