@@ -1,27 +1,21 @@
 import type { MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import type { AppEnv } from "../http/context";
-import { AuditUnavailableError, problemResponse } from "../http/problem";
 import { isInvocationPath } from "../proxies/destination";
 import { auditedOperation } from "./operations";
-import { recordEntries } from "./recorder";
+import { recordAfterAnswer } from "./recorder";
 
 /**
- * Records every request to an audited route, refused ones included: after the response is built
- * (its status is the entry's outcome) and before it leaves, the request's entries go to the audit
- * queue. When they cannot be recorded anywhere, the response becomes a 503 instead.
+ * Records every request to an audited route, refused ones included: once the response is built (its
+ * status is the entry's outcome), the request's entries are recorded after it has left
+ * (docs/decisions.md, "Off the response's path").
  */
 export const auditRequests: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   const request = c.var.request;
-  if (!request || !c.var.config.AUDIT_LOG) return;
+  if (!request) return;
   const entries = request.audit.conclude(routeOf(c.req.path, matchedRoutes(c)), c.res.status);
-  try {
-    await recordEntries(request, entries);
-  } catch (error) {
-    if (!(error instanceof AuditUnavailableError)) throw error;
-    c.res = problemResponse(error.toProblem(), error.headers);
-  }
+  recordAfterAnswer((promise) => c.executionCtx.waitUntil(promise), request, entries);
 };
 
 /** The audited route the request matched: its own route (not a middleware's), or /proxy. */

@@ -1,5 +1,4 @@
 import type { RequestContext } from "../context";
-import { AuditUnavailableError } from "../http/problem";
 import { type AuditEntry, byTenant } from "./entry";
 import * as storage from "./storage";
 import { chainDatabase } from "./writer";
@@ -8,9 +7,24 @@ import { chainDatabase } from "./writer";
 const SEND_BATCH = 100;
 
 /**
- * Sends the entries to the audit queue before the response leaves. When the queue cannot take
- * them, they are written straight to audit_pending in the tenant's database, for the cron to
- * chain; when that fails too, an AuditUnavailableError (503): no request goes unrecorded silently.
+ * Records a request's entries after its answer has left (`waitUntil`), so the send costs the caller
+ * nothing. When neither the queue nor audit_pending takes them, each entry is written whole to the
+ * worker's log, the last place that keeps it: entries hold no sensitive values
+ * (test/audit/operations.test.ts scans them for every plaintext).
+ */
+export function recordAfterAnswer(waitUntil: (promise: Promise<unknown>) => void, context: RequestContext, entries: AuditEntry[]): void {
+  if (entries.length === 0 || !context.config.AUDIT_LOG) return;
+  waitUntil(
+    recordEntries(context, entries).catch(() => {
+      for (const entry of entries) console.error(`audit: unrecorded entry ${JSON.stringify(entry)}`);
+    }),
+  );
+}
+
+/**
+ * Sends the entries to the audit queue. When the queue cannot take them, they are written straight
+ * to audit_pending in the tenant's database, for the writer or the cron to chain; when that fails
+ * too, the database's error is thrown (a queue consumer's batch is then retried).
  */
 export async function recordEntries(context: RequestContext, entries: AuditEntry[]): Promise<void> {
   if (entries.length === 0 || !context.config.AUDIT_LOG) return;
@@ -26,7 +40,7 @@ export async function recordEntries(context: RequestContext, entries: AuditEntry
       }
     } catch (spillError) {
       console.error(`audit: audit_pending refused ${entries.length} entries too (${(spillError as Error).message})`);
-      throw new AuditUnavailableError();
+      throw spillError;
     }
   }
 }

@@ -121,13 +121,6 @@ export class TenantMovingError extends ProblemError {
   }
 }
 
-/** The audit log could take the request's entries neither on its queue nor in its database. */
-export class AuditUnavailableError extends ProblemError {
-  constructor() {
-    super(503, "Service Unavailable", "The audit log cannot record this request now; retry shortly", undefined, { "Retry-After": "5" });
-  }
-}
-
 export class ConfigurationError extends ProblemError {
   constructor(detail: string) {
     super(500, "Service Misconfigured", detail);

@@ -1,6 +1,6 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { AUDITED_ROUTES } from "../audit/operations";
-import { recordEntries } from "../audit/recorder";
+import { recordAfterAnswer } from "../audit/recorder";
 import type { Principal } from "../auth/access";
 import { principalForApplication } from "../auth/service";
 import { RequestContext, type TenantContext } from "../context";
@@ -95,11 +95,7 @@ export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
     request.audit.describe({ message: "from reactor code" });
     const status = reply.ok ? (SUCCESS_STATUS[operation] ?? 200) : reply.problem.status;
     const entries = request.audit.conclude({ operation: AUDITED_ROUTES[operation]!, entityId }, status);
-    try {
-      await recordEntries(request, entries);
-    } catch (error) {
-      return { ok: false, problem: problemOf(error, request.traceId, "bridge call").problem };
-    }
+    recordAfterAnswer((promise) => this.ctx.waitUntil(promise), request, entries);
     return reply;
   }
 }

@@ -6,13 +6,14 @@ import { logEntries, verifyLog } from "../support/audit";
 import { dataDatabaseOf } from "../support/context";
 import { runCron } from "../support/cron";
 import { BASE } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 import { readReply } from "../support/reply.mjs";
 import { createToken, SSN, seedTokenTenant } from "../support/tokens";
 
 /*
- * When the audit queue cannot take a request's entries, the request does not succeed unrecorded:
- * the entries go straight to audit_pending, which the cron chains; when that fails too, the request
- * answers 503. The queue failing is the one thing faked here (it cannot be made to fail locally).
+ * When the audit queue cannot take a request's entries, they go straight to audit_pending, which
+ * the writer or the cron chains; when that fails too, they are written whole to the worker's log.
+ * The queue failing is the one thing faked here (it cannot be made to fail locally).
  */
 
 const failingQueue = {
@@ -79,13 +80,15 @@ describe("when the audit queue cannot take entries", () => {
     expect((await verifyLog(tenant)).verified).toBe(true);
   });
 
-  it("when audit_pending cannot take them either, the request answers 503", async () => {
-    const reply = await fetchWith({ AUDIT_QUEUE: failingQueue, DB: withoutAuditPending(env.DB) }, "/tokens", {
-      headers: { "SVC-API-KEY": "key_unknown-0123456789abcdefghij" },
-    });
-    expect(reply.status).toBe(503);
-    expect(reply.headers.get("retry-after")).toBe("5");
-    expect(JSON.parse(reply.text).detail).toContain("audit log");
+  it("when audit_pending cannot take them either, the entry is written whole to the worker's log, and the answer stands", async () => {
+    const traceId = `both-down-${crypto.randomUUID()}`;
+    const key = "key_unknown-0123456789abcdefghij";
+    const reply = await expectLoggedError(new RegExp(`audit: unrecorded entry .*"trace_id":"${traceId}"`), () =>
+      fetchWith({ AUDIT_QUEUE: failingQueue, DB: withoutAuditPending(env.DB) }, "/tokens", {
+        headers: { "SVC-API-KEY": key, "SVC-TRACE-ID": traceId },
+      }),
+    );
+    expect(reply.status).toBe(401);
     const row = await env.DB.prepare("SELECT count(*) AS n FROM audit_pending WHERE tenant_id = ?").bind(DEPLOYMENT_TENANT).first();
     expect(row!.n).toBe(0);
   });
