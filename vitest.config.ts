@@ -11,7 +11,9 @@ export default defineConfig({
         d1Databases: { DB: "token-vault", DB_1: "token-vault-data-1", DB_2: "token-vault-data-2" },
         bindings: {
           // Test-only secrets: fixed so failures reproduce; never used outside tests.
-          VAULT_MASTER_KEY: "dGVzdC1tYXN0ZXIta2V5LXRlc3QtbWFzdGVyLWtleSE=",
+          // A keyring of two key-encryption keys: version 2 wraps, version 1 unwraps what an older
+          // deployment wrapped (test/keys simulates it with VAULT_MASTER_KEYS "1:…" alone).
+          VAULT_MASTER_KEYS: "2:dGVzdC1tYXN0ZXIta2V5LXR3by10ZXN0LW1hc3RlciE=,1:dGVzdC1tYXN0ZXIta2V5LXRlc3QtbWFzdGVyLWtleSE=",
           BOOTSTRAP_API_KEY: "key_test-bootstrap-key-0123456789abcdefghij",
           OPERATOR_API_KEY: "operator-test-key-0123456789abcdefghijklmnop",
           ALLOW_INSECURE_DESTINATIONS: "true",

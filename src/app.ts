@@ -10,6 +10,7 @@ import { handleError } from "./http/errors";
 import { authenticate, limitBody, traceAndConfigure } from "./http/middleware";
 import { MethodNotAllowedError, NotFoundError, problemResponse } from "./http/problem";
 import { createRouter, HTTP_METHODS } from "./http/router";
+import { keyRoutes } from "./keys/routes";
 import { isInvocationPath } from "./proxies/destination";
 import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
 import { reactorRoutes } from "./reactors/routes";
@@ -54,6 +55,7 @@ export function buildApp() {
 
   app.get("/health", (c) => c.json({ status: "ok" }));
   app.route("/", tenantRoutes);
+  app.route("/", keyRoutes);
   app.route("/", proxyInvocationRoutes);
   // The document is written with the default prefix and served with this deployment's own header
   // names, so that a client generated from it sends the headers the vault reads.

@@ -9,10 +9,11 @@
  * Services take `(context, principal, input)`.
  */
 import { AuditTrail } from "./audit/trail";
-import { type TenantKeys, tenantKeysOf } from "./crypto/tenant-keys";
+import type { TenantKeys } from "./crypto/tenant-keys";
 import { CONTROL_BINDING, type Database, dataBindings, databaseOf, sessionOf } from "./db/client";
 import { type Bindings, type Config, configOf } from "./env";
 import { ConfigurationError, TenantMovingError } from "./http/problem";
+import { tenantKeysOf } from "./keys/service";
 import { Sandbox } from "./sandbox";
 import { placementOf } from "./tenants/directory";
 
@@ -63,7 +64,7 @@ export class RequestContext {
 
   /** A tenant's keys, for maintenance that walks rows of many tenants. */
   keysOf(tenantId: string): Promise<TenantKeys> {
-    return tenantKeysOf(this.env, tenantId);
+    return tenantKeysOf(this, tenantId);
   }
 
   /**
@@ -134,7 +135,7 @@ export class TenantContext extends RequestContext {
     return this.#data?.session.getBookmark() ?? null;
   }
 
-  /** The tenant's keys, derived on first use and kept for the rest of the request. */
+  /** The tenant's data keys, loaded on first use and kept for the rest of the request. */
   keys(): Promise<TenantKeys> {
     this.#keys ??= this.keysOf(this.tenantId);
     return this.#keys;

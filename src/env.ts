@@ -23,9 +23,35 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^[A-Za-z][A-Za-z0-9]{0,19}$/, "must be 1-20 letters or digits, starting with a letter")
     .default("SVC"),
+  /** The keyring's version 1, for deployments that predate VAULT_MASTER_KEYS. */
   VAULT_MASTER_KEY: z
-    .string({ error: "is required (32 random bytes, base64)" })
-    .refine((value) => decodedLength(value) === 32, "must be 32 random bytes encoded as base64"),
+    .string()
+    .refine((value) => decodedLength(value) === 32, "must be 32 random bytes encoded as base64")
+    .optional(),
+  /** The keyring: versioned key-encryption keys, `2:<base64>,1:<base64>`; the highest wraps, every one unwraps. */
+  VAULT_MASTER_KEYS: z
+    .string()
+    .transform((value, context) => {
+      const entries = value
+        .split(",")
+        .map((entry) => entry.trim())
+        .filter(Boolean)
+        .map((entry) => {
+          const [version, key] = entry.split(":");
+          return { version: Number(version), key: key ?? "" };
+        });
+      for (const { version, key } of entries) {
+        if (!Number.isSafeInteger(version) || version < 1)
+          context.addIssue({ code: "custom", message: "versions must be positive integers, as in 2:<base64>,1:<base64>" });
+        if (decodedLength(key) !== 32)
+          context.addIssue({ code: "custom", message: `version ${version}: must be 32 random bytes encoded as base64` });
+      }
+      if (new Set(entries.map((entry) => entry.version)).size !== entries.length)
+        context.addIssue({ code: "custom", message: "lists a version twice" });
+      if (entries.length === 0) context.addIssue({ code: "custom", message: "lists no key" });
+      return entries;
+    })
+    .optional(),
   BOOTSTRAP_API_KEY: z.string().min(32, "must be at least 32 characters").optional(),
   OPERATOR_API_KEY: z.string().min(32, "must be at least 32 characters").optional(),
   ALLOW_INSECURE_DESTINATIONS: flag(),
@@ -53,7 +79,15 @@ export const ConfigSchema = z.object({
   DISPATCH_NAMESPACE: z.string().optional(),
 });
 
+export interface KeyEncryptionKey {
+  version: number;
+  /** 32 bytes, base64. */
+  key: string;
+}
+
 export type Config = z.infer<typeof ConfigSchema> & {
+  /** The key-encryption keys, highest version first: it wraps; every one unwraps. */
+  keyring: KeyEncryptionKey[];
   /** Header names derived from HEADER_PREFIX, lower-cased as the Fetch API reports them. */
   headers: {
     apiKey: string;
@@ -78,6 +112,20 @@ function decodedLength(base64: string): number {
 
 const parsed = new WeakMap<object, Config>();
 
+/** VAULT_MASTER_KEYS, with VAULT_MASTER_KEY as version 1 when the list has no version 1 of its own. */
+function keyringOf(listed: KeyEncryptionKey[], legacy: string | undefined): KeyEncryptionKey[] {
+  const keyring = [...listed];
+  const first = keyring.find((entry) => entry.version === 1);
+  if (legacy !== undefined && first && first.key !== legacy) {
+    throw new ConfigurationError("Invalid configuration: VAULT_MASTER_KEY differs from version 1 of VAULT_MASTER_KEYS; keep one of them");
+  }
+  if (legacy !== undefined && !first) keyring.push({ version: 1, key: legacy });
+  if (keyring.length === 0) {
+    throw new ConfigurationError("Invalid configuration: VAULT_MASTER_KEY is required (32 random bytes, base64), or VAULT_MASTER_KEYS");
+  }
+  return keyring.sort((a, b) => b.version - a.version);
+}
+
 /** Parses the configuration once per env object; a missing or malformed value is a clear error. */
 export function configOf(env: object): Config {
   const cached = parsed.get(env);
@@ -90,6 +138,7 @@ export function configOf(env: object): Config {
   const prefix = result.data.HEADER_PREFIX.toLowerCase();
   const config: Config = {
     ...result.data,
+    keyring: keyringOf(result.data.VAULT_MASTER_KEYS ?? [], result.data.VAULT_MASTER_KEY),
     headers: {
       apiKey: `${prefix}-api-key`,
       proxyKey: `${prefix}-proxy-key`,

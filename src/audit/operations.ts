@@ -53,6 +53,8 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "PATCH /reactors/{id}": op("reactor", "update", "Updated reactor"),
   "DELETE /reactors/{id}": op("reactor", "delete", "Deleted reactor"),
   "POST /reactors/{id}/react": op("reactor", "react", "Reacted"),
+  "GET /keys": op("keys", "read", "Read the keyring's status", null),
+  "POST /keys/rewrap": op("keys", "rewrap", "Re-wrapped data keys", null),
   "POST /tenants": op("tenant", "create", "Created tenant", null),
   "POST /tenants/{id}/move": op("tenant", "move", "Moved tenant"),
   "POST /tokens": op("token", "create", "Created token"),

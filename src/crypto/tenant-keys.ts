@@ -1,85 +1,141 @@
-import { configOf } from "../env";
-import { fromBase64, fromBase64Url, fromUtf8, toBase64Url, utf8 } from "./encoding";
+import { fromBase64Url, fromUtf8, toBase64Url, utf8 } from "./encoding";
 
-/** Version of the master key that new ciphertexts are written under; recorded in each ciphertext. */
-export const CURRENT_KEY_VERSION = 1;
+/** The four keys of one data-key version, in the order their bytes are wrapped together. */
+const PURPOSES = ["encryption", "search-index", "fingerprint", "audit"] as const;
+type Purpose = (typeof PURPOSES)[number];
 
-type Purpose = "encryption" | "search-index" | "fingerprint" | "audit";
+/** Bytes of each data key; a version's material is the four keys end to end. */
+export const DATA_KEY_BYTES = 32;
+export const MATERIAL_BYTES = DATA_KEY_BYTES * PURPOSES.length;
+
+/** Random material for a new data-key version; the audit key is carried over, so the audit chain outlives rotations. */
+export function newMaterial(carriedAuditKey?: Uint8Array): Uint8Array {
+  const material = crypto.getRandomValues(new Uint8Array(MATERIAL_BYTES));
+  if (carriedAuditKey) material.set(carriedAuditKey, DATA_KEY_BYTES * PURPOSES.indexOf("audit"));
+  return material;
+}
+
+/** The audit key's bytes within a version's material. */
+export function auditKeyOf(material: Uint8Array): Uint8Array {
+  const start = DATA_KEY_BYTES * PURPOSES.indexOf("audit");
+  return material.slice(start, start + DATA_KEY_BYTES);
+}
 
 /**
- * Per-tenant keys derived with HKDF-SHA256 from VAULT_MASTER_KEY. Each purpose has its own key,
- * so a blind index can never be compared with a fingerprint of the same value.
+ * The version-1 material of a tenant created before envelope encryption: what HKDF-SHA256 derived
+ * from the master key for each purpose, byte for byte, so its existing ciphertexts, blind indexes,
+ * fingerprints and audit chain stay valid once the material is stored wrapped.
  */
-export class TenantKeys {
+export async function derivedMaterial(masterKey: Uint8Array, tenantId: string): Promise<Uint8Array> {
+  const master = await crypto.subtle.importKey("raw", masterKey, "HKDF", false, ["deriveBits"]);
+  const material = new Uint8Array(MATERIAL_BYTES);
+  for (const [index, purpose] of PURPOSES.entries()) {
+    const bits = await crypto.subtle.deriveBits(
+      { name: "HKDF", hash: "SHA-256", salt: utf8.encode("token-vault/v1"), info: utf8.encode(`${purpose}/${tenantId}`) },
+      master,
+      DATA_KEY_BYTES * 8,
+    );
+    material.set(new Uint8Array(bits), index * DATA_KEY_BYTES);
+  }
+  return material;
+}
+
+/** One version of a tenant's data keys, imported for use. */
+export class DataKeys {
   private constructor(
-    readonly tenantId: string,
-    private readonly encryptionKey: CryptoKey,
-    private readonly searchIndexKey: CryptoKey,
-    private readonly fingerprintKey: CryptoKey,
-    private readonly auditKey: CryptoKey,
+    readonly version: number,
+    readonly encryption: CryptoKey,
+    readonly searchIndex: CryptoKey,
+    readonly fingerprint: CryptoKey,
+    readonly audit: CryptoKey,
   ) {}
 
-  static async derive(masterKeyBase64: string, tenantId: string): Promise<TenantKeys> {
-    const cacheKey = `${masterKeyBase64}\u0000${tenantId}`;
-    const cached = cache.get(cacheKey);
-    if (cached) return cached;
-    const master = await crypto.subtle.importKey("raw", fromBase64(masterKeyBase64), "HKDF", false, ["deriveKey"]);
-    const derive = (purpose: Purpose, algorithm: SubtleCryptoDeriveKeyAlgorithm | SubtleCryptoImportKeyAlgorithm, usages: string[]) =>
-      crypto.subtle.deriveKey(
-        {
-          name: "HKDF",
-          hash: "SHA-256",
-          salt: utf8.encode(`token-vault/v${CURRENT_KEY_VERSION}`),
-          info: utf8.encode(`${purpose}/${tenantId}`),
-        },
-        master,
-        algorithm,
-        false,
-        usages,
-      );
-    const hmac = { name: "HMAC", hash: "SHA-256", length: 256 };
-    const keys = new TenantKeys(
-      tenantId,
-      await derive("encryption", { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]),
-      await derive("search-index", hmac, ["sign"]),
-      await derive("fingerprint", hmac, ["sign"]),
-      await derive("audit", hmac, ["sign"]),
+  static async import(version: number, material: Uint8Array): Promise<DataKeys> {
+    const part = (purpose: Purpose) => {
+      const start = DATA_KEY_BYTES * PURPOSES.indexOf(purpose);
+      return material.slice(start, start + DATA_KEY_BYTES);
+    };
+    const hmac = (purpose: Purpose) =>
+      crypto.subtle.importKey("raw", part(purpose), { name: "HMAC", hash: "SHA-256", length: 256 }, false, ["sign"]);
+    return new DataKeys(
+      version,
+      await crypto.subtle.importKey("raw", part("encryption"), { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]),
+      await hmac("search-index"),
+      await hmac("fingerprint"),
+      await hmac("audit"),
     );
-    if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
-    cache.set(cacheKey, keys);
-    return keys;
+  }
+}
+
+/** The data-key version a ciphertext was made with (`v{version}.…`). */
+export function ciphertextVersion(ciphertext: string): number {
+  return Number(ciphertext.slice(1, ciphertext.indexOf(".")));
+}
+
+/** A ciphertext names a data-key version the tenant no longer (or does not yet) hold. */
+export class UnknownKeyVersionError extends Error {
+  constructor(readonly version: string) {
+    super(`No data key of version ${version}`);
+  }
+}
+
+/**
+ * A tenant's data keys: every version it holds, the highest of which writes. Each purpose has its
+ * own key, so a blind index can never be compared with a fingerprint of the same value. While a
+ * rotation runs the tenant holds two versions: reads decrypt either, and `data:` search and
+ * deduplication compare the values of both.
+ */
+export class TenantKeys {
+  readonly current: DataKeys;
+
+  constructor(
+    readonly tenantId: string,
+    private readonly versions: DataKeys[],
+  ) {
+    if (versions.length === 0) throw new Error(`Tenant ${tenantId} holds no data keys`);
+    this.current = versions.reduce((highest, keys) => (keys.version > highest.version ? keys : highest));
+  }
+
+  /** The versions held, highest first. */
+  get heldVersions(): number[] {
+    return this.versions.map((keys) => keys.version).sort((a, b) => b - a);
   }
 
   /**
-   * AES-256-GCM with a random 96-bit IV. `context` (the record id) is authenticated as
-   * additional data, so a ciphertext copied onto another record fails to decrypt.
+   * AES-256-GCM with a random 96-bit IV, under the current version (or the one given). `context`
+   * (the record id) is authenticated as additional data, so a ciphertext copied onto another
+   * record fails to decrypt.
    */
-  async encrypt(plaintext: string, context: string): Promise<string> {
+  async encrypt(plaintext: string, context: string, version = this.current.version): Promise<string> {
+    const keys = this.keysOf(String(version));
     const iv = crypto.getRandomValues(new Uint8Array(12));
     const sealed = await crypto.subtle.encrypt(
       { name: "AES-GCM", iv, additionalData: this.aad(context) },
-      this.encryptionKey,
+      keys.encryption,
       utf8.encode(plaintext),
     );
-    return `v${CURRENT_KEY_VERSION}.${toBase64Url(iv)}.${toBase64Url(new Uint8Array(sealed))}`;
+    return `v${keys.version}.${toBase64Url(iv)}.${toBase64Url(new Uint8Array(sealed))}`;
   }
 
   async decrypt(ciphertext: string, context: string): Promise<string> {
     const [version, iv, sealed] = ciphertext.split(".");
-    if (version !== `v${CURRENT_KEY_VERSION}` || !iv || !sealed) {
-      throw new Error(`Unsupported ciphertext version ${version}`);
-    }
+    if (!version?.startsWith("v") || !iv || !sealed) throw new Error(`Unsupported ciphertext version ${version}`);
     const opened = await crypto.subtle.decrypt(
       { name: "AES-GCM", iv: fromBase64Url(iv), additionalData: this.aad(context) },
-      this.encryptionKey,
+      this.keysOf(version.slice(1)).encryption,
       fromBase64Url(sealed),
     );
     return fromUtf8.decode(opened);
   }
 
-  /** Keyed HMAC of the lower-cased value: what `data:` search compares, never the value itself. */
+  /** Keyed HMAC of the lower-cased value under the current version: what a token's search index stores. */
   blindIndex(value: string): Promise<string> {
-    return this.sign(this.searchIndexKey, value.toLowerCase());
+    return sign(this.current.searchIndex, value.toLowerCase());
+  }
+
+  /** The value's blind index under every version held: what `data:` search compares. */
+  blindIndexes(value: string): Promise<string[]> {
+    return Promise.all(this.versions.map((keys) => sign(keys.searchIndex, value.toLowerCase())));
   }
 
   /**
@@ -88,16 +144,23 @@ export class TenantKeys {
    * digits). NUL cannot occur in a type name, so the pair is unambiguous.
    */
   fingerprint(type: string, source: string): Promise<string> {
-    return this.sign(this.fingerprintKey, `${type}\u0000${source}`);
+    return sign(this.current.fingerprint, `${type}\u0000${source}`);
   }
 
-  /** Keyed HMAC that links the audit log's hash chain (src/audit/chain.ts). */
+  /** The fingerprint under every version held: what deduplication compares. */
+  fingerprints(type: string, source: string): Promise<string[]> {
+    return Promise.all(this.versions.map((keys) => sign(keys.fingerprint, `${type}\u0000${source}`)));
+  }
+
+  /** Keyed HMAC that links the audit log's hash chain (src/audit/chain.ts); every version carries the same audit key. */
   auditMac(value: string): Promise<string> {
-    return this.sign(this.auditKey, value);
+    return sign(this.current.audit, value);
   }
 
-  private async sign(key: CryptoKey, value: string): Promise<string> {
-    return toBase64Url(new Uint8Array(await crypto.subtle.sign("HMAC", key, utf8.encode(value))));
+  private keysOf(version: string): DataKeys {
+    const keys = this.versions.find((candidate) => String(candidate.version) === version);
+    if (!keys) throw new UnknownKeyVersionError(version);
+    return keys;
   }
 
   private aad(context: string): Uint8Array {
@@ -105,10 +168,6 @@ export class TenantKeys {
   }
 }
 
-const CACHE_LIMIT = 1024;
-const cache = new Map<string, TenantKeys>();
-
-/** The tenant's keys under the deployment's master key. */
-export function tenantKeysOf(env: object, tenantId: string): Promise<TenantKeys> {
-  return TenantKeys.derive(configOf(env).VAULT_MASTER_KEY, tenantId);
+async function sign(key: CryptoKey, value: string): Promise<string> {
+  return toBase64Url(new Uint8Array(await crypto.subtle.sign("HMAC", key, utf8.encode(value))));
 }

@@ -19,7 +19,30 @@ export const tenants = sqliteTable("tenants", {
   /** The binding of the data database that holds the tenant's tokens (the directory's one column). */
   database: text("database").notNull().default("DB"),
   createdAt: integer("created_at").notNull(),
+  /**
+   * The tenant's version-1 data keys are derived from the keyring's version 1 (tenants created
+   * before envelope encryption), until they are stored wrapped like every other tenant's.
+   */
+  keysDerived: integer("keys_derived", { mode: "boolean" }).notNull().default(true),
 });
+
+/**
+ * A tenant's data keys, one row per version (control database): the encryption, blind-index,
+ * fingerprint and audit keys, wrapped together by the keyring's key-encryption key `kek_version`.
+ * The highest version writes; every version present reads. Destroying the rows crypto-shreds the tenant.
+ */
+export const tenantKeys = sqliteTable(
+  "tenant_keys",
+  {
+    tenantId: text("tenant_id").notNull(),
+    version: integer("version").notNull(),
+    kekVersion: integer("kek_version").notNull(),
+    /** `k{kek_version}.{iv}.{AES-256-GCM of the four keys}`, the tenant and version authenticated. */
+    wrapped: text("wrapped").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.tenantId, table.version] }), index("tenant_keys_kek").on(table.kekVersion)],
+);
 
 /** A tenant being moved to another data database (control database); the row goes when the move is done. */
 export const tenantMoves = sqliteTable("tenant_moves", {
@@ -104,11 +127,14 @@ export const tokens = sqliteTable(
     expiresAt: integer("expires_at"),
     /** When a card's cvc must be gone from the data (PCI DSS 3.3.1); null when it holds none. */
     cvcExpiresAt: integer("cvc_expires_at"),
+    /** The data-key version of the ciphertext, the fingerprint and the token's blind indexes, all written together. */
+    keyVersion: integer("key_version").notNull().default(1),
     ...audit,
     modifiedAt: integer("modified_at").notNull(),
   },
   (table) => [
     primaryKey({ columns: [table.tenantId, table.id] }),
+    index("tokens_tenant_key_version").on(table.tenantId, table.keyVersion),
     index("tokens_tenant_created").on(table.tenantId, table.createdAt, table.id),
     index("tokens_tenant_modified").on(table.tenantId, table.modifiedAt),
     index("tokens_tenant_fingerprint").on(table.tenantId, table.fingerprint, table.type),

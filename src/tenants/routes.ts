@@ -1,26 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
 import { CreatedApplicationSchema } from "../applications/schema";
-import { secretsEqual } from "../crypto/secrets";
-import type { AppEnv } from "../http/context";
 import { requireContentType } from "../http/middleware";
-import { NotFoundError, UnauthenticatedError } from "../http/problem";
+import { requireOperator } from "../http/operator";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, Name, problemResponses } from "../http/schemas";
 import { moveTenant } from "./moves";
 import { createTenant } from "./service";
-
-/** Operators only: `{P}-OPERATOR-KEY` must equal OPERATOR_API_KEY; without that secret the route does not exist. */
-const requireOperator: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const expected = c.var.config.OPERATOR_API_KEY;
-  if (!expected) throw new NotFoundError(`Route ${c.req.method} ${c.req.path}`);
-  const given = c.req.header(c.var.config.headers.operatorKey);
-  if (!given || !(await secretsEqual(given, expected))) {
-    throw new UnauthenticatedError(`A valid ${c.var.config.HEADER_PREFIX}-OPERATOR-KEY header is required`);
-  }
-  c.var.request.audit.actor = { id: null, type: "operator" };
-  await next();
-};
 
 /** The binding of a data database, as wrangler.toml names it. */
 const DataBinding = z.string({ error: "is required" }).regex(/^DB(_\d+)?$/, "must be a data database binding (DB_1, DB_2 …)");

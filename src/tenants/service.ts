@@ -3,6 +3,7 @@ import { MANAGEMENT_PERMISSIONS } from "../auth/permissions";
 import type { RequestContext } from "../context";
 import { sha256Hex } from "../crypto/secrets";
 import { isoTime } from "../http/schemas";
+import { newTenantKeys } from "../keys/service";
 import { placementForNewTenant, requireDataBinding } from "./directory";
 import * as storage from "./storage";
 
@@ -15,8 +16,8 @@ export async function createTenant(context: RequestContext, input: { name: strin
   const bindings = context.dataBindings();
   if (input.database !== undefined) requireDataBinding(bindings, input.database);
   const database = await placementForNewTenant(context.control, bindings, input.database);
-  const tenant = { id: crypto.randomUUID(), name, database, createdAt: Date.now() };
-  await storage.insertTenant(context.control, tenant);
+  const tenant = { id: crypto.randomUUID(), name, database, createdAt: Date.now(), keysDerived: false };
+  await storage.insertTenant(context.control, tenant, await newTenantKeys(context, tenant.id));
   const application = await insertApplication(context.placed(tenant.id, database), null, {
     name: `${name} management`,
     type: "management",
@@ -47,8 +48,9 @@ export function ensureBootstrap(context: RequestContext, bootstrapKey: string): 
 
 async function runBootstrap(context: RequestContext, bootstrapKey: string): Promise<void> {
   const hash = await sha256Hex(bootstrapKey);
+  const tenantId = uuidFrom(await sha256Hex(`bootstrap-tenant/${hash}`));
   await storage.insertBootstrapTenant(context.control, {
-    tenantId: uuidFrom(await sha256Hex(`bootstrap-tenant/${hash}`)),
+    tenantId,
     // The first data database: every isolate must agree without reading anything.
     database: context.dataBindings()[0]!,
     applicationId: uuidFrom(await sha256Hex(`bootstrap-application/${hash}`)),
@@ -56,6 +58,7 @@ async function runBootstrap(context: RequestContext, bootstrapKey: string): Prom
     keyHash: hash,
     permissions: MANAGEMENT_PERMISSIONS,
     now: Date.now(),
+    keys: await newTenantKeys(context, tenantId),
   });
 }
 

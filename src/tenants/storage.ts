@@ -1,9 +1,11 @@
 import { count, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { tenantMoves, tenants } from "../db/schema";
+import { insertKeyRecord, type KeyRecord } from "../keys/storage";
 
-export async function insertTenant(db: Database, tenant: typeof tenants.$inferInsert): Promise<void> {
-  await db.insert(tenants).values(tenant);
+/** The tenant with its first data keys, in one batch. */
+export async function insertTenant(db: Database, tenant: typeof tenants.$inferInsert, keys: KeyRecord): Promise<void> {
+  await db.batch([db.insert(tenants).values(tenant), insertKeyRecord(db, keys)]);
 }
 
 /**
@@ -21,13 +23,14 @@ export async function insertBootstrapTenant(
     keyHash: string;
     permissions: readonly string[];
     now: number;
+    keys: KeyRecord;
   },
 ): Promise<void> {
-  const { tenantId, database, applicationId, keyId, keyHash, permissions, now } = bootstrap;
+  const { tenantId, database, applicationId, keyId, keyHash, permissions, now, keys } = bootstrap;
   const d1 = db.$client;
   await d1.batch([
     d1
-      .prepare("INSERT INTO tenants (id, name, database, created_at) VALUES (?, 'bootstrap', ?, ?) ON CONFLICT DO NOTHING")
+      .prepare("INSERT INTO tenants (id, name, database, created_at, keys_derived) VALUES (?, 'bootstrap', ?, ?, 0) ON CONFLICT DO NOTHING")
       .bind(tenantId, database, now),
     d1
       .prepare(
@@ -38,6 +41,9 @@ export async function insertBootstrapTenant(
     d1
       .prepare("INSERT INTO api_keys (id, tenant_id, application_id, hash, created_at) SELECT ?, ?, ?, ?, ? WHERE changes() = 1")
       .bind(keyId, tenantId, applicationId, keyHash, now),
+    d1
+      .prepare("INSERT INTO tenant_keys (tenant_id, version, kek_version, wrapped, created_at) SELECT ?, ?, ?, ?, ? WHERE changes() = 1")
+      .bind(tenantId, keys.version, keys.kekVersion, keys.wrapped, keys.createdAt),
   ]);
 }
 

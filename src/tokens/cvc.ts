@@ -1,4 +1,5 @@
 import type { RequestContext } from "../context";
+import { ciphertextVersion } from "../crypto/tenant-keys";
 import type { Config } from "../env";
 import * as storage from "./storage";
 
@@ -41,7 +42,8 @@ export async function purgeExpiredCvcs(context: RequestContext, now = Date.now()
       for (const row of due) {
         const keys = await context.keysOf(row.tenantId);
         const data = withoutCvc(JSON.parse(await keys.decrypt(row.ciphertext, row.id)));
-        const ciphertext = await keys.encrypt(JSON.stringify(data), row.id);
+        // Under the row's own version: its fingerprint and blind indexes were made with it.
+        const ciphertext = await keys.encrypt(JSON.stringify(data), row.id, ciphertextVersion(row.ciphertext));
         purged += await storage.replaceCiphertextWithoutCvc(db.$client, row, ciphertext);
       }
       if (due.length < PURGE_CHUNK) break;

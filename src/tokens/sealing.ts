@@ -37,6 +37,7 @@ export async function sealToken(
       metadata: JSON.stringify(definition.metadata),
       containers: JSON.stringify(definition.containers),
       expiresAt: definition.expiresAt,
+      keyVersion: keys.current.version,
     },
     metadata: [...new Map(metadataPairs.map((pair) => [JSON.stringify(pair), pair])).values()],
     blindIndexes: [...new Set(blindIndexes)],

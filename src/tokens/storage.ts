@@ -192,7 +192,7 @@ function replaceStatements(d1: D1Database, token: SealedToken, readCiphertext: s
   const update = d1
     .prepare(
       `UPDATE tokens SET ciphertext = ?, fingerprint = ?, fingerprint_expression = ?, mask = ?, search_indexes = ?,
-         metadata = ?, containers = ?, expires_at = ?, cvc_expires_at = ?, modified_by = ?, modified_at = ?
+         metadata = ?, containers = ?, expires_at = ?, cvc_expires_at = ?, key_version = ?, modified_by = ?, modified_at = ?
        WHERE tenant_id = ? AND id = ? AND ciphertext = ?`,
     )
     .bind(
@@ -205,6 +205,7 @@ function replaceStatements(d1: D1Database, token: SealedToken, readCiphertext: s
       row.containers,
       row.expiresAt,
       row.cvcExpiresAt,
+      row.keyVersion,
       row.modifiedBy,
       row.modifiedAt,
       row.tenantId,

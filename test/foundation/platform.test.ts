@@ -30,7 +30,9 @@ describe("errors", () => {
 
   it("reports missing configuration clearly, naming the variable but no secret", async () => {
     const reply = await expectLoggedError(/Invalid configuration: VAULT_MASTER_KEY is required/, () =>
-      callConfigured({ VAULT_MASTER_KEY: undefined }, "GET", "/applications", { headers: { "SVC-API-KEY": env.BOOTSTRAP_API_KEY } }),
+      callConfigured({ VAULT_MASTER_KEYS: undefined, VAULT_MASTER_KEY: undefined }, "GET", "/applications", {
+        headers: { "SVC-API-KEY": env.BOOTSTRAP_API_KEY },
+      }),
     );
     const problem = expectProblem(reply, 500);
     expect(problem.detail).toContain("VAULT_MASTER_KEY");

@@ -30,13 +30,13 @@ describe("escape suite: tenant code reaches nothing it was not given", () => {
       return { raw: {
         processEnv: process.env,
         globals: Object.getOwnPropertyNames(globalThis),
-        bindings: [typeof DB, typeof LOADER, typeof VAULT_MASTER_KEY, typeof env],
+        bindings: [typeof DB, typeof LOADER, typeof VAULT_MASTER_KEYS, typeof env],
         workers,
       } };
     };`;
     const result = (await run(code)) as { raw: { processEnv: object; bindings: string[]; workers: string } };
     const everything = JSON.stringify(result);
-    expect(everything).not.toContain(env.VAULT_MASTER_KEY);
+    for (const entry of env.VAULT_MASTER_KEYS.split(",")) expect(everything).not.toContain(entry.split(":")[1]);
     expect(everything).not.toContain(env.OPERATOR_API_KEY);
     expect(result.raw.processEnv).toEqual({});
     expect(result.raw.bindings).toEqual(["undefined", "undefined", "undefined", "undefined"]);

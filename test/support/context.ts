@@ -30,3 +30,8 @@ export const ALL_DATABASES: Record<string, D1Database> = { DB: env.DB, ...DATA_B
 export async function dataDatabaseOf(tenantId: string): Promise<D1Database> {
   return (await tenantContext(tenantId)).db.$client;
 }
+
+/** A tenant's data keys, as the vault holds them: for tests that read stored ciphertexts as an attacker with the keys would. */
+export function keysOfTenant(tenantId: string) {
+  return requestContext().keysOf(tenantId);
+}

@@ -7,7 +7,7 @@ declare global {
       DB_1: D1Database;
       DB_2: D1Database;
       TEST_MIGRATIONS: D1Migration[];
-      VAULT_MASTER_KEY: string;
+      VAULT_MASTER_KEYS: string;
       BOOTSTRAP_API_KEY: string;
       OPERATOR_API_KEY: string;
       HEADER_PREFIX: string;

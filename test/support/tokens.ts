@@ -1,7 +1,6 @@
 import { env } from "cloudflare:test";
 import { expect } from "vitest";
-import { TenantKeys } from "../../src/crypto/tenant-keys";
-import { DATA_DATABASES, dataDatabaseOf } from "./context";
+import { DATA_DATABASES, dataDatabaseOf, keysOfTenant } from "./context";
 import { type ApplicationSpec, call, callRoute, createApplication, seedTenant, type Tenant } from "./harness";
 
 export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"];
@@ -87,6 +86,6 @@ export async function storedBlindIndexes(tokenId: string): Promise<string[]> {
 
 /** What the blind indexes of these values must be for the tenant, sorted. */
 export async function expectedBlindIndexes(tenantId: string, values: string[]): Promise<string[]> {
-  const keys = await TenantKeys.derive(env.VAULT_MASTER_KEY, tenantId);
+  const keys = await keysOfTenant(tenantId);
   return (await Promise.all(values.map((value) => keys.blindIndex(value)))).sort();
 }

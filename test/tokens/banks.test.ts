@@ -1,6 +1,5 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { TenantKeys } from "../../src/crypto/tenant-keys";
+import { keysOfTenant } from "../support/context";
 import { call, createApplication, expectProblem } from "../support/harness";
 import { createToken, seedTokenTenant } from "../support/tokens";
 
@@ -21,7 +20,7 @@ describe("bank tokens", () => {
     const plain = await createApplication(tenant, { type: "private", permissions: ["token:create", "token:read"] });
     const reply = await call("POST", "/tokens", { key: plain.key, body: { type: "bank", data: BANK } });
     expect(reply.status, JSON.stringify(reply.body)).toBe(201);
-    const keys = await TenantKeys.derive(env.VAULT_MASTER_KEY, tenant.tenantId);
+    const keys = await keysOfTenant(tenant.tenantId);
     expect(reply.body).toMatchObject({
       type: "bank",
       containers: ["/bank/high/"],

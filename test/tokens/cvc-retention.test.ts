@@ -1,9 +1,8 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { TenantKeys } from "../../src/crypto/tenant-keys";
 import worker from "../../src/index";
 import { callConfigured } from "../support/configured";
-import { dataDatabaseOf } from "../support/context";
+import { dataDatabaseOf, keysOfTenant } from "../support/context";
 import { call } from "../support/harness";
 import { createToken, patchToken, seedTokenTenant } from "../support/tokens";
 
@@ -27,7 +26,7 @@ async function storedRow(tenantId: string, id: string) {
 
 /** What the row's ciphertext holds, read with the tenant's key as an attacker with the key would. */
 async function storedData(tenantId: string, id: string): Promise<unknown> {
-  const keys = await TenantKeys.derive(env.VAULT_MASTER_KEY, tenantId);
+  const keys = await keysOfTenant(tenantId);
   return JSON.parse(await keys.decrypt((await storedRow(tenantId, id)).ciphertext, id));
 }
 
