@@ -2,8 +2,15 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { idempotent } from "../http/idempotency";
 import { requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
-import { IdParams, jsonBody, jsonContent, ListQuery, paginated, problemResponses, Uuid } from "../http/schemas";
-import { ApplicationKeySchema, ApplicationSchema, CreateApplicationBody, CreatedApplicationSchema, UpdateApplicationBody } from "./schema";
+import { IdParams, jsonBody, jsonContent, ListQuery, optionalJsonBody, paginated, problemResponses, Uuid } from "../http/schemas";
+import {
+  ApiKeyBody,
+  ApplicationKeySchema,
+  ApplicationSchema,
+  CreateApplicationBody,
+  CreatedApplicationSchema,
+  UpdateApplicationBody,
+} from "./schema";
 import * as applications from "./service";
 
 const tags = ["Applications"];
@@ -84,9 +91,10 @@ const createKey = createRoute({
   tags,
   security,
   summary: "Create another API key for the application (shown once)",
-  middleware: [requirePermission("application:create"), idempotent] as const,
-  request: { params: IdParams },
-  responses: { 201: jsonContent(ApplicationKeySchema, "The new key"), ...problemResponses(400, 401, 403, 404, 409, 503) },
+  description: "An optional body `{expires_at}` makes the key stop working (401) at that time.",
+  middleware: [requirePermission("application:create"), json, idempotent] as const,
+  request: { params: IdParams, ...optionalJsonBody(ApiKeyBody) },
+  responses: { 201: jsonContent(ApplicationKeySchema, "The new key"), ...problemResponses(400, 401, 403, 404, 409, 415, 503) },
 });
 
 const regenerateKey = createRoute({
@@ -95,12 +103,13 @@ const regenerateKey = createRoute({
   tags,
   security,
   summary: "Replace all of the application's keys with one new key (shown once)",
-  description: "Every previous key of the application stops working with the next request.",
-  middleware: [requirePermission("application:update"), idempotent] as const,
-  request: { params: IdParams },
+  description:
+    "Every previous key of the application stops working with the next request. An optional body `{expires_at}` makes the new key stop working (401) at that time.",
+  middleware: [requirePermission("application:update"), json, idempotent] as const,
+  request: { params: IdParams, ...optionalJsonBody(ApiKeyBody) },
   responses: {
     200: jsonContent(CreatedApplicationSchema, "The application, with its new plaintext key"),
-    ...problemResponses(400, 401, 403, 404, 409, 503),
+    ...problemResponses(400, 401, 403, 404, 409, 415, 503),
   },
 });
 
@@ -145,10 +154,10 @@ export const applicationRoutes = createRouter()
     return c.body(null, 204);
   })
   .openapi(createKey, async (c) =>
-    c.json(await applications.createApplicationKey(c.var.context, c.var.principal, c.req.valid("param").id), 201),
+    c.json(await applications.createApplicationKey(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 201),
   )
   .openapi(regenerateKey, async (c) =>
-    c.json(await applications.regenerateApplicationKey(c.var.context, c.var.principal, c.req.valid("param").id), 200),
+    c.json(await applications.regenerateApplicationKey(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )
   .openapi(listKeys, async (c) =>
     c.json({ data: await applications.listApplicationKeys(c.var.context, c.var.principal, c.req.valid("param").id) }, 200),

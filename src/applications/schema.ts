@@ -34,8 +34,24 @@ export type CreateApplication = z.infer<typeof CreateApplicationBody>;
 export type UpdateApplication = z.infer<typeof UpdateApplicationBody>;
 
 export const ApplicationKeySchema = z
-  .object({ id: z.string(), key: z.string().optional(), created_at: z.string() })
+  .object({
+    id: z.string(),
+    key: z.string().optional(),
+    created_at: z.string(),
+    expires_at: z.string().nullable().openapi({ description: "When the key stops working (401); null: never" }),
+  })
   .openapi("ApplicationKey");
+
+export const ApiKeyBody = z
+  .strictObject({
+    expires_at: z.iso
+      .datetime({ offset: true, error: "must be an ISO 8601 date-time" })
+      .optional()
+      .openapi({ description: "When the key stops working (401); absent: never" }),
+  })
+  .openapi("CreateApiKey");
+
+export type ApiKeyInput = z.infer<typeof ApiKeyBody>;
 
 export const ApplicationSchema = z
   .object({

@@ -6,7 +6,7 @@ import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { addFieldError, ConflictError, type FieldErrors, NotFoundError, ValidationError } from "../http/problem";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { APPLICATIONS } from "../limits";
-import type { ApplicationKeyResponse, ApplicationResponse, CreateApplication, UpdateApplication } from "./schema";
+import type { ApiKeyInput, ApplicationKeyResponse, ApplicationResponse, CreateApplication, UpdateApplication } from "./schema";
 import type { ApplicationRow } from "./storage";
 import * as storage from "./storage";
 
@@ -60,10 +60,18 @@ function checkGrants(type: ApplicationType, permissions: Permission[], rules: Ac
   return [...new Set(granted)];
 }
 
-async function newKey(tenantId: string, applicationId: string, now: number) {
+async function newKey(tenantId: string, applicationId: string, now: number, expiresAt: number | null = null) {
   const key = generateSecret(API_KEY_PREFIX);
-  const row = { id: crypto.randomUUID(), tenantId, applicationId, hash: await sha256Hex(key), createdAt: now };
-  return { row, response: { id: row.id, key, created_at: isoTime(now)! } };
+  const row = { id: crypto.randomUUID(), tenantId, applicationId, hash: await sha256Hex(key), createdAt: now, expiresAt };
+  return { row, response: { id: row.id, key, created_at: isoTime(now)!, expires_at: isoTime(expiresAt) } };
+}
+
+/** A key's expiry: a time to come, as ISO 8601; null when none was given. */
+function expiryOf(input: ApiKeyInput, now: number): number | null {
+  if (input.expires_at === undefined) return null;
+  const expiresAt = Date.parse(input.expires_at);
+  if (expiresAt <= now) throw ValidationError.field("expires_at", "must be in the future");
+  return expiresAt;
 }
 
 /** Creates the application and its first key in one batch: both or neither. */
@@ -157,12 +165,14 @@ export async function deleteApplication(context: TenantContext, principal: Princ
   context.audit.describe({ event: { type: "application.deleted", data: { application: { id } } } });
 }
 
-export async function createApplicationKey(context: TenantContext, _principal: Principal, id: string) {
+export async function createApplicationKey(context: TenantContext, _principal: Principal, id: string, input: ApiKeyInput = {}) {
+  const now = Date.now();
+  const expiresAt = expiryOf(input, now);
   await findApplication(context, id);
   if ((await storage.keyCount(context.control, context.tenantId, id)) >= MAX_KEYS_PER_APPLICATION) {
     throw new ConflictError(`An application holds at most ${MAX_KEYS_PER_APPLICATION} keys; revoke one first`);
   }
-  const key = await newKey(context.tenantId, id, Date.now());
+  const key = await newKey(context.tenantId, id, now, expiresAt);
   await storage.insertKey(context.control, key.row);
   context.audit.describe({ entityId: key.row.id, message: `for application ${id}` });
   return key.response;
@@ -172,9 +182,11 @@ export async function createApplicationKey(context: TenantContext, _principal: P
  * Replaces every key of the application with one new key, in one batch: the old keys stop working
  * with the next request (README "Credential lookups"), as the original interface documents.
  */
-export async function regenerateApplicationKey(context: TenantContext, principal: Principal, id: string) {
+export async function regenerateApplicationKey(context: TenantContext, principal: Principal, id: string, input: ApiKeyInput = {}) {
+  const now = Date.now();
+  const expiresAt = expiryOf(input, now);
   await findApplication(context, id);
-  const key = await newKey(context.tenantId, id, Date.now());
+  const key = await newKey(context.tenantId, id, now, expiresAt);
   const row = await storage.replaceKeys(context.control, context.tenantId, id, key.row, principal.applicationId);
   credentialsChanged();
   if (!row) {
@@ -189,7 +201,7 @@ export async function regenerateApplicationKey(context: TenantContext, principal
 export async function listApplicationKeys(context: TenantContext, _principal: Principal, id: string): Promise<ApplicationKeyResponse[]> {
   await findApplication(context, id);
   const rows = await storage.keysOfApplication(context.control, context.tenantId, id);
-  return rows.map((row) => ({ id: row.id, created_at: isoTime(row.createdAt)! }));
+  return rows.map((row) => ({ id: row.id, created_at: isoTime(row.createdAt)!, expires_at: isoTime(row.expiresAt) }));
 }
 
 export async function revokeApplicationKey(context: TenantContext, _principal: Principal, id: string, keyId: string): Promise<void> {

@@ -76,7 +76,7 @@ export async function replaceKeys(
 
 export function keysOfApplication(db: Database, tenantId: string, applicationId: string) {
   return db
-    .select({ id: apiKeys.id, createdAt: apiKeys.createdAt })
+    .select({ id: apiKeys.id, createdAt: apiKeys.createdAt, expiresAt: apiKeys.expiresAt })
     .from(apiKeys)
     .where(keysOf(tenantId, applicationId))
     .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));

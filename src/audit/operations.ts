@@ -40,6 +40,7 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "PUT /proxies/{id}": op("proxy", "update", "Updated proxy"),
   "PATCH /proxies/{id}": op("proxy", "update", "Updated proxy"),
   "DELETE /proxies/{id}": op("proxy", "delete", "Deleted proxy"),
+  "POST /proxies/{id}/key": op("proxy", "roll_key", "Rolled proxy key"),
   "ALL /proxy": op("proxy", "invoke", "Invoked proxy", null),
   "POST /reactor-formulas": op("reactor-formula", "create", "Created reactor formula"),
   "GET /reactor-formulas": op("reactor-formula", "list", "Listed reactor formulas"),

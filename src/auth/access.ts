@@ -20,6 +20,8 @@ export interface Principal {
   rules: AccessRule[];
   /** The id of the API key the request presented (for the audit log); absent for a proxy's or reactor's application. */
   credentialId?: string;
+  /** When that API key stops working (ms since the epoch); null or absent: never. */
+  credentialExpiresAt?: number | null;
 }
 
 /** Default transform of plain permissions (no rules): data is revealed only to detokenize it. */

@@ -1,6 +1,6 @@
 import type { RequestContext, TenantContext } from "../context";
 import { SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
-import { ValidationError } from "../http/problem";
+import { UnauthenticatedError, ValidationError } from "../http/problem";
 import type { AccessRule, Principal } from "./access";
 import { LookupCache } from "./lookup-cache";
 import type { Permission } from "./permissions";
@@ -20,19 +20,24 @@ const recentPrincipals = new LookupCache<Principal | null>(
 /**
  * The principal an API key stands for, or null for an unknown or revoked key: one indexed lookup,
  * which an isolate reuses for CREDENTIAL_CACHE_TTL_MS (0: never; see LookupCache for how staleness
- * is bounded).
+ * is bounded). An expired key is a 401 of its own, checked on every use, cached or not.
  */
 export async function principalForKey(context: RequestContext, apiKey: string): Promise<Principal | null> {
   if (apiKey.length > SECRET_MAX_LENGTH) return null;
-  return recentPrincipals.lookup(
+  const principal = await recentPrincipals.lookup(
     apiKey,
     context.config.CREDENTIAL_CACHE_TTL_MS,
     async () => {
       const row = await storage.applicationOfKeyHash(context.control, await sha256Hex(apiKey));
-      return row ? { ...principalOf(row), credentialId: row.keyId } : null;
+      return row ? { ...principalOf(row), credentialId: row.keyId, credentialExpiresAt: row.expiresAt } : null;
     },
-    (principal) => principal !== null,
+    (found) => found !== null,
   );
+  const expiresAt = principal?.credentialExpiresAt;
+  if (expiresAt != null && expiresAt <= Date.now()) {
+    throw new UnauthenticatedError(`The API key expired at ${new Date(expiresAt).toISOString()}`);
+  }
+  return principal;
 }
 
 /** The principal of an application row (used for proxies' and reactors' applications too). */

@@ -20,9 +20,12 @@ export type PrincipalColumns = {
 };
 
 /** The application holding the API key with this hash. */
-export async function applicationOfKeyHash(db: Database, hash: string): Promise<(PrincipalColumns & { keyId: string }) | undefined> {
+export async function applicationOfKeyHash(
+  db: Database,
+  hash: string,
+): Promise<(PrincipalColumns & { keyId: string; expiresAt: number | null }) | undefined> {
   const [row] = await db
-    .select({ ...principalColumns, keyId: apiKeys.id })
+    .select({ ...principalColumns, keyId: apiKeys.id, expiresAt: apiKeys.expiresAt })
     .from(apiKeys)
     .innerJoin(applications, and(eq(applications.id, apiKeys.applicationId), eq(applications.tenantId, apiKeys.tenantId)))
     .where(eq(apiKeys.hash, hash))

@@ -83,6 +83,8 @@ export const apiKeys = sqliteTable(
     /** SHA-256 of the key; the plaintext is never stored. */
     hash: text("hash").notNull(),
     createdAt: integer("created_at").notNull(),
+    /** After this time the key is refused (401); null: it does not expire. */
+    expiresAt: integer("expires_at"),
   },
   (table) => [uniqueIndex("api_keys_hash").on(table.hash), index("api_keys_application").on(table.tenantId, table.applicationId)],
 );
@@ -195,6 +197,9 @@ export const proxies = sqliteTable(
     keyHash: text("key_hash").notNull(),
     /** The key itself, encrypted under the tenant key, so reads can return it. */
     keyCiphertext: text("key_ciphertext").notNull(),
+    /** The key a roll replaced, which keeps working until previous_key_expires_at (its grace period). */
+    previousKeyHash: text("previous_key_hash"),
+    previousKeyExpiresAt: integer("previous_key_expires_at"),
     destinationUrl: text("destination_url").notNull(),
     requestTransformCode: text("request_transform_code"),
     responseTransformCode: text("response_transform_code"),
@@ -206,6 +211,7 @@ export const proxies = sqliteTable(
   },
   (table) => [
     uniqueIndex("proxies_key_hash").on(table.keyHash),
+    uniqueIndex("proxies_previous_key_hash").on(table.previousKeyHash),
     index("proxies_tenant_created").on(table.tenantId, table.createdAt, table.id),
   ],
 );

@@ -92,6 +92,11 @@ export const jsonBody = <T extends z.ZodType>(schema: T) => ({
   body: { required: true, content: { "application/json": { schema } } },
 });
 
+/** A JSON body the request may leave out altogether (the route then sees `{}`). */
+export const optionalJsonBody = <T extends z.ZodType>(schema: T) => ({
+  body: { required: false, content: { "application/json": { schema } } },
+});
+
 /** PATCH bodies are JSON merge patches (RFC 7396). */
 export const mergePatchBody = <T extends z.ZodType>(schema: T) => ({
   body: { required: true, content: { "application/merge-patch+json": { schema } } },

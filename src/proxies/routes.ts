@@ -2,11 +2,11 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { idempotent } from "../http/idempotency";
 import { limitBody, requireContentType, requirePermission } from "../http/middleware";
 import { createRouter, HTTP_METHODS } from "../http/router";
-import { IdParams, jsonBody, jsonContent, ListQuery, mergePatchBody, paginated, problemResponses } from "../http/schemas";
+import { IdParams, jsonBody, jsonContent, ListQuery, mergePatchBody, optionalJsonBody, paginated, problemResponses } from "../http/schemas";
 import { INVOCATION_PATH } from "./destination";
 import { proxyErrorResponse } from "./errors";
 import { invokeProxy } from "./invocation";
-import { ProxyBody, ProxyPatchBody, ProxySchema } from "./schema";
+import { ProxyBody, ProxyPatchBody, ProxySchema, RollKeyBody } from "./schema";
 import * as proxies from "./service";
 
 const tags = ["Proxies"];
@@ -79,6 +79,20 @@ const remove = createRoute({
   responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
 });
 
+const rollKey = createRoute({
+  method: "post",
+  path: "/proxies/{id}/key",
+  tags,
+  security,
+  summary: "Give a proxy a new key; the previous one works for an optional grace period",
+  description:
+    "Answers the proxy with its new key. With `grace_period_seconds` (up to 30 days) the previous key keeps invoking the " +
+    "proxy until then; without, it stops with the next request.",
+  middleware: [requirePermission("proxy:update"), json, idempotent] as const,
+  request: { params: IdParams, ...optionalJsonBody(RollKeyBody) },
+  responses: { 200: jsonContent(ProxySchema, "The proxy, with its new key"), ...problemResponses(400, 401, 403, 404, 409, 415, 503) },
+});
+
 export const proxyRoutes = createRouter()
   .openapi(create, async (c) => c.json(await proxies.createProxy(c.var.context, c.var.principal, c.req.valid("json")), 201))
   .openapi(list, async (c) => c.json(await proxies.listProxies(c.var.context, c.var.principal, c.req.valid("query")), 200))
@@ -90,6 +104,9 @@ export const proxyRoutes = createRouter()
     await proxies.patchProxy(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json"));
     return c.body(null, 204);
   })
+  .openapi(rollKey, async (c) =>
+    c.json(await proxies.rollProxyKey(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+  )
   .openapi(remove, async (c) => {
     await proxies.deleteProxy(c.var.context, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);

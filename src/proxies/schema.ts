@@ -87,3 +87,20 @@ export const ProxySchema = z
   .openapi("Proxy");
 
 export type ProxyResponse = z.infer<typeof ProxySchema>;
+
+/** Longest grace period a rolled proxy key may keep working: 30 days. */
+export const ROLL_GRACE_MAX_SECONDS = 30 * 24 * 3600;
+
+export const RollKeyBody = z
+  .strictObject({
+    grace_period_seconds: z
+      .number({ error: "must be an integer" })
+      .int("must be an integer")
+      .min(0)
+      .max(ROLL_GRACE_MAX_SECONDS)
+      .optional()
+      .openapi({ description: "How long the previous key keeps working (default 0: it stops with the next request)" }),
+  })
+  .openapi("RollProxyKey");
+
+export type RollKeyInput = z.infer<typeof RollKeyBody>;

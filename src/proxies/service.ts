@@ -6,11 +6,11 @@ import { generateSecret, SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets"
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { egressRefusal } from "../egress/policy";
 import { applyMergePatch } from "../http/json";
-import { NotFoundError, ValidationError } from "../http/problem";
+import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
 import { auditFieldsOf, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { type ScriptKind, validateCode } from "../sandbox";
-import { ProxyBody, type ProxyConfiguration, type ProxyInput, type ProxyPatch, type ProxyResponse } from "./schema";
+import { ProxyBody, type ProxyConfiguration, type ProxyInput, type ProxyPatch, type ProxyResponse, type RollKeyInput } from "./schema";
 import type { ProxyRow } from "./storage";
 import * as storage from "./storage";
 
@@ -102,6 +102,8 @@ export async function createProxy(context: TenantContext, principal: Principal, 
     tenantId: principal.tenantId,
     keyHash: await sha256Hex(key),
     keyCiphertext: await keys.encrypt(key, keyContext(id)),
+    previousKeyHash: null,
+    previousKeyExpiresAt: null,
     ...(await columnsOf(keys, id, input)),
     createdBy: principal.applicationId,
     createdAt: Date.now(),
@@ -206,6 +208,8 @@ export async function deleteProxy(context: TenantContext, _principal: Principal,
 /** What invocation needs of a proxy: its row and the principal of its application, if it has one. */
 export interface InvocableProxy extends ProxyRow {
   application: Principal | null;
+  /** When the key it was found by stops working: the end of a rolled key's grace period; null: never. */
+  keyValidUntil: number | null;
 }
 
 /**
@@ -223,15 +227,48 @@ const recentProxies = new LookupCache<InvocableProxy | null>({ entries: 500, wei
  */
 export async function proxyForKey(context: RequestContext, proxyKey: string): Promise<InvocableProxy | null> {
   if (proxyKey.length > SECRET_MAX_LENGTH) return null;
-  return recentProxies.lookup(
+  const proxy = await recentProxies.lookup(
     proxyKey,
     context.config.CREDENTIAL_CACHE_TTL_MS,
     async () => {
-      const found = await storage.proxyOfKeyHash(context.control, await sha256Hex(proxyKey));
-      return found ? { ...found.proxy, application: found.application ? principalOf(found.application) : null } : null;
+      const hash = await sha256Hex(proxyKey);
+      const found = await storage.proxyOfKeyHash(context.control, hash, Date.now());
+      if (!found) return null;
+      const keyValidUntil = found.proxy.keyHash === hash ? null : found.proxy.previousKeyExpiresAt;
+      return { ...found.proxy, application: found.application ? principalOf(found.application) : null, keyValidUntil };
     },
-    (proxy) => proxy !== null,
+    (found) => found !== null,
   );
+  // A rolled key's grace period ends on time, also for a lookup this isolate reuses.
+  return proxy && (proxy.keyValidUntil === null || proxy.keyValidUntil > Date.now()) ? proxy : null;
+}
+
+/**
+ * Gives the proxy a new key. The previous key keeps working for `grace_period_seconds` (none by
+ * default: it stops with the next request), so partners holding it can switch over.
+ */
+export async function rollProxyKey(context: TenantContext, principal: Principal, id: string, input: RollKeyInput): Promise<ProxyResponse> {
+  const existing = await findProxy(context, id);
+  const keys = await context.keys();
+  const now = Date.now();
+  const grace = input.grace_period_seconds ?? 0;
+  const key = generateSecret(PROXY_KEY_PREFIX);
+  const row = await storage.rollKey(context.control, context.tenantId, id, existing.keyHash, {
+    keyHash: await sha256Hex(key),
+    keyCiphertext: await keys.encrypt(key, keyContext(id)),
+    previousKeyHash: grace > 0 ? existing.keyHash : null,
+    previousKeyExpiresAt: grace > 0 ? now + grace * 1000 : null,
+    modifiedBy: principal.applicationId,
+    modifiedAt: now,
+  });
+  if (!row) throw new ConflictError(`Proxy ${id}'s key was rolled or the proxy deleted meanwhile; read it and try again`);
+  credentialsChanged();
+  const rolled = await toProxyResponse(keys, row);
+  context.audit.describe({
+    message: grace > 0 ? `the previous key works until ${new Date(now + grace * 1000).toISOString()}` : "the previous key stopped at once",
+    event: { type: "proxy.updated", data: proxyEventData(rolled) },
+  });
+  return rolled;
 }
 
 /** The proxy's configuration for its transforms, decrypted; empty when it has none. */

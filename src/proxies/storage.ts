@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, gt, or } from "drizzle-orm";
 import { type PrincipalColumns, principalColumns } from "../auth/storage";
 import type { Database } from "../db/client";
 import { namedResourcesPage } from "../db/pages";
@@ -26,7 +26,10 @@ export async function updateProxy(
   db: Database,
   tenantId: string,
   id: string,
-  changes: Omit<ProxyRow, "id" | "tenantId" | "keyHash" | "keyCiphertext" | "createdBy" | "createdAt">,
+  changes: Omit<
+    ProxyRow,
+    "id" | "tenantId" | "keyHash" | "keyCiphertext" | "previousKeyHash" | "previousKeyExpiresAt" | "createdBy" | "createdAt"
+  >,
 ): Promise<ProxyRow | undefined> {
   const [row] = await db.update(proxies).set(changes).where(proxy(tenantId, id)).returning();
   return row;
@@ -37,16 +40,39 @@ export async function deleteProxy(db: Database, tenantId: string, id: string): P
   return deleted;
 }
 
-/** The proxy holding the key with this hash, with its application's principal columns when it has one. */
+/**
+ * Replaces the proxy's key, unless it was rolled meanwhile (its key hash is no longer `readKeyHash`);
+ * the previous key keeps working until `previousKeyExpiresAt` when that is set.
+ */
+export async function rollKey(
+  db: Database,
+  tenantId: string,
+  id: string,
+  readKeyHash: string,
+  changes: Pick<ProxyRow, "keyHash" | "keyCiphertext" | "previousKeyHash" | "previousKeyExpiresAt" | "modifiedBy" | "modifiedAt">,
+): Promise<ProxyRow | undefined> {
+  const [row] = await db
+    .update(proxies)
+    .set(changes)
+    .where(and(proxy(tenantId, id), eq(proxies.keyHash, readKeyHash)))
+    .returning();
+  return row;
+}
+
+/**
+ * The proxy holding the key with this hash, as its key or as its previous key still in its grace
+ * period, with its application's principal columns when it has one.
+ */
 export async function proxyOfKeyHash(
   db: Database,
   keyHash: string,
+  now: number,
 ): Promise<{ proxy: ProxyRow; application: PrincipalColumns | null } | undefined> {
   const [found] = await db
     .select({ proxy: proxies, application: principalColumns })
     .from(proxies)
     .leftJoin(applications, and(eq(applications.tenantId, proxies.tenantId), eq(applications.id, proxies.applicationId)))
-    .where(eq(proxies.keyHash, keyHash))
+    .where(or(eq(proxies.keyHash, keyHash), and(eq(proxies.previousKeyHash, keyHash), gt(proxies.previousKeyExpiresAt, now))))
     .limit(1);
   return found;
 }

@@ -249,7 +249,7 @@ describe("applications: the original interface's key member", () => {
     expect(reply.status).toBe(201);
     expect(reply.body.key).toMatch(/^key_[A-Za-z0-9_-]{43}$/);
     expect(reply.body.keys).toEqual([
-      { id: expect.stringMatching(/^[0-9a-f-]{36}$/), key: reply.body.key, created_at: reply.body.created_at },
+      { id: expect.stringMatching(/^[0-9a-f-]{36}$/), key: reply.body.key, created_at: reply.body.created_at, expires_at: null },
     ]);
     expect((await call("GET", "/permissions", { key: reply.body.key })).status).toBe(200);
   });
@@ -309,7 +309,7 @@ describe("applications: POST /applications/{id}/regenerate", () => {
       modified_by: tenant.managementApplicationId,
       modified_at: expect.any(String),
     });
-    expect(reply.body.keys).toEqual([{ id: expect.any(String), key: reply.body.key, created_at: expect.any(String) }]);
+    expect(reply.body.keys).toEqual([{ id: expect.any(String), key: reply.body.key, created_at: expect.any(String), expires_at: null }]);
     expect([app.key, second.body.key]).not.toContain(reply.body.key);
 
     expectProblem(await call("GET", "/applications/key", { key: app.key }), 401);

@@ -77,7 +77,7 @@ describe("API keys", () => {
     const listed = await call("GET", `/applications/${app.id}/keys`, { key: tenant.managementKey });
     expect(listed.status).toBe(200);
     expect(listed.body.data).toHaveLength(2);
-    for (const key of listed.body.data) expect(Object.keys(key).sort()).toEqual(["created_at", "id"]);
+    for (const key of listed.body.data) expect(Object.keys(key).sort()).toEqual(["created_at", "expires_at", "id"]);
     expect(JSON.stringify(listed.body)).not.toContain(created.body.key);
   });
 

@@ -31,6 +31,7 @@ const VALID_BODIES: Record<string, unknown> = {
   "PATCH /tokens/{id}": { metadata: { a: "b" } },
   "PUT /proxies/{id}": { name: "renamed", destination_url: "https://example.com/" },
   "PATCH /proxies/{id}": { name: "renamed" },
+  "POST /proxies/{id}/key": {},
   "PUT /reactor-formulas/{id}": {
     name: "renamed",
     type: "private",

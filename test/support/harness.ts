@@ -140,8 +140,11 @@ export async function dumpDatabase(): Promise<string> {
   const dumps: string[] = [];
   for (const database of Object.values(ALL_DATABASES)) {
     const { results: tables } = await database
-      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name != 'd1_migrations'",
+      )
       .all<{ name: string }>();
+    // d1_migrations holds only file names (0005_… would read as a card's last four digits).
     for (const { name } of tables) dumps.push(JSON.stringify((await database.prepare(`SELECT * FROM "${name}"`).all()).results));
   }
   return dumps.join("\n");
