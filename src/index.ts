@@ -6,6 +6,7 @@ import { chainPendingEntries, keepDeadEntries, writeAuditBatch } from "./audit/w
 import { RequestContext } from "./context";
 import type { Bindings } from "./env";
 import { purgeIdempotencyRecords } from "./idempotency/service";
+import { purgeShreddedTenants } from "./tenants/shred";
 import { purgeExpiredCvcs } from "./tokens/cvc";
 import { purgeExpiredTokens } from "./tokens/service";
 import { deliverWebhooks, recordDeadDeliveries } from "./webhooks/delivery";
@@ -35,6 +36,7 @@ export default {
       purgeExpiredCvcs(context, controller.scheduledTime),
       chainPendingEntries(context),
       purgeOldLogs(context, controller.scheduledTime),
+      purgeShreddedTenants(context),
     ]).then(() => recordEntries(context, context.audit.conclude(undefined, 200)));
     ctx.waitUntil(maintenance);
   },

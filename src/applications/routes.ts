@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { idempotent } from "../http/idempotency";
-import { requireContentType, requirePermission } from "../http/middleware";
+import { optionalJson, requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, optionalJsonBody, paginated, problemResponses, Uuid } from "../http/schemas";
 import {
@@ -92,7 +92,7 @@ const createKey = createRoute({
   security,
   summary: "Create another API key for the application (shown once)",
   description: "An optional body `{expires_at}` makes the key stop working (401) at that time.",
-  middleware: [requirePermission("application:create"), json, idempotent] as const,
+  middleware: [requirePermission("application:create"), optionalJson(), idempotent] as const,
   request: { params: IdParams, ...optionalJsonBody(ApiKeyBody) },
   responses: { 201: jsonContent(ApplicationKeySchema, "The new key"), ...problemResponses(400, 401, 403, 404, 409, 415, 503) },
 });
@@ -105,7 +105,7 @@ const regenerateKey = createRoute({
   summary: "Replace all of the application's keys with one new key (shown once)",
   description:
     "Every previous key of the application stops working with the next request. An optional body `{expires_at}` makes the new key stop working (401) at that time.",
-  middleware: [requirePermission("application:update"), json, idempotent] as const,
+  middleware: [requirePermission("application:update"), optionalJson(), idempotent] as const,
   request: { params: IdParams, ...optionalJsonBody(ApiKeyBody) },
   responses: {
     200: jsonContent(CreatedApplicationSchema, "The application, with its new plaintext key"),

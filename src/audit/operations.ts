@@ -58,6 +58,7 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "POST /keys/rewrap": op("keys", "rewrap", "Re-wrapped data keys", null),
   "POST /tenants": op("tenant", "create", "Created tenant", null),
   "POST /tenants/{id}/move": op("tenant", "move", "Moved tenant"),
+  "DELETE /tenants/{id}": op("tenant", "shred", "Shredded tenant"),
   "POST /tokens": op("token", "create", "Created token"),
   "GET /tokens": op("token", "list", "Listed tokens"),
   "POST /tokens/search": op("token", "search", "Searched tokens"),

@@ -18,7 +18,7 @@
  * of tenants that see no traffic.
  */
 import type { RequestContext } from "../context";
-import { ConfigurationError, TenantMovingError } from "../http/problem";
+import { ConfigurationError, NotFoundError, TenantMovingError } from "../http/problem";
 import { enqueueWebhookEvents } from "../webhooks/events";
 import { extend, GENESIS } from "./chain";
 import { type AuditEntry, byTenant, DEPLOYMENT_TENANT } from "./entry";
@@ -91,7 +91,15 @@ export async function chainPendingEntries(context: RequestContext): Promise<void
 /** Appends the entries not yet in the tenant's chain (and some waiting in audit_pending), then raises their webhook events. */
 export async function appendEntries(context: RequestContext, tenantId: string, entries: AuditEntry[]): Promise<void> {
   const d1 = await chainDatabase(context, tenantId);
-  const keys = await context.keysOf(tenantId);
+  const keys = await context.keysOf(tenantId).catch((error: unknown) => {
+    if (error instanceof NotFoundError) return null;
+    throw error;
+  });
+  if (!keys) {
+    // A shredded tenant: its log is being purged with the rest of its data.
+    console.warn(`audit: ${entries.length} entries of tenant ${tenantId} dropped: the tenant was shredded`);
+    return;
+  }
   let raised: AuditEntry[] = entries;
   for (let attempt = 1; ; attempt++) {
     const { chain, written, pending } = await storage.chainState(

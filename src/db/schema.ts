@@ -24,6 +24,8 @@ export const tenants = sqliteTable("tenants", {
    * before envelope encryption), until they are stored wrapped like every other tenant's.
    */
   keysDerived: integer("keys_derived", { mode: "boolean" }).notNull().default(true),
+  /** When the tenant was crypto-shredded: its keys are gone and the cron purges its rows, then this one. */
+  shreddedAt: integer("shredded_at"),
 });
 
 /**

@@ -83,6 +83,23 @@ export function requireContentType(...accepted: string[]): MiddlewareHandler<App
   };
 }
 
+/**
+ * For routes whose JSON body may be left out: an empty request is read as `{}` whatever content
+ * type it names (the JS SDK posts an empty regenerateKey with a form content type), so its content
+ * type is dropped before the validators see it; a request with a body must be JSON.
+ */
+export function optionalJson(): MiddlewareHandler<AppEnv> {
+  const json = requireContentType("application/json");
+  return async (c, next) => {
+    if (!hasBody(c) && c.req.header("content-type") !== undefined) {
+      const headers = new Headers(c.req.raw.headers);
+      headers.delete("content-type");
+      c.req.raw = new Request(c.req.raw, { headers });
+    }
+    await json(c, next);
+  };
+}
+
 /** A body over BODY.maxBytes is a 413 before it is read: the API's and /proxy's one wiring. */
 export const limitBody: MiddlewareHandler<AppEnv> = bodyLimit({
   maxSize: BODY.maxBytes,

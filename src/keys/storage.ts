@@ -1,4 +1,4 @@
-import { and, count, eq, lt, sql } from "drizzle-orm";
+import { and, count, eq, isNull, lt, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { tenantKeys, tenants } from "../db/schema";
 
@@ -17,7 +17,10 @@ export function insertKeyRecord(db: Database, record: KeyRecord, ifAbsent = fals
 
 /** Whether the tenant's version-1 keys may be derived from the keyring (it predates envelope encryption). */
 export async function keysDerived(db: Database, tenantId: string): Promise<boolean> {
-  const [row] = await db.select({ keysDerived: tenants.keysDerived }).from(tenants).where(eq(tenants.id, tenantId));
+  const [row] = await db
+    .select({ keysDerived: tenants.keysDerived })
+    .from(tenants)
+    .where(and(eq(tenants.id, tenantId), isNull(tenants.shreddedAt)));
   return row?.keysDerived ?? false;
 }
 
@@ -26,7 +29,13 @@ export async function tenantsAwaitingRecords(db: Database, limit: number): Promi
   const rows = await db
     .select({ id: tenants.id })
     .from(tenants)
-    .where(and(eq(tenants.keysDerived, true), sql`NOT EXISTS (SELECT 1 FROM tenant_keys k WHERE k.tenant_id = ${tenants.id})`))
+    .where(
+      and(
+        eq(tenants.keysDerived, true),
+        isNull(tenants.shreddedAt),
+        sql`NOT EXISTS (SELECT 1 FROM tenant_keys k WHERE k.tenant_id = ${tenants.id})`,
+      ),
+    )
     .limit(limit);
   return rows.map((row) => row.id);
 }
@@ -35,7 +44,13 @@ export async function countTenantsAwaitingRecords(db: Database): Promise<number>
   const [row] = await db
     .select({ n: count() })
     .from(tenants)
-    .where(and(eq(tenants.keysDerived, true), sql`NOT EXISTS (SELECT 1 FROM tenant_keys k WHERE k.tenant_id = ${tenants.id})`));
+    .where(
+      and(
+        eq(tenants.keysDerived, true),
+        isNull(tenants.shreddedAt),
+        sql`NOT EXISTS (SELECT 1 FROM tenant_keys k WHERE k.tenant_id = ${tenants.id})`,
+      ),
+    );
   return row?.n ?? 0;
 }
 

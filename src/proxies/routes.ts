@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { idempotent } from "../http/idempotency";
-import { limitBody, requireContentType, requirePermission } from "../http/middleware";
+import { limitBody, optionalJson, requireContentType, requirePermission } from "../http/middleware";
 import { createRouter, HTTP_METHODS } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, mergePatchBody, optionalJsonBody, paginated, problemResponses } from "../http/schemas";
 import { INVOCATION_PATH } from "./destination";
@@ -88,7 +88,7 @@ const rollKey = createRoute({
   description:
     "Answers the proxy with its new key. With `grace_period_seconds` (up to 30 days) the previous key keeps invoking the " +
     "proxy until then; without, it stops with the next request.",
-  middleware: [requirePermission("proxy:update"), json, idempotent] as const,
+  middleware: [requirePermission("proxy:update"), optionalJson(), idempotent] as const,
   request: { params: IdParams, ...optionalJsonBody(RollKeyBody) },
   responses: { 200: jsonContent(ProxySchema, "The proxy, with its new key"), ...problemResponses(400, 401, 403, 404, 409, 415, 503) },
 });

@@ -6,6 +6,7 @@ import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, Name, problemResponses } from "../http/schemas";
 import { moveTenant } from "./moves";
 import { createTenant } from "./service";
+import { shredTenant } from "./shred";
 
 /** The binding of a data database, as wrangler.toml names it. */
 const DataBinding = z.string({ error: "is required" }).regex(/^DB(_\d+)?$/, "must be a data database binding (DB_1, DB_2 …)");
@@ -75,12 +76,48 @@ const move = createRoute({
   },
 });
 
+const shred = createRoute({
+  method: "delete",
+  path: "/tenants/{id}",
+  tags: ["Operators"],
+  security: [{ OperatorKey: [] }],
+  summary: "Delete a tenant by crypto-shredding it (operators only)",
+  description:
+    "Destroys the tenant's data keys first, with its applications, keys, proxies, reactors, formulas and webhooks, in one " +
+    "batch: from then on nothing it stored can be decrypted. The cron then purges its rows in bounded batches. Calling " +
+    "again answers the status until the purge is done (then 404).",
+  middleware: [requireOperator] as const,
+  request: { params: IdParams },
+  responses: {
+    200: jsonContent(
+      z
+        .object({
+          tenant_id: z.string(),
+          shredded_at: z.string(),
+          derived_keys: z.boolean().openapi({
+            description:
+              "The tenant predates envelope encryption: its keys derive from keyring version 1, so its data is unreadable only once that version leaves the keyring",
+          }),
+          remaining_rows: z.number().int().openapi({ description: "Rows the cron has still to purge" }),
+        })
+        .openapi("ShreddedTenant"),
+      "The tenant's keys are destroyed",
+    ),
+    ...problemResponses(400, 401, 404, 409),
+  },
+});
+
 export const tenantRoutes = createRouter()
   .openapi(create, async (c) => {
     const created = await createTenant(c.var.request, c.req.valid("json"));
     c.var.request.audit.tenantId = created.tenant.id;
     c.var.request.audit.describe({ entityId: created.tenant.id });
     return c.json(created, 201);
+  })
+  .openapi(shred, async (c) => {
+    const status = await shredTenant(c.var.request, c.req.valid("param").id);
+    c.var.request.audit.describe({ message: `${status.remaining_rows} rows left to purge` });
+    return c.json(status, 200);
   })
   .openapi(move, async (c) => {
     const status = await moveTenant(c.var.request, c.req.valid("param").id, c.req.valid("json"));

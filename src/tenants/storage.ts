@@ -64,6 +64,12 @@ export async function placementOf(db: Database, tenantId: string): Promise<Place
   return row ? { database: row.database, writesBlocked: row.phase === "blocked" || row.phase === "switched" } : null;
 }
 
+/** Whether the tenant was crypto-shredded (its rows may still wait for the purge). */
+export async function isShredded(db: Database, tenantId: string): Promise<boolean> {
+  const [row] = await db.select({ shreddedAt: tenants.shreddedAt }).from(tenants).where(eq(tenants.id, tenantId));
+  return row?.shreddedAt != null;
+}
+
 /** How many tenants each data database holds (databases without any are absent). */
 export async function tenantsPerDatabase(db: Database): Promise<Map<string, number>> {
   const rows = await db.select({ database: tenants.database, total: count() }).from(tenants).groupBy(tenants.database);

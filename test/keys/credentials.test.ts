@@ -39,6 +39,14 @@ describe("expiring API keys", () => {
     });
     expect(regenerated.status).toBe(200);
     expect(regenerated.body.keys).toEqual([expect.objectContaining({ expires_at: later })]);
+    // An empty POST naming a form content type (as the JS SDK sends it) is read as no body.
+    const formless = await call("POST", `/applications/${app.body.id}/regenerate`, {
+      key: tenant.managementKey,
+      raw: "",
+      contentType: "application/x-www-form-urlencoded",
+    });
+    expect(formless.status, JSON.stringify(formless.body)).toBe(200);
+    expect(formless.body.keys).toEqual([expect.objectContaining({ expires_at: null })]);
     // Without a body, a key that never expires.
     const plain = await call("POST", `/applications/${app.body.id}/keys`, { key: tenant.managementKey });
     expect(plain.status).toBe(201);

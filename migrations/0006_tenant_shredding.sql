@@ -1,0 +1,1 @@
+ALTER TABLE `tenants` ADD `shredded_at` integer;
