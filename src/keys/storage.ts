@@ -24,33 +24,21 @@ export async function keysDerived(db: Database, tenantId: string): Promise<boole
   return row?.keysDerived ?? false;
 }
 
+/** A live tenant whose keys are still derived and not yet stored wrapped. */
+const awaitingRecords = and(
+  eq(tenants.keysDerived, true),
+  isNull(tenants.shreddedAt),
+  sql`NOT EXISTS (SELECT 1 FROM tenant_keys k WHERE k.tenant_id = ${tenants.id})`,
+);
+
 /** Tenants whose keys are still derived and not yet stored wrapped. */
 export async function tenantsAwaitingRecords(db: Database, limit: number): Promise<string[]> {
-  const rows = await db
-    .select({ id: tenants.id })
-    .from(tenants)
-    .where(
-      and(
-        eq(tenants.keysDerived, true),
-        isNull(tenants.shreddedAt),
-        sql`NOT EXISTS (SELECT 1 FROM tenant_keys k WHERE k.tenant_id = ${tenants.id})`,
-      ),
-    )
-    .limit(limit);
+  const rows = await db.select({ id: tenants.id }).from(tenants).where(awaitingRecords).limit(limit);
   return rows.map((row) => row.id);
 }
 
 export async function countTenantsAwaitingRecords(db: Database): Promise<number> {
-  const [row] = await db
-    .select({ n: count() })
-    .from(tenants)
-    .where(
-      and(
-        eq(tenants.keysDerived, true),
-        isNull(tenants.shreddedAt),
-        sql`NOT EXISTS (SELECT 1 FROM tenant_keys k WHERE k.tenant_id = ${tenants.id})`,
-      ),
-    );
+  const [row] = await db.select({ n: count() }).from(tenants).where(awaitingRecords);
   return row?.n ?? 0;
 }
 
