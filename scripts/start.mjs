@@ -60,7 +60,7 @@ wrangler.stdout.on("data", (chunk) => {
         `  Base URL:          http://localhost:${port}`,
         `  Bootstrap API key: ${devVars.BOOTSTRAP_API_KEY}`,
         `  Try:               curl -H "SVC-API-KEY: ${devVars.BOOTSTRAP_API_KEY}" http://localhost:${port}/applications`,
-        `  Operator key (POST /tenants, header SVC-OPERATOR-KEY): ${devVars.OPERATOR_API_KEY}`,
+        `  Operator key (header SVC-OPERATOR-KEY: /tenants, /keys): ${devVars.OPERATOR_API_KEY}`,
         "",
       ].join("\n"),
     );
