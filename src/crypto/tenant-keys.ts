@@ -147,9 +147,10 @@ export class TenantKeys {
     return sign(this.current.fingerprint, `${type}\u0000${source}`);
   }
 
-  /** The fingerprint under every version held: what deduplication compares. */
+  /** The fingerprint under every version held, the current one first: what deduplication compares. */
   fingerprints(type: string, source: string): Promise<string[]> {
-    return Promise.all(this.versions.map((keys) => sign(keys.fingerprint, `${type}\u0000${source}`)));
+    const ordered = [this.current, ...this.versions.filter((keys) => keys !== this.current)];
+    return Promise.all(ordered.map((keys) => sign(keys.fingerprint, `${type}\u0000${source}`)));
   }
 
   /** Keyed HMAC that links the audit log's hash chain (src/audit/chain.ts); every version carries the same audit key. */

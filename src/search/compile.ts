@@ -26,7 +26,8 @@ export interface SearchScope {
   /** Container prefixes the caller may search (rules' containers); null for every container. */
   containers: string[] | null;
   /** The blind index of each data value of the query. */
-  blindIndexes: ReadonlyMap<string, string>;
+  /** Each `data:` value's blind index, or its blind indexes under every data-key version the tenant holds (during a rotation). */
+  blindIndexes: ReadonlyMap<string, string | readonly string[]>;
 }
 
 export interface SearchWindow {
@@ -173,7 +174,7 @@ class Compiler {
         return `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND ${term.field} = ${v(term.value.toLowerCase())})`;
       // Side rows name tokens by (tenant_id, token_id), the tokens table's primary key.
       case "data":
-        return `(t.tenant_id, t.id) IN (SELECT tenant_id, token_id FROM token_search_index WHERE tenant_id = ?1 AND blind_index = ${v(this.blindIndex(term.value))}) AND ${DATA_TYPES_CONDITION}`;
+        return `(t.tenant_id, t.id) IN (SELECT tenant_id, token_id FROM token_search_index WHERE tenant_id = ?1 AND ${this.blindIndexMatch("blind_index", term.value)}) AND ${DATA_TYPES_CONDITION}`;
       case "metadata":
         return `(t.tenant_id, t.id) IN (SELECT tenant_id, token_id FROM token_metadata WHERE tenant_id = ?1 AND key = ${v(term.key.toLowerCase())} AND value = ${v(term.value.toLowerCase())})`;
       case "container":
@@ -196,7 +197,7 @@ class Compiler {
       case "fingerprint":
         return `t.${term.field} = ${v(term.value)}`;
       case "data":
-        return `EXISTS (SELECT 1 FROM token_search_index AS s WHERE s.tenant_id = ?1 AND s.blind_index = ${v(this.blindIndex(term.value))} AND s.token_id = t.id) AND ${DATA_TYPES_CONDITION}`;
+        return `EXISTS (SELECT 1 FROM token_search_index AS s WHERE s.tenant_id = ?1 AND ${this.blindIndexMatch("s.blind_index", term.value)} AND s.token_id = t.id) AND ${DATA_TYPES_CONDITION}`;
       case "metadata":
         return `EXISTS (SELECT 1 FROM token_metadata AS m WHERE m.tenant_id = ?1 AND m.key = ${v(term.key.toLowerCase())} AND m.value = ${v(term.value.toLowerCase())} AND m.token_id = t.id)`;
       case "container":
@@ -231,10 +232,13 @@ class Compiler {
     return term.subtree ? prefixMatch(column, path, this.values) : `${column} = ${this.values.ref(path)}`;
   }
 
-  private blindIndex(value: string): string {
-    const blindIndex = this.scope.blindIndexes.get(value);
-    if (blindIndex === undefined) throw new Error(`No blind index was computed for a data value of the query`);
-    return blindIndex;
+  /** `column` equals the value's blind index, or one of them while the tenant holds two key versions. */
+  private blindIndexMatch(column: string, value: string): string {
+    const computed = this.scope.blindIndexes.get(value);
+    if (computed === undefined) throw new Error(`No blind index was computed for a data value of the query`);
+    const all = typeof computed === "string" ? [computed] : computed;
+    if (all.length === 1) return `${column} = ${this.values.ref(all[0]!)}`;
+    return `${column} IN (${all.map((blindIndex) => this.values.ref(blindIndex)).join(", ")})`;
   }
 }
 

@@ -46,10 +46,13 @@ export async function searchTokens(context: TenantContext, principal: Principal,
   return pageOf(await presentTokens(context, principal, "token:search", rows), total, pageNumber, size);
 }
 
-/** `data:` compares keyed HMACs: the value is never compared or stored in the clear. */
-async function blindIndexesOf(context: TenantContext, query: Query | null): Promise<Map<string, string>> {
+/**
+ * `data:` compares keyed HMACs: the value is never compared or stored in the clear. While a rotation
+ * re-encrypts the tenant's tokens, it compares the value's blind index under each key version held.
+ */
+async function blindIndexesOf(context: TenantContext, query: Query | null): Promise<Map<string, string[]>> {
   const values = query ? termsOf(query).flatMap((term) => (term.field === "data" ? [term.value] : [])) : [];
   if (values.length === 0) return new Map();
   const keys = await context.keys();
-  return new Map(await Promise.all(values.map(async (value) => [value, await keys.blindIndex(value)] as const)));
+  return new Map(await Promise.all(values.map(async (value) => [value, await keys.blindIndexes(value)] as const)));
 }

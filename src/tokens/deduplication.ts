@@ -26,6 +26,18 @@ function identityOf(row: Pick<TokenRow, "type" | "fingerprint">): string {
 }
 
 /**
+ * Reads a stored row's identity as the identity of the new token it duplicates: while a rotation
+ * runs, a token written under the older key version has that version's fingerprint.
+ */
+function identityAs(tokens: SealedToken[]): (row: TokenRow) => string {
+  const aliases = new Map<string, string>();
+  for (const { row, fingerprints } of tokens) {
+    for (const fingerprint of fingerprints) aliases.set(identityOf({ type: row.type, fingerprint }), identityOf(row));
+  }
+  return (row) => aliases.get(identityOf(row)) ?? identityOf(row);
+}
+
+/**
  * The oldest live token per type and fingerprint in a container where the principal holds the
  * permission (token:create for creates, token:update for updates), other than `excludedId`.
  */
@@ -33,15 +45,17 @@ async function existingDuplicates(
   db: Database,
   principal: Principal,
   permission: TokenPermission,
-  fingerprints: string[],
+  of: SealedToken[],
   now: number,
   excludedId?: string,
 ): Promise<Map<string, TokenRow>> {
+  const fingerprints = of.flatMap((token) => token.fingerprints);
   if (fingerprints.length === 0) return new Map();
   const rows = await storage.liveTokensByFingerprint(db, principal.tenantId, [...new Set(fingerprints)], now, excludedId);
+  const identity = identityAs(of);
   const oldest = new Map<string, TokenRow>();
   for (const row of rows) {
-    if (!oldest.has(identityOf(row)) && accessTo(principal, permission, containersOf(row)) !== null) oldest.set(identityOf(row), row);
+    if (!oldest.has(identity(row)) && accessTo(principal, permission, containersOf(row)) !== null) oldest.set(identity(row), row);
   }
   return oldest;
 }
@@ -59,7 +73,7 @@ export async function deduplicate(
   dataOf: (i: number) => unknown,
   now: number,
 ): Promise<Outcome[]> {
-  const wanted = sealed.filter((_, i) => deduplicating[i]).map((token) => token.row.fingerprint);
+  const wanted = sealed.filter((_, i) => deduplicating[i]);
   const seen = new Map<string, Outcome>(
     [...(await existingDuplicates(db, principal, "token:create", wanted, now))].map(([identity, row]) => [identity, { row }]),
   );
@@ -84,7 +98,7 @@ export async function answerLostRaces(db: Database, principal: Principal, outcom
     db,
     principal,
     "token:create",
-    lost.map(({ row }) => row.fingerprint),
+    lost.map(({ inserted }) => inserted!),
     now,
   );
   const lostRows = new Set(lost.map(({ row }) => row));
@@ -102,7 +116,12 @@ export async function answerLostRaces(db: Database, principal: Principal, outcom
  * The oldest other live token of the same type and fingerprint in a container where the principal
  * may update tokens (as creation deduplicates only within the caller's reach).
  */
-export async function duplicateOfUpdate(db: Database, principal: Principal, updated: TokenRow, now: number): Promise<TokenRow | undefined> {
-  const found = await existingDuplicates(db, principal, "token:update", [updated.fingerprint], now, updated.id);
-  return found.get(identityOf(updated));
+export async function duplicateOfUpdate(
+  db: Database,
+  principal: Principal,
+  updated: SealedToken,
+  now: number,
+): Promise<TokenRow | undefined> {
+  const found = await existingDuplicates(db, principal, "token:update", [updated], now, updated.row.id);
+  return found.get(identityOf(updated.row));
 }

@@ -17,9 +17,9 @@ export async function sealToken(
   evaluated: Evaluated,
   stamp: TokenStamp,
 ): Promise<SealedToken> {
-  const [ciphertext, fingerprint, blindIndexes] = await Promise.all([
+  const [ciphertext, fingerprints, blindIndexes] = await Promise.all([
     keys.encrypt(JSON.stringify(definition.data), stamp.id),
-    keys.fingerprint(definition.type, evaluated.fingerprintSource),
+    keys.fingerprints(definition.type, evaluated.fingerprintSource),
     Promise.all(evaluated.searchValues.map((value) => keys.blindIndex(value))),
   ]);
   const metadataPairs = Object.entries(definition.metadata).map(
@@ -30,7 +30,7 @@ export async function sealToken(
       ...stamp,
       type: definition.type,
       ciphertext,
-      fingerprint,
+      fingerprint: fingerprints[0]!,
       fingerprintExpression: definition.fingerprintExpression,
       mask: maskColumnOf(definition.mask),
       searchIndexes: JSON.stringify(definition.searchIndexes),
@@ -41,6 +41,7 @@ export async function sealToken(
     },
     metadata: [...new Map(metadataPairs.map((pair) => [JSON.stringify(pair), pair])).values()],
     blindIndexes: [...new Set(blindIndexes)],
+    fingerprints,
   };
 }
 

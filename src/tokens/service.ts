@@ -123,7 +123,7 @@ export async function updateToken(
     cvcExpiresAt: patch.data === undefined ? row.cvcExpiresAt : cvcDeadlineOf(definition, now, context.config),
   });
   if (patch.deduplicate_token) {
-    const duplicate = await duplicateOfUpdate(context.db, principal, sealed.row, now);
+    const duplicate = await duplicateOfUpdate(context.db, principal, sealed, now);
     if (duplicate) return presentDuplicate(keys, principal, duplicate);
   }
   if (!(await storage.replaceToken(context.db.$client, sealed, row.ciphertext))) {

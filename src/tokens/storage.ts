@@ -38,6 +38,11 @@ export interface SealedToken {
   metadata: [string, string][];
   /** Keyed HMACs of the evaluated search indexes, de-duplicated. */
   blindIndexes: string[];
+  /**
+   * The fingerprint under every data-key version the tenant holds (the row's own first): a
+   * duplicate written under an older version still matches while a rotation runs.
+   */
+  fingerprints: string[];
 }
 
 const SIDE_TABLES = [tokenContainers, tokenMetadata, tokenSearchIndex] as const;
@@ -105,9 +110,10 @@ const INSERTED_WITH_IT = {
  */
 function insertUnlessDuplicate(d1: D1Database, sealed: SealedToken[], now: number): D1PreparedStatement {
   const columns = Object.values(getTableColumns(tokens)).map((column) => column.name);
-  const rows = sealed.map(({ row, unlessDuplicateIn }) => ({
+  const rows = sealed.map(({ row, unlessDuplicateIn, fingerprints }) => ({
     ...columnsOf(tokens, row),
     deduplicate: unlessDuplicateIn !== undefined,
+    fingerprints: JSON.stringify(fingerprints),
     // null (any container) must stay SQL NULL: JSON.stringify(null) would be the text "null".
     scope: unlessDuplicateIn == null ? null : JSON.stringify(unlessDuplicateIn),
   }));
@@ -116,7 +122,7 @@ function insertUnlessDuplicate(d1: D1Database, sealed: SealedToken[], now: numbe
     `SELECT ${columns.map((column) => `j.value ->> '${column}'`).join(", ")} FROM json_each(?1) AS j ` +
     `WHERE NOT (j.value ->> 'deduplicate') OR NOT EXISTS (
        SELECT 1 FROM tokens t
-       WHERE t.tenant_id = j.value ->> 'tenant_id' AND t.fingerprint = j.value ->> 'fingerprint' AND t.type = j.value ->> 'type'
+       WHERE t.tenant_id = j.value ->> 'tenant_id' AND t.fingerprint IN (SELECT value FROM json_each(j.value ->> 'fingerprints')) AND t.type = j.value ->> 'type'
          AND (t.expires_at IS NULL OR t.expires_at > ?2)
          AND (j.value ->> 'scope' IS NULL OR EXISTS (
            SELECT 1 FROM json_each(t.containers) c, json_each(j.value ->> 'scope') p
