@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { fromBase64 } from "../../src/crypto/encoding";
 import { Keyring } from "../../src/crypto/keyring";
 import { DataKeys, derivedMaterial, TenantKeys } from "../../src/crypto/tenant-keys";
 import { configOf } from "../../src/env";
@@ -23,17 +24,7 @@ async function everyKeyTheVaultHolds(tenantId: string): Promise<DataKeys[]> {
   const held = await Promise.all(
     results.map(async (row) => DataKeys.import(row.version, await keyring.unwrap(row.wrapped, row.tenant_id, row.version))),
   );
-  const derived = await Promise.all(
-    entries.map(async ({ key }) =>
-      DataKeys.import(
-        1,
-        await derivedMaterial(
-          Uint8Array.from(atob(key), (c) => c.charCodeAt(0)),
-          tenantId,
-        ),
-      ),
-    ),
-  );
+  const derived = await Promise.all(entries.map(async ({ key }) => DataKeys.import(1, await derivedMaterial(fromBase64(key), tenantId))));
   return [...held, ...derived];
 }
 
