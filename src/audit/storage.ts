@@ -35,7 +35,11 @@ export async function chainState(
       )
       .bind(tenantId),
     d1
-      .prepare("SELECT id FROM audit_log WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))")
+      // Waiting entries may be written already: a queue send can fail after the queue took it.
+      .prepare(
+        `SELECT id FROM audit_log WHERE tenant_id = ?1 AND (id IN (SELECT value FROM json_each(?2))
+           OR id IN (SELECT entry ->> 'id' FROM audit_pending WHERE tenant_id = ?1))`,
+      )
       .bind(tenantId, JSON.stringify(ids)),
     d1.prepare("SELECT entry FROM audit_pending WHERE tenant_id = ? ORDER BY created_at LIMIT ?").bind(tenantId, pendingLimit),
   ]);

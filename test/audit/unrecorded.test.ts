@@ -80,6 +80,31 @@ describe("when the audit queue cannot take entries", () => {
     expect((await verifyLog(tenant)).verified).toBe(true);
   });
 
+  it("an entry kept waiting that the queue also delivered is chained once, and the log goes on", async () => {
+    const { tenant, traceId, d1 } = await readWhileQueueDown();
+    const pending = await d1
+      .prepare("SELECT * FROM audit_pending WHERE tenant_id = ?")
+      .bind(tenant.tenantId)
+      .first<Record<string, unknown>>();
+    // A send that failed after the queue took the entry: the queue writes it, and it is kept waiting too.
+    await d1.prepare("DELETE FROM audit_pending WHERE tenant_id = ?").bind(tenant.tenantId).run();
+    await env.AUDIT_QUEUE.send(JSON.parse(pending!.entry as string), { contentType: "json" });
+    await logEntries(tenant, 2, { entity_type: "token" });
+    const columns = Object.keys(pending!);
+    await d1
+      .prepare(`INSERT INTO audit_pending (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`)
+      .bind(...Object.values(pending!))
+      .run();
+    await runCron();
+    const entries = await logEntries(tenant, 2, { entity_type: "token" });
+    expect(entries.filter((entry) => entry.trace_id === traceId)).toHaveLength(1);
+    expect((await d1.prepare("SELECT count(*) AS n FROM audit_pending WHERE tenant_id = ?").bind(tenant.tenantId).first())!.n).toBe(0);
+    // The writer is not stuck on it: the next request's entry is chained too.
+    expect((await fetchWith({}, "/tokens", { headers: { "SVC-API-KEY": tenant.key } })).status).toBe(200);
+    expect(await logEntries(tenant, entries.length + 1, { entity_type: "token" })).toHaveLength(entries.length + 1);
+    expect((await verifyLog(tenant)).verified).toBe(true);
+  }, 30_000);
+
   it("when audit_pending cannot take them either, the entry is written whole to the worker's log, and the answer stands", async () => {
     const traceId = `both-down-${crypto.randomUUID()}`;
     const key = "key_unknown-0123456789abcdefghij";
