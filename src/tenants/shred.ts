@@ -8,15 +8,13 @@ import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
 import { ConflictError, NotFoundError } from "../http/problem";
 import { isoTime } from "../http/schemas";
-import { TOKEN_SIDE_TABLE_NAMES } from "../tokens/storage";
+import { purgeTenantData, tenantRowCounts } from "./data-copy";
+import { findMove } from "./storage";
 
-/** Control-database tables holding a tenant's own rows (formulas: only the tenant's, not official ones). */
-const CONTROL_TABLES = ["api_keys", "applications", "proxies", "reactors", "reactor_formulas", "webhooks", "tenant_keys"];
+/** Control-database tables holding what authenticates as a tenant (formulas: only its own, not official ones). */
+const CONTROL_TABLES = ["api_keys", "applications", "proxies", "reactors", "reactor_formulas", "webhooks"];
 
-/** Data-database tables holding a tenant's rows; side tables before tokens, as elsewhere. */
-const DATA_TABLES = [...TOKEN_SIDE_TABLE_NAMES, "tokens", "idempotency_records", "audit_log", "audit_pending", "audit_chains"];
-
-/** Rows of each table one purge step deletes per tenant. */
+/** Tokens (with their index rows), then audit entries, one purge step deletes per tenant. */
 export const SHRED_PURGE_BATCH = 1_000;
 
 export interface ShredStatus {
@@ -50,15 +48,12 @@ export async function shredTenant(context: RequestContext, tenantId: string): Pr
   const row = await tenantRow(context, tenantId);
   if (!row) throw new NotFoundError(`Tenant ${tenantId}`);
   if (row.shreddedAt === null) {
-    const moving = await control.prepare("SELECT 1 FROM tenant_moves WHERE tenant_id = ?").bind(tenantId).first();
-    if (moving) throw new ConflictError(`Tenant ${tenantId} is being moved; finish the move first`);
+    if (await findMove(context.control, tenantId)) throw new ConflictError(`Tenant ${tenantId} is being moved; finish the move first`);
     const now = Date.now();
     await control.batch([
       // The keys first: from this statement on, nothing the tenant stored can be decrypted.
       control.prepare("DELETE FROM tenant_keys WHERE tenant_id = ?").bind(tenantId),
-      ...CONTROL_TABLES.filter((table) => table !== "tenant_keys").map((table) =>
-        control.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId),
-      ),
+      ...CONTROL_TABLES.map((table) => control.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId)),
       control.prepare("UPDATE tenants SET shredded_at = ? WHERE id = ? AND shredded_at IS NULL").bind(now, tenantId),
     ]);
     credentialsChanged();
@@ -73,15 +68,12 @@ export async function shredTenant(context: RequestContext, tenantId: string): Pr
 }
 
 async function remainingRows(d1: D1Database, tenantId: string): Promise<number> {
-  const counts = await d1.batch(
-    DATA_TABLES.map((table) => d1.prepare(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = ?`).bind(tenantId)),
-  );
-  return counts.reduce((sum, result) => sum + ((result.results[0] as { n: number } | undefined)?.n ?? 0), 0);
+  return Object.values(await tenantRowCounts(d1, tenantId)).reduce((sum, n) => sum + n, 0);
 }
 
 /**
- * Called by the cron: deletes up to SHRED_PURGE_BATCH rows of each table for each shredded tenant;
- * a tenant with none left leaves the directory. Answers the rows deleted.
+ * Called by the cron: one bounded purge step (purgeTenantData, as after a move) for each shredded
+ * tenant; a tenant with nothing left leaves the directory. Answers how many rows went.
  */
 export async function purgeShreddedTenants(context: RequestContext): Promise<number> {
   const { results } = await context.control.$client
@@ -89,17 +81,10 @@ export async function purgeShreddedTenants(context: RequestContext): Promise<num
     .all<{ id: string; database: string }>();
   let deleted = 0;
   for (const { id, database } of results) {
-    const d1 = context.dataDatabase(database);
-    const outcomes = await d1.batch(
-      DATA_TABLES.map((table) =>
-        d1
-          .prepare(`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE tenant_id = ? LIMIT ?)`)
-          .bind(id, SHRED_PURGE_BATCH),
-      ),
-    );
-    const step = outcomes.reduce((sum, outcome) => sum + outcome.meta.changes, 0);
+    const step = await purgeTenantData(context.dataDatabase(database), id, SHRED_PURGE_BATCH);
     deleted += step;
-    if (outcomes.every((outcome) => outcome.meta.changes < SHRED_PURGE_BATCH) && (await remainingRows(d1, id)) === 0) {
+    // purgeTenantData answers exactly the limit while rows may remain.
+    if (step !== SHRED_PURGE_BATCH) {
       await context.control.$client.prepare("DELETE FROM tenants WHERE id = ? AND shredded_at IS NOT NULL").bind(id).run();
     }
   }
