@@ -5,20 +5,27 @@ const PURPOSES = ["encryption", "search-index", "fingerprint", "audit"] as const
 type Purpose = (typeof PURPOSES)[number];
 
 /** Bytes of each data key; a version's material is the four keys end to end. */
-export const DATA_KEY_BYTES = 32;
-export const MATERIAL_BYTES = DATA_KEY_BYTES * PURPOSES.length;
+const DATA_KEY_BYTES = 32;
+const MATERIAL_BYTES = DATA_KEY_BYTES * PURPOSES.length;
+
+/** Where a purpose's key starts within a version's material. */
+const offsetOf = (purpose: Purpose) => DATA_KEY_BYTES * PURPOSES.indexOf(purpose);
+
+/** One purpose's key bytes within a version's material. */
+function keyBytes(material: Uint8Array, purpose: Purpose): Uint8Array {
+  return material.slice(offsetOf(purpose), offsetOf(purpose) + DATA_KEY_BYTES);
+}
 
 /** Random material for a new data-key version; the audit key is carried over, so the audit chain outlives rotations. */
 export function newMaterial(carriedAuditKey?: Uint8Array): Uint8Array {
   const material = crypto.getRandomValues(new Uint8Array(MATERIAL_BYTES));
-  if (carriedAuditKey) material.set(carriedAuditKey, DATA_KEY_BYTES * PURPOSES.indexOf("audit"));
+  if (carriedAuditKey) material.set(carriedAuditKey, offsetOf("audit"));
   return material;
 }
 
 /** The audit key's bytes within a version's material. */
 export function auditKeyOf(material: Uint8Array): Uint8Array {
-  const start = DATA_KEY_BYTES * PURPOSES.indexOf("audit");
-  return material.slice(start, start + DATA_KEY_BYTES);
+  return keyBytes(material, "audit");
 }
 
 /**
@@ -29,13 +36,13 @@ export function auditKeyOf(material: Uint8Array): Uint8Array {
 export async function derivedMaterial(masterKey: Uint8Array, tenantId: string): Promise<Uint8Array> {
   const master = await crypto.subtle.importKey("raw", masterKey, "HKDF", false, ["deriveBits"]);
   const material = new Uint8Array(MATERIAL_BYTES);
-  for (const [index, purpose] of PURPOSES.entries()) {
+  for (const purpose of PURPOSES) {
     const bits = await crypto.subtle.deriveBits(
       { name: "HKDF", hash: "SHA-256", salt: utf8.encode("token-vault/v1"), info: utf8.encode(`${purpose}/${tenantId}`) },
       master,
       DATA_KEY_BYTES * 8,
     );
-    material.set(new Uint8Array(bits), index * DATA_KEY_BYTES);
+    material.set(new Uint8Array(bits), offsetOf(purpose));
   }
   return material;
 }
@@ -51,15 +58,14 @@ export class DataKeys {
   ) {}
 
   static async import(version: number, material: Uint8Array): Promise<DataKeys> {
-    const part = (purpose: Purpose) => {
-      const start = DATA_KEY_BYTES * PURPOSES.indexOf(purpose);
-      return material.slice(start, start + DATA_KEY_BYTES);
-    };
     const hmac = (purpose: Purpose) =>
-      crypto.subtle.importKey("raw", part(purpose), { name: "HMAC", hash: "SHA-256", length: 256 }, false, ["sign"]);
+      crypto.subtle.importKey("raw", keyBytes(material, purpose), { name: "HMAC", hash: "SHA-256", length: 256 }, false, ["sign"]);
     return new DataKeys(
       version,
-      await crypto.subtle.importKey("raw", part("encryption"), { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]),
+      await crypto.subtle.importKey("raw", keyBytes(material, "encryption"), { name: "AES-GCM", length: 256 }, false, [
+        "encrypt",
+        "decrypt",
+      ]),
       await hmac("search-index"),
       await hmac("fingerprint"),
       await hmac("audit"),

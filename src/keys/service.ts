@@ -84,7 +84,7 @@ export async function rewrapKeys(context: RequestContext, limit = REWRAP_MAX) {
   const wrapping = keyring.wrappingVersion;
   let rewrapped = 0;
   const awaiting = await storage.tenantsAwaitingRecords(context.control, limit);
-  if ((await storage.keyRecords(context.control, DEPLOYMENT_TENANT)).length === 0) awaiting.push(DEPLOYMENT_TENANT);
+  if (await deploymentAwaitsKeys(context)) awaiting.push(DEPLOYMENT_TENANT);
   for (const tenantId of awaiting) {
     await storeDerivedKeys(context, keyring, tenantId);
     rewrapped++;
@@ -105,11 +105,16 @@ export async function keyringStatus(context: RequestContext) {
   const perKek = await storage.recordsPerKek(context.control);
   const derived = await storage.countTenantsAwaitingRecords(context.control);
   const older = [...perKek].reduce((sum, [version, n]) => (version < keyring.wrappingVersion ? sum + n : sum), 0);
-  const deploymentAwaiting = (await storage.keyRecords(context.control, DEPLOYMENT_TENANT)).length === 0 ? 1 : 0;
+  const deploymentAwaiting = (await deploymentAwaitsKeys(context)) ? 1 : 0;
   return {
     keyring_versions: keyring.versions,
     records_by_kek_version: Object.fromEntries([...perKek].map(([version, n]) => [String(version), n])),
     tenants_with_derived_keys: derived + deploymentAwaiting,
     remaining: older + derived + deploymentAwaiting,
   };
+}
+
+/** The deployment's own log (no tenants row) has derived keys until its first entry stores them. */
+async function deploymentAwaitsKeys(context: RequestContext): Promise<boolean> {
+  return (await storage.keyRecords(context.control, DEPLOYMENT_TENANT)).length === 0;
 }

@@ -7,7 +7,7 @@ import type { TenantKeys } from "../crypto/tenant-keys";
 import { egressRefusal } from "../egress/policy";
 import { applyMergePatch } from "../http/json";
 import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
-import { auditFieldsOf, type ListFilter, type Page, pageOf } from "../http/schemas";
+import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { type ScriptKind, validateCode } from "../sandbox";
 import { ProxyBody, type ProxyConfiguration, type ProxyInput, type ProxyPatch, type ProxyResponse, type RollKeyInput } from "./schema";
@@ -252,12 +252,13 @@ export async function rollProxyKey(context: TenantContext, principal: Principal,
   const keys = await context.keys();
   const now = Date.now();
   const grace = input.grace_period_seconds ?? 0;
+  const previousUntil = grace > 0 ? now + grace * 1000 : null;
   const key = generateSecret(PROXY_KEY_PREFIX);
   const row = await storage.rollKey(context.control, context.tenantId, id, existing.keyHash, {
     keyHash: await sha256Hex(key),
     keyCiphertext: await keys.encrypt(key, keyContext(id)),
-    previousKeyHash: grace > 0 ? existing.keyHash : null,
-    previousKeyExpiresAt: grace > 0 ? now + grace * 1000 : null,
+    previousKeyHash: previousUntil === null ? null : existing.keyHash,
+    previousKeyExpiresAt: previousUntil,
     modifiedBy: principal.applicationId,
     modifiedAt: now,
   });
@@ -265,7 +266,7 @@ export async function rollProxyKey(context: TenantContext, principal: Principal,
   credentialsChanged();
   const rolled = await toProxyResponse(keys, row);
   context.audit.describe({
-    message: grace > 0 ? `the previous key works until ${new Date(now + grace * 1000).toISOString()}` : "the previous key stopped at once",
+    message: previousUntil === null ? "the previous key stopped at once" : `the previous key works until ${isoTime(previousUntil)}`,
     event: { type: "proxy.updated", data: proxyEventData(rolled) },
   });
   return rolled;
