@@ -21,6 +21,8 @@ export default defineConfig({
           // before disabling than one delivery's retries, so the dead-letter queue is reachable.
           WEBHOOK_RETRY_BASE_S: "0",
           WEBHOOK_FAILURE_LIMIT: "8",
+          // Small rotation steps, so a rotation of a few hundred tokens takes many (test/keys/rotation).
+          ROTATION_BATCH_SIZE: "5",
           TEST_MIGRATIONS: await readD1Migrations("./migrations"),
         },
       },

@@ -39,6 +39,11 @@ export class RequestContext {
     return this.env.WEBHOOK_QUEUE;
   }
 
+  /** Where data-key rotations queue their next step (src/keys/rotation.ts). */
+  get rotationQueue(): Queue {
+    return this.env.ROTATION_QUEUE;
+  }
+
   /**
    * The control database: the directory of tenants, their applications and keys, proxies, reactors
    * and formulas; everything that resolves a credential before its tenant's data is reached.

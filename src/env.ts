@@ -7,7 +7,7 @@ import { ConfigurationError } from "./http/problem";
  * namespace instead, which wrangler.toml does not declare. Configuration values are parsed
  * separately by `configOf`.
  */
-export type Bindings = Pick<Cloudflare.Env, "DB" | "AUDIT_QUEUE" | "WEBHOOK_QUEUE"> &
+export type Bindings = Pick<Cloudflare.Env, "DB" | "AUDIT_QUEUE" | "WEBHOOK_QUEUE" | "ROTATION_QUEUE"> &
   Partial<Pick<Cloudflare.Env, "LOADER">> & { DISPATCHER?: DispatchNamespace };
 
 const flag = (fallback: "true" | "false" = "false") =>
@@ -73,6 +73,8 @@ export const ConfigSchema = z.object({
   WEBHOOK_FAILURE_LIMIT: positiveInteger(10),
   /** Seconds before a failed delivery's first retry; each further retry waits twice as long. */
   WEBHOOK_RETRY_BASE_S: z.coerce.number().int().min(0).max(3_600).default(30),
+  /** Tokens (and other sealed records) one step of a data-key rotation re-encrypts. */
+  ROTATION_BATCH_SIZE: z.coerce.number().int().min(1).max(1_000).default(100),
   CLOUDFLARE_ACCOUNT_ID: z.string().optional(),
   CLOUDFLARE_API_TOKEN: z.string().optional(),
   CLOUDFLARE_API_BASE: z.url().default("https://api.cloudflare.com/client/v4"),

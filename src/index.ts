@@ -6,6 +6,7 @@ import { chainPendingEntries, keepDeadEntries, writeAuditBatch } from "./audit/w
 import { RequestContext } from "./context";
 import type { Bindings } from "./env";
 import { purgeIdempotencyRecords } from "./idempotency/service";
+import { driveRotations, type RotationMessage, resumeRotations } from "./keys/rotation";
 import { purgeShreddedTenants } from "./tenants/shred";
 import { purgeExpiredCvcs } from "./tokens/cvc";
 import { purgeExpiredTokens } from "./tokens/service";
@@ -23,6 +24,7 @@ const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<ne
   "token-vault-audit-dead": (context, batch) => keepDeadEntries(context, batch as MessageBatch<AuditEntry>),
   "token-vault-webhooks": (context, batch) => deliverWebhooks(context, batch as MessageBatch<WebhookDelivery>),
   "token-vault-webhooks-dead": (context, batch) => recordDeadDeliveries(context, batch as MessageBatch<WebhookDelivery>),
+  "token-vault-rotation": (context, batch) => driveRotations(context, batch as MessageBatch<RotationMessage>),
 };
 
 export default {
@@ -37,6 +39,7 @@ export default {
       chainPendingEntries(context),
       purgeOldLogs(context, controller.scheduledTime),
       purgeShreddedTenants(context),
+      resumeRotations(context, controller.scheduledTime),
     ]).then(() => recordEntries(context, context.audit.conclude(undefined, 200)));
     ctx.waitUntil(maintenance);
   },

@@ -59,6 +59,8 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "POST /tenants": op("tenant", "create", "Created tenant", null),
   "POST /tenants/{id}/move": op("tenant", "move", "Moved tenant"),
   "DELETE /tenants/{id}": op("tenant", "shred", "Shredded tenant"),
+  "POST /tenants/{id}/rotation": op("tenant", "rotate_keys", "Started rotating the tenant's data keys"),
+  "GET /tenants/{id}/rotation": op("tenant", "read", "Read the tenant's data-key rotation"),
   "POST /tokens": op("token", "create", "Created token"),
   "GET /tokens": op("token", "list", "Listed tokens"),
   "POST /tokens/search": op("token", "search", "Searched tokens"),

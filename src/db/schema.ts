@@ -46,6 +46,31 @@ export const tenantKeys = sqliteTable(
   (table) => [primaryKey({ columns: [table.tenantId, table.version] }), index("tenant_keys_kek").on(table.kekVersion)],
 );
 
+/**
+ * A tenant's data-key rotation (control database), one row per tenant: the latest rotation stays
+ * as `done` until the next one starts. The job (src/keys/rotation.ts) advances it in bounded steps;
+ * whoever holds the lease (`runner`, until `lease_until`) is the one chain of queue messages driving it.
+ */
+export const keyRotations = sqliteTable("key_rotations", {
+  tenantId: text("tenant_id").primaryKey(),
+  fromVersion: integer("from_version").notNull(),
+  toVersion: integer("to_version").notNull(),
+  /** waiting (isolates learn the new version) → running (re-encrypting) → finishing (last check) → done. */
+  state: text("state", { enum: ["waiting", "running", "finishing", "done"] }).notNull(),
+  /** Records re-encrypted so far. */
+  done: integer("done").notNull().default(0),
+  /** Records under older versions when re-encryption began; null while waiting. */
+  total: integer("total"),
+  startedAt: integer("started_at").notNull(),
+  /** When the current state began. */
+  stateStartedAt: integer("state_started_at").notNull(),
+  finishedAt: integer("finished_at"),
+  runner: text("runner").notNull(),
+  leaseUntil: integer("lease_until").notNull(),
+  /** The last step's failure, kept until a step succeeds (the step is retried). */
+  lastError: text("last_error"),
+});
+
 /** A tenant being moved to another data database (control database); the row goes when the move is done. */
 export const tenantMoves = sqliteTable("tenant_moves", {
   tenantId: text("tenant_id").primaryKey(),
@@ -133,6 +158,11 @@ export const tokens = sqliteTable(
     cvcExpiresAt: integer("cvc_expires_at"),
     /** The data-key version of the ciphertext, the fingerprint and the token's blind indexes, all written together. */
     keyVersion: integer("key_version").notNull().default(1),
+    /**
+     * The fingerprint the token had under the data-key version before its current one, while its
+     * value is unchanged: a fingerprint a client saved keeps finding its token through one rotation.
+     */
+    previousFingerprint: text("previous_fingerprint"),
     ...audit,
     modifiedAt: integer("modified_at").notNull(),
   },
@@ -147,6 +177,7 @@ export const tokens = sqliteTable(
     index("tokens_tenant_modified_by").on(table.tenantId, table.modifiedBy),
     index("tokens_expires").on(table.expiresAt).where(sql`expires_at IS NOT NULL`),
     index("tokens_cvc_expires").on(table.cvcExpiresAt).where(sql`cvc_expires_at IS NOT NULL`),
+    index("tokens_tenant_previous_fingerprint").on(table.tenantId, table.previousFingerprint).where(sql`previous_fingerprint IS NOT NULL`),
   ],
 );
 

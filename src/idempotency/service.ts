@@ -21,7 +21,7 @@ const scopeOf = (principal: Principal, key: string): storage.IdempotencyScope =>
   applicationId: principal.applicationId,
   key,
 });
-const sealingContext = (key: string) => `idempotency/${key}`;
+export const sealingContext = (key: string) => `idempotency/${key}`;
 
 /** Claims the key for this request, or answers the response the first request with it got. */
 export async function claimIdempotencyKey(

@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { requireOperator } from "../http/operator";
 import { createRouter } from "../http/router";
-import { jsonContent, problemResponses } from "../http/schemas";
+import { IdParams, jsonContent, problemResponses } from "../http/schemas";
+import { rotationStatus, startRotation } from "./rotation";
 import { keyringStatus, REWRAP_MAX, rewrapKeys } from "./service";
 
 const tags = ["Operators"];
@@ -65,7 +66,65 @@ const rewrap = createRoute({
   },
 });
 
+const RotationSchema = z
+  .object({
+    tenant_id: z.string(),
+    from_version: z.number().int().openapi({ description: "The data-key version being replaced (destroyed once done)" }),
+    to_version: z.number().int().openapi({ description: "The new version, which every write uses from the start" }),
+    state: z.enum(["waiting", "running", "finishing", "done"]).openapi({
+      description:
+        "waiting: every isolate learns the new version (one credential time to live); running: re-encrypting; " +
+        "finishing: a last check one time to live later; done: the old version is destroyed",
+    }),
+    done: z.number().int().openapi({ description: "Records re-encrypted so far" }),
+    total: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "Records under the old version when re-encryption began; null while waiting" }),
+    started_at: z.string(),
+    finished_at: z.string().nullable(),
+    last_error: z.string().nullable().openapi({ description: "Why the last step failed, while it is being retried" }),
+  })
+  .openapi("KeyRotation");
+
+const startRotationRoute = createRoute({
+  method: "post",
+  path: "/tenants/{id}/rotation",
+  tags,
+  security,
+  summary: "Rotate a tenant's data keys, online (operators only)",
+  description:
+    "Stores a new data-key version, which every write uses within one credential time to live, then re-encrypts in the " +
+    "background everything the tenant sealed under the old one: tokens (with their fingerprints and blind indexes), proxy " +
+    "keys and configurations, reactor configurations, webhook secrets and idempotency records. Reads, data: search and " +
+    "deduplication match both versions meanwhile. When nothing is left, the old version is destroyed. 409 while a rotation " +
+    "or a move of the tenant runs.",
+  middleware: [requireOperator] as const,
+  request: { params: IdParams },
+  responses: { 202: jsonContent(RotationSchema, "The rotation has started"), ...problemResponses(400, 401, 404, 409) },
+});
+
+const rotationRoute = createRoute({
+  method: "get",
+  path: "/tenants/{id}/rotation",
+  tags,
+  security,
+  summary: "Follow a tenant's data-key rotation (operators only)",
+  description: "The latest rotation of the tenant's data keys: its state and progress (kept once done, until the next).",
+  middleware: [requireOperator] as const,
+  request: { params: IdParams },
+  responses: { 200: jsonContent(RotationSchema, "The latest rotation"), ...problemResponses(400, 401, 404) },
+});
+
 export const keyRoutes = createRouter()
+  .openapi(startRotationRoute, async (c) => {
+    const status = await startRotation(c.var.request, c.req.valid("param").id);
+    c.var.request.audit.tenantId = status.tenant_id;
+    c.var.request.audit.describe({ message: `data keys rotating from version ${status.from_version} to ${status.to_version}` });
+    return c.json(status, 202);
+  })
+  .openapi(rotationRoute, async (c) => c.json(await rotationStatus(c.var.request, c.req.valid("param").id), 200))
   .openapi(status, async (c) => c.json(await keyringStatus(c.var.request), 200))
   .openapi(rewrap, async (c) => {
     const result = await rewrapKeys(c.var.request, c.req.valid("query").max_records);

@@ -34,6 +34,14 @@ export async function tenantKeysOf(context: RequestContext, tenantId: string): P
   return new TenantKeys(tenantId, await Promise.all(rows.map((row) => importRecord(keyring, row))));
 }
 
+/** The tenant's data keys as stored now, past this isolate's cache: what a rotation's steps work with. */
+export async function storedTenantKeys(context: RequestContext, tenantId: string): Promise<TenantKeys> {
+  const keyring = Keyring.of(context.config.keyring);
+  const rows = await storage.keyRecords(context.control, tenantId);
+  if (rows.length === 0) throw new NotFoundError(`Tenant ${tenantId}`);
+  return new TenantKeys(tenantId, await Promise.all(rows.map((row) => importRecord(keyring, row))));
+}
+
 /** A new tenant's first keys, to insert with the tenant itself. */
 export async function newTenantKeys(context: RequestContext, tenantId: string): Promise<storage.KeyRecord> {
   const keyring = Keyring.of(context.config.keyring);

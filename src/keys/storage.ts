@@ -1,8 +1,9 @@
-import { and, count, eq, isNull, lt, sql } from "drizzle-orm";
+import { and, count, eq, isNull, lt, ne, or, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { tenantKeys, tenants } from "../db/schema";
+import { keyRotations, tenantKeys, tenants } from "../db/schema";
 
 export type KeyRecord = typeof tenantKeys.$inferSelect;
+export type Rotation = typeof keyRotations.$inferSelect;
 
 /** The tenant's data-key records, highest version first. */
 export function keyRecords(db: Database, tenantId: string): Promise<KeyRecord[]> {
@@ -59,4 +60,93 @@ export async function rewrapRecord(db: Database, record: KeyRecord, kekVersion: 
     .update(tenantKeys)
     .set({ kekVersion, wrapped })
     .where(and(eq(tenantKeys.tenantId, record.tenantId), eq(tenantKeys.version, record.version), eq(tenantKeys.wrapped, record.wrapped)));
+}
+
+// Data-key rotations.
+
+export async function findRotation(db: Database, tenantId: string): Promise<Rotation | undefined> {
+  const [row] = await db.select().from(keyRotations).where(eq(keyRotations.tenantId, tenantId));
+  return row;
+}
+
+/**
+ * Stores the new version's record and the rotation in one batch. The rotation replaces only a
+ * finished one, and the record's (tenant, version) key refuses a second start of the same version:
+ * of two concurrent starts one fails whole.
+ */
+export async function insertRotation(db: Database, record: KeyRecord, rotation: Rotation): Promise<void> {
+  const { tenantId: _tenantId, ...changes } = rotation;
+  await db.batch([
+    insertKeyRecord(db, record),
+    db
+      .insert(keyRotations)
+      .values(rotation)
+      .onConflictDoUpdate({ target: keyRotations.tenantId, set: changes, setWhere: eq(keyRotations.state, "done") }),
+  ]);
+}
+
+/** Takes the rotation for `runner` until `leaseUntil`: its own chain, or any once the holder's lease ran out. */
+export async function claimRotation(
+  db: Database,
+  tenantId: string,
+  runner: string,
+  now: number,
+  leaseUntil: number,
+): Promise<Rotation | undefined> {
+  const [row] = await db
+    .update(keyRotations)
+    .set({ runner, leaseUntil })
+    .where(
+      and(
+        eq(keyRotations.tenantId, tenantId),
+        ne(keyRotations.state, "done"),
+        or(eq(keyRotations.runner, runner), lt(keyRotations.leaseUntil, now)),
+      ),
+    )
+    .returning();
+  return row;
+}
+
+/** Changes the rotation while `runner` holds it: undefined when it lost the lease. */
+export async function updateRotation(
+  db: Database,
+  rotation: Pick<Rotation, "tenantId" | "runner">,
+  changes: Partial<Rotation>,
+): Promise<Rotation | undefined> {
+  const [row] = await db
+    .update(keyRotations)
+    .set(changes)
+    .where(and(eq(keyRotations.tenantId, rotation.tenantId), eq(keyRotations.runner, rotation.runner)))
+    .returning();
+  return row;
+}
+
+/** Rotations not done whose lease ran out: their chain of messages stopped. */
+export function stoppedRotations(db: Database, now: number, limit: number): Promise<Rotation[]> {
+  return db
+    .select()
+    .from(keyRotations)
+    .where(and(ne(keyRotations.state, "done"), lt(keyRotations.leaseUntil, now)))
+    .limit(limit);
+}
+
+/**
+ * Destroys the versions older than the rotation's, in the batch that marks it done (while `runner`
+ * holds it); the tenant's keys are no longer derivable from the keyring either.
+ */
+export async function finishRotation(db: Database, rotation: Rotation, now: number): Promise<boolean> {
+  const finishedHere = sql`EXISTS (SELECT 1 FROM key_rotations r WHERE r.tenant_id = ${rotation.tenantId} AND r.runner = ${rotation.runner} AND r.state = 'done')`;
+  const [done] = await db.batch([
+    db
+      .update(keyRotations)
+      .set({ state: "done", stateStartedAt: now, finishedAt: now, lastError: null })
+      .where(and(eq(keyRotations.tenantId, rotation.tenantId), eq(keyRotations.runner, rotation.runner)))
+      .returning(),
+    db.delete(tenantKeys).where(and(eq(tenantKeys.tenantId, rotation.tenantId), lt(tenantKeys.version, rotation.toVersion), finishedHere)),
+    db
+      .update(tenants)
+      .set({ keysDerived: false })
+      .where(and(eq(tenants.id, rotation.tenantId), finishedHere)),
+  ]);
+  return done.length === 1;
 }

@@ -17,8 +17,8 @@ import * as storage from "./storage";
 const PROXY_KEY_PREFIX = "proxy";
 
 /** Additional data of the encrypted columns: a ciphertext moved to another proxy fails to decrypt. */
-const keyContext = (id: string) => `proxies/${id}/key`;
-const configurationContext = (id: string) => `proxies/${id}/configuration`;
+export const keyContext = (id: string) => `proxies/${id}/key`;
+export const configurationContext = (id: string) => `proxies/${id}/configuration`;
 
 async function decryptConfiguration(keys: TenantKeys, row: Pick<ProxyRow, "id" | "configuration">) {
   if (row.configuration === null) return null;

@@ -2,7 +2,7 @@ import type { TenantKeys } from "../crypto/tenant-keys";
 import type { Configuration } from "./contract";
 
 /** Additional data of the ciphertext: a configuration copied onto another reactor fails to decrypt. */
-const configurationContext = (reactorId: string) => `reactors/${reactorId}/configuration`;
+export const configurationContext = (reactorId: string) => `reactors/${reactorId}/configuration`;
 
 /** Reactor configuration often holds a partner's secrets, so it is stored encrypted under the tenant key. */
 export function encryptConfiguration(keys: TenantKeys, reactorId: string, configuration: Configuration): Promise<string> {

@@ -168,7 +168,11 @@ class Compiler {
         // Through the (tenant_id, id) primary key: the driven statement keeps t.tenant_id off indexes.
         return `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND id = ${v(normalTokenId(term.value))})`;
       case "fingerprint":
-        return `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND fingerprint = ${v(term.value)})`;
+        // A token re-sealed by a data-key rotation also answers to the fingerprint it had before.
+        return (
+          `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND fingerprint = ${v(term.value)} ` +
+          `UNION ALL SELECT rowid FROM tokens WHERE tenant_id = ?1 AND previous_fingerprint = ${v(term.value)})`
+        );
       case "created_by":
       case "modified_by":
         return `t.rowid IN (SELECT rowid FROM tokens WHERE tenant_id = ?1 AND ${term.field} = ${v(term.value.toLowerCase())})`;
@@ -194,8 +198,9 @@ class Compiler {
       case "modified_by":
         return `t.${term.field} = ${v(term.value.toLowerCase())}`;
       case "type":
+        return `t.type = ${v(term.value)}`;
       case "fingerprint":
-        return `t.${term.field} = ${v(term.value)}`;
+        return `(t.fingerprint = ${v(term.value)} OR t.previous_fingerprint = ${v(term.value)})`;
       case "data":
         return `EXISTS (SELECT 1 FROM token_search_index AS s WHERE s.tenant_id = ?1 AND ${this.blindIndexMatch("s.blind_index", term.value)} AND s.token_id = t.id) AND ${DATA_TYPES_CONDITION}`;
       case "metadata":

@@ -16,6 +16,7 @@
 import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
 import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
+import { findRotation } from "../keys/storage";
 import * as copy from "./data-copy";
 import { requireDataBinding } from "./directory";
 import * as storage from "./storage";
@@ -87,6 +88,10 @@ export async function moveTenant(context: RequestContext, tenantId: string, inpu
 
 async function startMove(context: RequestContext, tenantId: string, source: string, target: string): Promise<storage.TenantMove> {
   if (source === target) throw ValidationError.field("database", `tenant ${tenantId} is already there`);
+  // A rotation re-seals tokens without changing modified_at, which the move's last copy relies on.
+  const rotation = await findRotation(context.control, tenantId);
+  if (rotation && rotation.state !== "done")
+    throw new ConflictError(`Tenant ${tenantId}'s data keys are being rotated; wait for the rotation to finish`);
   const now = Date.now();
   const move: storage.TenantMove = { tenantId, source, target, phase: "copying", cursor: "", copyStartedAt: now, phaseStartedAt: now };
   await storage.insertMove(context.control, move);

@@ -53,6 +53,8 @@ export async function shredTenant(context: RequestContext, tenantId: string): Pr
     await control.batch([
       // The keys first: from this statement on, nothing the tenant stored can be decrypted.
       control.prepare("DELETE FROM tenant_keys WHERE tenant_id = ?").bind(tenantId),
+      // A rotation in progress stops: its chain finds no rotation to claim.
+      control.prepare("DELETE FROM key_rotations WHERE tenant_id = ?").bind(tenantId),
       ...CONTROL_TABLES.map((table) => control.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId)),
       control.prepare("UPDATE tenants SET shredded_at = ? WHERE id = ? AND shredded_at IS NULL").bind(now, tenantId),
     ]);

@@ -1,7 +1,8 @@
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { withoutCvc } from "./cvc";
-import type { Evaluated, TokenDefinition } from "./definition";
-import { maskColumnOf } from "./masks";
+import { type Evaluated, evaluate, type TokenDefinition } from "./definition";
+import { maskColumnOf, maskOf } from "./masks";
+import { containersOf, metadataOf, searchIndexesOf } from "./presentation";
 import type { SealedToken, TokenRow } from "./storage";
 
 /** The columns a token carries besides its definition: who wrote it when, and its cvc deadline. */
@@ -38,11 +39,49 @@ export async function sealToken(
       containers: JSON.stringify(definition.containers),
       expiresAt: definition.expiresAt,
       keyVersion: keys.current.version,
+      previousFingerprint: null,
     },
     metadata: [...new Map(metadataPairs.map((pair) => [JSON.stringify(pair), pair])).values()],
     blindIndexes: [...new Set(blindIndexes)],
     fingerprints,
   };
+}
+
+/**
+ * The stored token sealed again under the keys' current version, for a data-key rotation: the same
+ * data, members and stamp, with its fingerprint and blind indexes recomputed from the data. The
+ * fingerprint it had is kept as `previousFingerprint`.
+ */
+export async function resealToken(keys: TenantKeys, row: TokenRow): Promise<SealedToken> {
+  const definition: TokenDefinition = {
+    type: row.type as TokenDefinition["type"],
+    // The stored data as it is (a cvc past its window included: the cron removes it on its own terms).
+    data: JSON.parse(await keys.decrypt(row.ciphertext, row.id)) as unknown,
+    metadata: metadataOf(row),
+    containers: containersOf(row),
+    searchIndexes: searchIndexesOf(row),
+    fingerprintExpression: row.fingerprintExpression,
+    mask: maskOf(row.mask),
+    expiresAt: row.expiresAt,
+  };
+  // These expressions rendered when the token was written, so nothing is reported here.
+  const evaluated = evaluate(definition, () => {});
+  const { id, tenantId, createdBy, createdAt, modifiedBy, modifiedAt, cvcExpiresAt } = row;
+  return keepPreviousFingerprint(
+    await sealToken(keys, definition, evaluated, { id, tenantId, createdBy, createdAt, modifiedBy, modifiedAt, cvcExpiresAt }),
+    row,
+  );
+}
+
+/**
+ * A token sealed again (re-sealed, or updated) keeps answering to the fingerprint it had while its
+ * fingerprinted value is the same: under the same version the fingerprint is unchanged and the one
+ * before it stays; under a newer version the stored one becomes the previous. A changed value drops it.
+ */
+export function keepPreviousFingerprint(sealed: SealedToken, stored: Pick<TokenRow, "fingerprint" | "previousFingerprint">): SealedToken {
+  if (sealed.row.fingerprint === stored.fingerprint) sealed.row.previousFingerprint = stored.previousFingerprint;
+  else if (sealed.fingerprints.includes(stored.fingerprint)) sealed.row.previousFingerprint = stored.fingerprint;
+  return sealed;
 }
 
 /** The token's data; a card's cvc is left out once its retention window has passed, cron or not. */

@@ -23,7 +23,7 @@ import {
   type UpdatedTokenResponse,
   type UpdateToken,
 } from "./schema";
-import { decryptData, sealToken } from "./sealing";
+import { decryptData, keepPreviousFingerprint, sealToken } from "./sealing";
 import type { TokenRow } from "./storage";
 import * as storage from "./storage";
 import { findTokenRequests, type JsonPath, jsonPath, substituteTokens } from "./tokenize";
@@ -103,37 +103,47 @@ export async function updateToken(
   patch: UpdateToken,
 ): Promise<UpdatedTokenResponse> {
   context.requireWritable();
-  const now = Date.now();
-  const row = await findLiveToken(context, id, now);
-  requireOnEveryContainer(principal, "token:update", containersOf(row));
+  let row = await findLiveToken(context, id, Date.now());
   const keys = await context.keys();
-  const definition = patchedDefinition(row, await decryptData(keys, row), patch);
-  requireOnEveryContainer(principal, "token:update", definition.containers);
-  const errors: FieldErrors = {};
-  const evaluated = evaluate(definition, fieldErrorCollector(errors));
-  if (Object.keys(errors).length > 0) throw ValidationError.summarised("The token was not updated", errors);
-  const sealed = await sealToken(keys, definition, evaluated, {
-    id: row.id,
-    tenantId: row.tenantId,
-    createdBy: row.createdBy,
-    createdAt: row.createdAt,
-    modifiedBy: principal.applicationId,
-    modifiedAt: now,
-    // The cvc's window starts when the data is written, not when other members change.
-    cvcExpiresAt: patch.data === undefined ? row.cvcExpiresAt : cvcDeadlineOf(definition, now, context.config),
-  });
-  if (patch.deduplicate_token) {
-    const duplicate = await duplicateOfUpdate(context.db, principal, sealed, now);
-    if (duplicate) return presentDuplicate(keys, principal, duplicate);
+  for (let attempt = 1; ; attempt++) {
+    const now = Date.now();
+    requireOnEveryContainer(principal, "token:update", containersOf(row));
+    const definition = patchedDefinition(row, await decryptData(keys, row), patch);
+    requireOnEveryContainer(principal, "token:update", definition.containers);
+    const errors: FieldErrors = {};
+    const evaluated = evaluate(definition, fieldErrorCollector(errors));
+    if (Object.keys(errors).length > 0) throw ValidationError.summarised("The token was not updated", errors);
+    const sealed = keepPreviousFingerprint(
+      await sealToken(keys, definition, evaluated, {
+        id: row.id,
+        tenantId: row.tenantId,
+        createdBy: row.createdBy,
+        createdAt: row.createdAt,
+        modifiedBy: principal.applicationId,
+        modifiedAt: now,
+        // The cvc's window starts when the data is written, not when other members change.
+        cvcExpiresAt: patch.data === undefined ? row.cvcExpiresAt : cvcDeadlineOf(definition, now, context.config),
+      }),
+      row,
+    );
+    if (patch.deduplicate_token) {
+      const duplicate = await duplicateOfUpdate(context.db, principal, sealed, now);
+      if (duplicate) return presentDuplicate(keys, principal, duplicate);
+    }
+    if (await storage.replaceToken(context.db.$client, sealed, row.ciphertext)) {
+      const transform = accessTo(principal, "token:update", definition.containers) ?? "redact";
+      const updated = await present(sealed.row, transform, () => definition.data);
+      context.audit.describe({ event: { type: "token.updated", data: tokenEventData(updated) } });
+      return { ...updated, deduplicated: false };
+    }
+    const current = await findLiveToken(context, id, Date.now());
+    // Re-sealed by a data-key rotation, or its cvc dropped by the cron: neither is a change of the
+    // token's (modified_at stays), so the patch applies to what is stored now.
+    if (current.modifiedAt !== row.modifiedAt || attempt === 3) {
+      throw new ConflictError(`Token ${id} was changed by another request meanwhile; read it and retry`);
+    }
+    row = current;
   }
-  if (!(await storage.replaceToken(context.db.$client, sealed, row.ciphertext))) {
-    await findLiveToken(context, id, Date.now());
-    throw new ConflictError(`Token ${id} was changed by another request meanwhile; read it and retry`);
-  }
-  const transform = accessTo(principal, "token:update", definition.containers) ?? "redact";
-  const updated = await present(sealed.row, transform, () => definition.data);
-  context.audit.describe({ event: { type: "token.updated", data: tokenEventData(updated) } });
-  return { ...updated, deduplicated: false };
 }
 
 /**

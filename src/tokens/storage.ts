@@ -2,12 +2,14 @@ import {
   type AnyColumn,
   and,
   asc,
+  count,
   desc,
   eq,
   getTableColumns,
   getTableName,
   gt,
   isNull,
+  lt,
   ne,
   or,
   type SQL,
@@ -191,6 +193,20 @@ export async function replaceToken(d1: D1Database, token: SealedToken, readCiphe
   return update?.meta.changes === 1;
 }
 
+/** Replaces several tokens as replaceToken does, in one batch: how many were replaced. */
+export async function replaceTokens(d1: D1Database, replacements: { token: SealedToken; readCiphertext: string }[]): Promise<number> {
+  if (replacements.length === 0) return 0;
+  const batches = replacements.map(({ token, readCiphertext }) => replaceStatements(d1, token, readCiphertext));
+  const results = await d1.batch(batches.flat());
+  let offset = 0;
+  let replaced = 0;
+  for (const statements of batches) {
+    replaced += results[offset]?.meta.changes === 1 ? 1 : 0;
+    offset += statements.length;
+  }
+  return replaced;
+}
+
 function replaceStatements(d1: D1Database, token: SealedToken, readCiphertext: string): D1PreparedStatement[] {
   const { row } = token;
   const written = "EXISTS (SELECT 1 FROM tokens WHERE tenant_id = ? AND id = ? AND ciphertext = ?)";
@@ -198,7 +214,8 @@ function replaceStatements(d1: D1Database, token: SealedToken, readCiphertext: s
   const update = d1
     .prepare(
       `UPDATE tokens SET ciphertext = ?, fingerprint = ?, fingerprint_expression = ?, mask = ?, search_indexes = ?,
-         metadata = ?, containers = ?, expires_at = ?, cvc_expires_at = ?, key_version = ?, modified_by = ?, modified_at = ?
+         metadata = ?, containers = ?, expires_at = ?, cvc_expires_at = ?, key_version = ?, previous_fingerprint = ?,
+         modified_by = ?, modified_at = ?
        WHERE tenant_id = ? AND id = ? AND ciphertext = ?`,
     )
     .bind(
@@ -212,6 +229,7 @@ function replaceStatements(d1: D1Database, token: SealedToken, readCiphertext: s
       row.expiresAt,
       row.cvcExpiresAt,
       row.keyVersion,
+      row.previousFingerprint,
       row.modifiedBy,
       row.modifiedAt,
       row.tenantId,
@@ -404,4 +422,22 @@ export function liveTokensByFingerprint(
       ),
     )
     .orderBy(asc(tokens.createdAt), asc(tokens.id));
+}
+
+/** Tokens of the tenant (live or expired) sealed under a data-key version older than `version`. */
+export function tokensSealedBefore(db: Database, tenantId: string, version: number, limit: number): Promise<TokenRow[]> {
+  return db
+    .select()
+    .from(tokens)
+    .where(and(eq(tokens.tenantId, tenantId), lt(tokens.keyVersion, version)))
+    .limit(limit);
+}
+
+/** How many tokens of the tenant are sealed under a data-key version older than `version`. */
+export async function countTokensSealedBefore(db: Database, tenantId: string, version: number): Promise<number> {
+  const [row] = await db
+    .select({ n: count() })
+    .from(tokens)
+    .where(and(eq(tokens.tenantId, tenantId), lt(tokens.keyVersion, version)));
+  return row?.n ?? 0;
 }

@@ -11,8 +11,8 @@ import { createToken, SSN, seedTokenTenant } from "../support/tokens";
 
 /**
  * A tenant holding two data-key versions, as during a rotation: the newer writes, both read, and
- * `data:` search and deduplication compare the value under both. (The rotation job that re-encrypts is not built
- * yet: this is the read side it relies on, with version 2 added by hand.)
+ * `data:` search and deduplication compare the value under both. Version 2 is added by hand here, so
+ * the job that re-encrypts (test/keys/rotation.test.ts) cannot hide a gap in the read side.
  */
 async function addKeyVersion(tenantId: string): Promise<void> {
   const keyring = Keyring.of(configOf(env).keyring);

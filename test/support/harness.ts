@@ -3,6 +3,7 @@ import type { ExtractSchema } from "hono/types";
 import { expect } from "vitest";
 import type { applicationRoutes } from "../../src/applications/routes";
 import type { permissionRoutes } from "../../src/auth/routes";
+import type { keyRoutes } from "../../src/keys/routes";
 import type { proxyRoutes } from "../../src/proxies/routes";
 import type { reactorRoutes } from "../../src/reactors/routes";
 import type { searchRoutes } from "../../src/search/routes";
@@ -45,6 +46,7 @@ type Routes = ExtractSchema<typeof applicationRoutes> &
   ExtractSchema<typeof reactorRoutes> &
   ExtractSchema<typeof searchRoutes> &
   ExtractSchema<typeof tenantRoutes> &
+  ExtractSchema<typeof keyRoutes> &
   ExtractSchema<typeof detokenizeRoutes> &
   ExtractSchema<typeof tokenRoutes>;
 
