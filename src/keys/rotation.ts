@@ -53,8 +53,12 @@ export interface RotationStatus {
   last_error: string | null;
 }
 
-/** How long one message's steps may run before the chain hands on to the next message. */
-const STEP_BUDGET_MS = 5_000;
+/**
+ * How long one message's steps may run before the chain hands on to the next message. Short: a
+ * consumer invocation that ran for seconds starved the requests of its isolate (locally, requests
+ * waiting on it were dropped), while handing on costs one queue delivery.
+ */
+const STEP_BUDGET_MS = 1_000;
 /** How long past its expected next step a chain keeps the lease: after that the cron takes over. */
 const LEASE_SLACK_MS = 15_000;
 /** Tokens re-sealed per D1 batch (each is a handful of statements). */
@@ -223,6 +227,9 @@ async function advance(context: RequestContext, { tenant_id: tenantId, runner }:
       leaseUntil: Date.now() + STEP_BUDGET_MS + LEASE_SLACK_MS,
     });
     if (!rotation) return;
+    // Lets requests waiting on this isolate run between steps: a step is CPU-bound (decrypt, render
+    // the expressions, seal), and an isolate runs one thing at a time.
+    await new Promise((resolve) => setTimeout(resolve, 0));
   }
   await later(context, rotation, 0);
 }
