@@ -188,7 +188,10 @@ export const tokenContainers = sqliteTable(
     container: text("container").notNull(),
     tokenId: text("token_id").notNull(),
   },
-  (table) => [primaryKey({ columns: [table.tenantId, table.container, table.tokenId] }), index("token_containers_token").on(table.tokenId)],
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.container, table.tokenId] }),
+    index("token_containers_token").on(table.tenantId, table.tokenId),
+  ],
 );
 
 export const tokenMetadata = sqliteTable(
@@ -202,7 +205,7 @@ export const tokenMetadata = sqliteTable(
   },
   (table) => [
     primaryKey({ columns: [table.tenantId, table.key, table.value, table.tokenId] }),
-    index("token_metadata_token").on(table.tokenId),
+    index("token_metadata_token").on(table.tenantId, table.tokenId),
   ],
 );
 
@@ -216,7 +219,7 @@ export const tokenSearchIndex = sqliteTable(
   },
   (table) => [
     primaryKey({ columns: [table.tenantId, table.blindIndex, table.tokenId] }),
-    index("token_search_index_token").on(table.tokenId),
+    index("token_search_index_token").on(table.tenantId, table.tokenId),
   ],
 );
 
