@@ -8,8 +8,7 @@
 // bare worker that makes one indexed D1 read by primary key and then forwards.
 //   npm run bench proxy [--iterations=500] [--duration=3000]
 // Direct, forwarded and proxied calls are measured turn about (latency in rounds, throughput in windows).
-import { createServer } from "node:http";
-import { readReply } from "../test/support/reply.mjs";
+import { interleavedLatency, interleavedThroughput, send, startEcho } from "./lib/measure.mjs";
 
 const CARD = "4242424242424242";
 const TRANSFORM =
@@ -183,64 +182,5 @@ async function detokenizingCall(baseUrl, operatorKey, destinationUrl) {
   return async () => {
     const reply = await send(`${baseUrl}/proxy/charges`, body, headers);
     if (reply.status !== 200) throw new Error(`proxy answered ${reply.status} ${reply.text}`);
-  };
-}
-
-/**
- * The calls measured turn about, so that whatever else loads the machine weighs on all alike: the
- * ratios stay meaningful even when the absolute figures move.
- */
-async function interleavedLatency(bench, fns, iterations) {
-  const rounds = 10;
-  const samples = fns.map(() => []);
-  for (let round = 0; round < rounds; round++) {
-    for (const [index, fn] of fns.entries()) {
-      const figures = await bench.latency(fn, { iterations: Math.ceil(iterations / rounds), warmup: round === 0 ? 50 : 5 });
-      samples[index].push(figures);
-    }
-  }
-  return samples.map((figures) => ({ p50: median(figures.map((f) => f.p50)), p95: median(figures.map((f) => f.p95)) }));
-}
-
-async function interleavedThroughput(bench, fns, durationMs) {
-  const rounds = 4;
-  const rates = fns.map(() => []);
-  for (let round = 0; round < rounds; round++) {
-    for (const [index, fn] of fns.entries()) {
-      rates[index].push((await bench.throughput(fn, { concurrency: 32, durationMs: durationMs / rounds })).rps);
-    }
-  }
-  return rates.map((list) => ({ rps: list.reduce((sum, rate) => sum + rate, 0) / list.length }));
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
-
-async function send(url, body, headers) {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-  return readReply(response);
-}
-
-/** A loopback destination that answers every request with the body it received, as JSON. */
-async function startEcho() {
-  const server = createServer((request, response) => {
-    const chunks = [];
-    request.on("data", (chunk) => chunks.push(chunk));
-    request.on("end", () => {
-      response.writeHead(200, { "content-type": "application/json" });
-      response.end(JSON.stringify({ received: Buffer.concat(chunks).toString("utf8") }));
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${server.address().port}`,
-    close: () => new Promise((resolve) => server.close(resolve)),
   };
 }

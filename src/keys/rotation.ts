@@ -199,6 +199,10 @@ async function advance(context: RequestContext, { tenant_id: tenantId, runner }:
   if (!rotation) return;
   const ttl = context.config.CREDENTIAL_CACHE_TTL_MS;
   const tenant = await context.forTenant(tenantId);
+  // Kinds of records this invocation found none of under the old version: the next steps skip them
+  // (anything written meanwhile is new-version; the finishing count catches the rest).
+  const finished = new Set<string>();
+  let keys: TenantKeys | undefined;
   while (Date.now() - startedAt < STEP_BUDGET_MS) {
     const now = Date.now();
     const waited = now - rotation.stateStartedAt >= ttl;
@@ -207,7 +211,11 @@ async function advance(context: RequestContext, { tenant_id: tenantId, runner }:
       if (!waited) return later(context, rotation, rotation.stateStartedAt + ttl - now);
       changes = { state: "running", stateStartedAt: now, total: await countSealedBefore(tenant, rotation.toVersion) };
     } else if (rotation.state === "running") {
-      const { found, reencrypted } = await reencryptBatch(tenant, rotation.toVersion);
+      keys ??= await storedTenantKeys(tenant, tenantId);
+      if (keys.current.version !== rotation.toVersion) {
+        throw new Error(`The tenant's newest data key is version ${keys.current.version}, not ${rotation.toVersion}`);
+      }
+      const { found, reencrypted } = await reencryptBatch(tenant, keys, rotation.toVersion, finished);
       changes = found === 0 ? { state: "finishing", stateStartedAt: now } : { done: rotation.done + reencrypted };
     } else if (rotation.state === "finishing") {
       if (!waited) return later(context, rotation, rotation.stateStartedAt + ttl - now);
@@ -227,9 +235,7 @@ async function advance(context: RequestContext, { tenant_id: tenantId, runner }:
       leaseUntil: Date.now() + STEP_BUDGET_MS + LEASE_SLACK_MS,
     });
     if (!rotation) return;
-    // Lets requests waiting on this isolate run between steps: a step is CPU-bound (decrypt, render
-    // the expressions, seal), and an isolate runs one thing at a time.
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    await yieldToRequests();
   }
   await later(context, rotation, 0);
 }
@@ -256,18 +262,24 @@ async function countSealedBefore(tenant: TenantContext, version: number): Promis
 }
 
 /**
- * One step: up to a batch of each sealed column's older records, then of tokens, re-encrypted under
- * the current version. Answers how many were found under an older version and how many were
+ * One step: up to a batch of each sealed column's older records (those `finished` skipped), then of
+ * tokens, re-encrypted under the keys' current version. Answers how many were found under an older version and how many were
  * rewritten (the others changed meanwhile).
  */
-async function reencryptBatch(tenant: TenantContext, version: number): Promise<{ found: number; reencrypted: number }> {
-  const keys = await storedTenantKeys(tenant, tenant.tenantId);
-  if (keys.current.version !== version) throw new Error(`The tenant's newest data key is version ${keys.current.version}, not ${version}`);
+async function reencryptBatch(
+  tenant: TenantContext,
+  keys: TenantKeys,
+  version: number,
+  finished: Set<string>,
+): Promise<{ found: number; reencrypted: number }> {
   const limit = tenant.config.ROTATION_BATCH_SIZE;
   let found = 0;
   let reencrypted = 0;
   for (const column of SEALED_COLUMNS) {
+    const name = `${column.table}.${column.column}`;
+    if (finished.has(name)) continue;
     const done = await reencryptColumn(tenant, keys, column, limit);
+    if (done.found === 0) finished.add(name);
     found += done.found;
     reencrypted += done.reencrypted;
   }
@@ -277,6 +289,7 @@ async function reencryptBatch(tenant: TenantContext, version: number): Promise<{
     const chunk = rows.slice(i, i + TOKENS_PER_WRITE);
     const resealed = await Promise.all(chunk.map(async (row) => ({ token: await resealToken(keys, row), readCiphertext: row.ciphertext })));
     reencrypted += await tokenStorage.replaceTokens(tenant.db.$client, resealed);
+    await yieldToRequests();
   }
   return { found, reencrypted };
 }
@@ -308,6 +321,14 @@ async function reencryptColumn(
   );
   const updated = await d1.batch(statements);
   return { found: results.length, reencrypted: updated.reduce((sum, result) => sum + result.meta.changes, 0) };
+}
+
+/**
+ * Lets requests waiting on this isolate run: re-sealing is CPU-bound (decrypt, render the
+ * expressions, seal), and an isolate runs one thing at a time.
+ */
+function yieldToRequests(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 function databaseOf(tenant: TenantContext, column: SealedColumn): D1Database {

@@ -1,0 +1,193 @@
+// Keys: what envelope encryption costs, and what a data-key rotation does, in one run.
+//   1. Envelope encryption: the same calls (create, read, `data:` search, a proxy call detokenizing
+//      one reference) on this vault and on one built from the commit before envelope encryption,
+//      whose keys were derived from the master key in each isolate. Each on a fresh vault, turn about.
+//   2. Rotation: a tenant's tokens re-encrypted by the rotation job, in rows per second next to the
+//      rate at which the same vault created them (POST /tokenize, 100 a call); and the p50 of reads
+//      and creates while the job runs, next to the same calls before it started.
+//   npm run bench keys [--iterations=400] [--duration=3000] [--tokens=20000] [--parts=envelope,rotation]
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, rmSync, symlinkSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { interleavedLatency, interleavedThroughput, send, startEcho } from "./lib/measure.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+/** The last commit before envelope encryption (e13f13c, "Keys: envelope encryption"). */
+const PRE_ENVELOPE = "e13f13c^";
+const SSN_BASE = 100_000_000;
+
+export default async function keys(bench) {
+  const iterations = Number(bench.args.iterations ?? 400);
+  const durationMs = Number(bench.args.duration ?? 3000);
+  const tokens = Number(bench.args.tokens ?? 20_000);
+  const parts = String(bench.args.parts ?? "envelope,rotation").split(",");
+  const destination = await startEcho();
+  try {
+    if (parts.includes("envelope")) await envelopeCost(bench, destination.url, iterations, durationMs);
+    if (parts.includes("rotation")) await rotation(bench, tokens, iterations);
+  } finally {
+    await destination.close();
+  }
+}
+
+async function envelopeCost(bench, destinationUrl, iterations, durationMs) {
+  const before = await bench.startVault({ buildDir: buildCommit(PRE_ENVELOPE) });
+  const after = await bench.startVault();
+  try {
+    const [envelope, derived] = await Promise.all([scenarios(after, destinationUrl), scenarios(before, destinationUrl)]);
+    console.log(`  envelope encryption (this build) and derived keys (${PRE_ENVELOPE}), fresh vaults, turn about`);
+    for (const name of Object.keys(envelope)) {
+      const [now, then] = await interleavedLatency(bench, [envelope[name], derived[name]], iterations);
+      const [nowRate, thenRate] = await interleavedThroughput(bench, [envelope[name], derived[name]], durationMs);
+      bench.report(`  ${name} p50`, now.p50, "derived keys p50", then.p50, "ms");
+      bench.report(`  ${name} throughput`, nowRate.rps, "derived keys", thenRate.rps, "req/s");
+    }
+  } finally {
+    await Promise.all([before.dispose(), after.dispose()]);
+  }
+}
+
+/** A tenant with 1,000 searchable tokens and a proxy on the vault; answers each scenario's call. */
+async function scenarios(vault, destinationUrl) {
+  const post = async (path, headers, body, status = 201) => {
+    const reply = await send(`${vault.baseUrl}${path}`, body, headers);
+    if (reply.status !== status) throw new Error(`POST ${path} failed: ${reply.status} ${reply.text.slice(0, 300)}`);
+    return JSON.parse(reply.text);
+  };
+  const tenant = await post("/tenants", { "SVC-OPERATOR-KEY": vault.operatorKey }, { name: "keys-bench" });
+  const management = { "SVC-API-KEY": tenant.application.key };
+  const caller = await post("/applications", management, {
+    name: "caller",
+    type: "private",
+    rules: [{ priority: 1, container: "/", transform: "reveal", permissions: ["token:create", "token:read", "token:search", "token:use"] }],
+  });
+  const auth = { "SVC-API-KEY": caller.key };
+  let serial = SSN_BASE;
+  const ssn = () => {
+    const digits = String(serial++);
+    return `${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}`;
+  };
+  const created = [];
+  for (let i = 0; i < 10; i++) {
+    created.push(
+      ...(await post(
+        "/tokenize",
+        auth,
+        Array.from({ length: 100 }, () => ({ type: "social_security_number", data: ssn() })),
+      )),
+    );
+  }
+  const token = created[0];
+  const proxy = await post("/proxies", management, { name: "bench", destination_url: destinationUrl });
+  const get = async (path) => {
+    const response = await fetch(`${vault.baseUrl}${path}`, { headers: auth });
+    if (response.status !== 200) throw new Error(`GET ${path} answered ${response.status}`);
+    await response.arrayBuffer();
+  };
+  let probe = 0;
+  return {
+    "create a token": () => post("/tokens", auth, { type: "social_security_number", data: ssn() }),
+    "read a token": () => get(`/tokens/${created[probe++ % created.length].id}`),
+    "data: search": () => post("/tokens/search", auth, { query: `data:${created[probe++ % created.length].data}` }, 200),
+    "proxy, 1 reference": () => post("/proxy/charges", { "SVC-PROXY-KEY": proxy.key, ...auth }, { ssn: `{{ ${token.id} }}` }, 200),
+  };
+}
+
+/**
+ * The worker bundle of an earlier commit, built once into .bench/: its tree from `git archive`, this
+ * checkout's node_modules beside it.
+ */
+function buildCommit(revision) {
+  const commit = execFileSync("git", ["rev-parse", "--short", revision], { cwd: root, encoding: "utf8" }).trim();
+  const source = join(root, ".bench", `src-${commit}`);
+  const outdir = join(root, ".bench", `build-${commit}`);
+  if (existsSync(join(outdir, "index.js"))) return outdir;
+  rmSync(source, { recursive: true, force: true });
+  mkdirSync(source, { recursive: true });
+  execFileSync("sh", ["-c", `git archive ${commit} | tar -x -C "${source}"`], { cwd: root });
+  symlinkSync(join(root, "node_modules"), join(source, "node_modules"));
+  console.log(`  building ${commit} (${revision})…`);
+  execFileSync("npm", ["run", "--silent", "build:wrapper"], { cwd: source, stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], {
+    cwd: source,
+    stdio: "ignore",
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+  });
+  return outdir;
+}
+
+async function rotation(bench, count, iterations) {
+  const operator = { "SVC-OPERATOR-KEY": bench.operatorKey };
+  const tenant = await bench.seedTenant();
+  const caller = await bench.createApplication(tenant, {
+    type: "private",
+    rules: [{ priority: 1, container: "/", transform: "reveal", permissions: ["token:create", "token:read"] }],
+  });
+  let serial = SSN_BASE;
+  const batch = () =>
+    Array.from({ length: 100 }, () => {
+      const digits = String(serial++);
+      return { type: "social_security_number", data: `${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}` };
+    });
+  const ids = [];
+  const seedingStarted = performance.now();
+  for (let i = 0; i < count; i += 100) {
+    const reply = await bench.request("POST", "/tokenize", { key: caller.key, body: batch() });
+    if (reply.status !== 201) throw new Error(`tokenize failed: ${reply.status}`);
+    if (ids.length < 1_000) ids.push(...reply.body.map((token) => token.id));
+  }
+  const createdPerSecond = count / ((performance.now() - seedingStarted) / 1000);
+
+  let probe = 0;
+  const read = async () => {
+    const reply = await bench.request("GET", `/tokens/${ids[probe++ % ids.length]}`, { key: caller.key });
+    if (reply.status !== 200) throw new Error(`read answered ${reply.status}`);
+  };
+  const create = async () => {
+    const reply = await bench.request("POST", "/tokens", { key: caller.key, body: batch()[0] });
+    if (reply.status !== 201) throw new Error(`create answered ${reply.status}`);
+  };
+  const readBefore = await bench.latency(read, { iterations });
+  const createBefore = await bench.latency(create, { iterations });
+
+  // The job's progress, polled beside the measurements: when it starts and stops re-encrypting.
+  const job = { state: "waiting", done: 0, runningAt: null, finishedAt: null };
+  const started = await bench.request("POST", `/tenants/${tenant.tenantId}/rotation`, { headers: operator });
+  if (started.status !== 202) throw new Error(`rotation did not start: ${started.status} ${JSON.stringify(started.body)}`);
+  const polling = (async () => {
+    while (job.state !== "done") {
+      const reply = await bench.request("GET", `/tenants/${tenant.tenantId}/rotation`, { headers: operator });
+      if (reply.status !== 200) throw new Error(`rotation status answered ${reply.status}`);
+      const now = performance.now();
+      if (reply.body.state !== "waiting") job.runningAt ??= now;
+      if (reply.body.state === "finishing" || reply.body.state === "done") job.finishedAt ??= now;
+      Object.assign(job, { state: reply.body.state, done: reply.body.done });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  while (job.runningAt === null) await new Promise((resolve) => setTimeout(resolve, 20));
+  // Reads and creates turn about for as long as the job re-encrypts.
+  const during = { read: [], create: [] };
+  while (job.state === "running" && during.read.length < iterations) {
+    for (const [name, fn] of [
+      ["read", read],
+      ["create", create],
+    ]) {
+      const start = performance.now();
+      await fn();
+      during[name].push(performance.now() - start);
+    }
+  }
+  await polling;
+  const rowsPerSecond = job.done / ((job.finishedAt - job.runningAt) / 1000);
+  console.log(`  data-key rotation of ${count} tokens (${job.done} records re-encrypted)`);
+  bench.report("  rotation re-encrypts", rowsPerSecond, "POST /tokenize creates", createdPerSecond, "rows/s");
+  bench.report(`  read p50 while it runs (${during.read.length})`, p50(during.read), "read p50 before", readBefore.p50, "ms");
+  bench.report(`  create p50 while it runs (${during.create.length})`, p50(during.create), "create p50 before", createBefore.p50, "ms");
+}
+
+function p50(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
