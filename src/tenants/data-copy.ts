@@ -31,7 +31,11 @@ export async function copyTokens(source: D1Database, target: D1Database, tenantI
   const ids = JSON.stringify(tokens.map((token) => token.id));
   const sides = await source.batch(
     SIDE_TABLES.map((table) =>
-      source.prepare(`SELECT * FROM ${table} WHERE tenant_id = ? AND token_id IN (SELECT value FROM json_each(?))`).bind(tenantId, ids),
+      // Every column of a side table is in its primary key, so SQLite would rather read the tenant's
+      // whole primary-key range (a covering index) than look the page's tokens up one by one.
+      source
+        .prepare(`SELECT * FROM ${table} INDEXED BY ${table}_token WHERE tenant_id = ? AND token_id IN (SELECT value FROM json_each(?))`)
+        .bind(tenantId, ids),
     ),
   );
   await target.batch([
