@@ -14,6 +14,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** Bundles the worker as `wrangler deploy` would, into `outdir`, with the sandbox's wrapper built afresh. */
 export function buildWorker(outdir) {
   execFileSync("npm", ["run", "--silent", "build:wrapper"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("npm", ["run", "--silent", "build:docs"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], {
     cwd: root,
     stdio: "ignore",
@@ -29,6 +30,7 @@ const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.e
  * Starts the vault (built into `buildDir`) beside any `workers` given (Miniflare worker options);
  * `onLog({level, message})`, when given, receives every log line instead of the console.
  * `dataDatabases: n` binds DB_1 … DB_n beside the control database DB (none: DB holds the data too).
+ * `assets: true` serves wrangler.toml's static assets (public/) in front of the worker.
  * Two hops of Miniflare's own are left out, for every worker, because production has neither:
  * - unsafeDirectSockets: requests reach each worker on its own socket instead of through
  *   Miniflare's entry worker (which routes and adds CF-* headers; about 0.7 ms a request here);
@@ -36,9 +38,17 @@ const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.e
  *   Miniflare's that strips one header.
  *
  * @param {{ buildDir: string, host?: string, bindings?: Record<string, string>, workers?: object[],
- *   onLog?: (log: { level: string, message: string }) => void, dataDatabases?: number }} options
+ *   onLog?: (log: { level: string, message: string }) => void, dataDatabases?: number, assets?: boolean }} options
  */
-export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings = {}, workers = [], onLog, dataDatabases = 0 }) {
+export async function startLocalVault({
+  buildDir,
+  host = "127.0.0.1",
+  bindings = {},
+  workers = [],
+  onLog,
+  dataDatabases = 0,
+  assets = false,
+}) {
   const databases = {
     DB: "vault",
     ...Object.fromEntries(Array.from({ length: dataDatabases }, (_, i) => [`DB_${i + 1}`, `vault-data-${i + 1}`])),
@@ -64,6 +74,9 @@ export async function startLocalVault({ buildDir, host = "127.0.0.1", bindings =
         // The queues as wrangler.toml declares them (producers and this worker's consumers).
         queueProducers: queues.queueProducers,
         queueConsumers: queues.queueConsumers,
+        // With `assets`, the static assets (public/: the API reference page's) are served in front
+        // of the worker, as in production; left out by default, so benchmarks measure the worker alone.
+        ...(assets ? { assets: queues.assets } : {}),
         workerLoaders: { LOADER: {} },
         stripCfConnectingIp: false,
         unsafeDirectSockets: direct,

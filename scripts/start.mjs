@@ -39,6 +39,7 @@ const devVars = Object.fromEntries(
 const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: "inherit" });
 if (existsSync(join(root, "grammar", "search.peggy"))) run("npm", ["run", "--silent", "build:parser"]);
 run("npm", ["run", "--silent", "build:wrapper"]);
+run("npm", ["run", "--silent", "build:docs"]);
 // The control database and every data database (DB_1 … DB_N, when wrangler.toml binds them).
 const wranglerToml = readFileSync(join(root, "wrangler.toml"), "utf8");
 const databases = [...wranglerToml.matchAll(/^binding\s*=\s*"(DB(?:_\d+)?)"/gm)].map((match) => match[1]);
@@ -58,6 +59,7 @@ wrangler.stdout.on("data", (chunk) => {
         "",
         "  Token vault is running.",
         `  Base URL:          http://localhost:${port}`,
+        `  API reference:     http://localhost:${port}/docs`,
         `  Bootstrap API key: ${devVars.BOOTSTRAP_API_KEY}`,
         `  Try:               curl -H "SVC-API-KEY: ${devVars.BOOTSTRAP_API_KEY}" http://localhost:${port}/applications`,
         `  Operator key (header SVC-OPERATOR-KEY: /tenants, /keys): ${devVars.OPERATOR_API_KEY}`,

@@ -74,6 +74,8 @@ export function buildApp() {
     }
     return c.json(document);
   });
+  // The API reference page: its script and styles are the vault's own static assets (public/docs).
+  app.get("/docs", (c) => c.html(DOCS_PAGE));
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",
     in: "header",
@@ -115,3 +117,20 @@ function handleErrorResponse(c: Context<AppEnv>, error: MethodNotAllowedError | 
   if (c.var.config) response.headers.set(c.var.config.headers.traceId, c.var.traceId);
   return response;
 }
+
+/** The API reference page: Swagger UI (public/docs/vendor) rendering /openapi.json, set up by public/docs/init.js. */
+const DOCS_PAGE = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <title>Token vault API reference</title>
+    <link rel="stylesheet" href="/docs/vendor/swagger-ui.css" />
+  </head>
+  <body>
+    <div id="reference"></div>
+    <script src="/docs/vendor/swagger-ui-bundle.js"></script>
+    <script src="/docs/init.js"></script>
+  </body>
+</html>
+`;

@@ -1,0 +1,14 @@
+// The API reference page (/docs): Swagger UI over the vault's own OpenAPI document, whose header
+// names already follow this deployment's HEADER_PREFIX. "Authorize" takes an API key (or the
+// operator key), and "Try it out" sends requests to this vault.
+window.addEventListener("load", () => {
+  window.ui = window.SwaggerUIBundle({
+    url: "/openapi.json",
+    dom_id: "#reference",
+    deepLinking: true,
+    persistAuthorization: true,
+    tryItOutEnabled: true,
+    docExpansion: "none",
+    defaultModelsExpandDepth: 0,
+  });
+});
