@@ -200,6 +200,7 @@ describe("bootstrap", () => {
 });
 
 describe("OpenAPI", () => {
+  // /docs is the page that renders the document, not an operation of the API.
   it("serves an OpenAPI 3.1 document that covers every route", async () => {
     const reply = await call("GET", "/openapi.json");
     expect(reply.status).toBe(200);
@@ -210,7 +211,7 @@ describe("OpenAPI", () => {
       ),
     );
     const routes = buildApp()
-      .routes.filter((route) => route.method !== "ALL" && !["/openapi.json", "/health"].includes(route.path))
+      .routes.filter((route) => route.method !== "ALL" && !["/openapi.json", "/health", "/docs"].includes(route.path))
       .map((route) => `${route.method} ${route.path.replace(/:(\w+)(\{[^}]*\})?/g, "{$1}")}`);
     expect(routes.length).toBeGreaterThan(5);
     for (const route of new Set(routes)) expect(documented, route).toContain(route);
