@@ -13,7 +13,16 @@ export const ProblemSchema = z
     detail: z.string(),
     errors: z.record(z.string(), z.array(z.string())).optional(),
   })
-  .openapi("Problem");
+  .openapi("Problem", {
+    description: "RFC 7807 problem details; `errors` names each invalid member",
+    example: {
+      type: "about:blank",
+      title: "Bad Request",
+      status: 400,
+      detail: "Invalid body: data: must be a string of 13 to 19 digits for type card_number",
+      errors: { data: ["must be a string of 13 to 19 digits for type card_number"] },
+    },
+  });
 
 export const PageQuery = z.object({
   page: z.coerce.number({ error: "must be an integer" }).int("must be an integer").min(1, "must be at least 1").default(1),
@@ -88,8 +97,9 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   503: "The tenant is being moved to another database; retry after Retry-After",
 };
 
-export const jsonBody = <T extends z.ZodType>(schema: T) => ({
-  body: { required: true, content: { "application/json": { schema } } },
+/** A required JSON body, with an example the API reference page shows (and fills in for "Try it out"). */
+export const jsonBody = <T extends z.ZodType>(schema: T, example?: z.input<T>) => ({
+  body: { required: true, content: { "application/json": { schema, ...(example === undefined ? {} : { example }) } } },
 });
 
 /** A JSON body the request may leave out altogether (the route then sees `{}`). */
@@ -102,9 +112,9 @@ export const mergePatchBody = <T extends z.ZodType>(schema: T) => ({
   body: { required: true, content: { "application/merge-patch+json": { schema } } },
 });
 
-export const jsonContent = <T extends z.ZodType>(schema: T, description: string) => ({
+export const jsonContent = <T extends z.ZodType>(schema: T, description: string, example?: z.output<T>) => ({
   description,
-  content: { "application/json": { schema } },
+  content: { "application/json": { schema, ...(example === undefined ? {} : { example }) } },
 });
 
 export function isoTime(ms: number | null | undefined): string | null {

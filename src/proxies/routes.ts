@@ -2,7 +2,17 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { idempotent } from "../http/idempotency";
 import { limitBody, optionalJson, requireContentType, requirePermission } from "../http/middleware";
 import { createRouter, HTTP_METHODS } from "../http/router";
-import { IdParams, jsonBody, jsonContent, ListQuery, mergePatchBody, optionalJsonBody, paginated, problemResponses } from "../http/schemas";
+import {
+  IdParams,
+  jsonBody,
+  jsonContent,
+  ListQuery,
+  mergePatchBody,
+  optionalJsonBody,
+  ProblemSchema,
+  paginated,
+  problemResponses,
+} from "../http/schemas";
 import { INVOCATION_PATH } from "./destination";
 import { proxyErrorResponse } from "./errors";
 import { invokeProxy } from "./invocation";
@@ -20,7 +30,15 @@ const create = createRoute({
   security,
   summary: "Create a proxy; the vault generates its key",
   middleware: [requirePermission("proxy:create"), json, idempotent] as const,
-  request: jsonBody(ProxyBody),
+  request: jsonBody(ProxyBody, {
+    name: "Payments partner",
+    destination_url: "https://api.partner.example/charges",
+    request_transform: {
+      code: "module.exports = async function (req) {\n  return { headers: { ...req.args.headers, authorization: `Bearer ${req.configuration.PARTNER_TOKEN}` }, body: req.args.body };\n};",
+    },
+    configuration: { PARTNER_TOKEN: "partner-secret" },
+    require_auth: true,
+  }),
   responses: { 201: jsonContent(ProxySchema, "The proxy"), ...problemResponses(400, 401, 403, 409, 413, 415, 503) },
 });
 
@@ -112,7 +130,17 @@ export const proxyRoutes = createRouter()
     return c.body(null, 204);
   });
 
-const ProxyErrorSchema = z.object({ proxy_error: z.any() }).openapi("ProxyError");
+const ProxyErrorSchema = z.object({ proxy_error: ProblemSchema }).openapi("ProxyError", {
+  description: "A failure inside the vault (not the destination's answer, which is returned as it is)",
+  example: {
+    proxy_error: {
+      type: "about:blank",
+      title: "Not Found",
+      status: 404,
+      detail: "Token 0c2d7b0e-6f4c-4d8e-9a55-3f1f0b6d2a11 was not found",
+    },
+  },
+});
 
 /**
  * Invocation does its own authentication (the proxy key, then `{P}-API-KEY` when the proxy requires

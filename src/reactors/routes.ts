@@ -38,7 +38,16 @@ const createFormula = createRoute({
   security,
   summary: "Create a private reactor formula; its code is checked by the sandbox",
   middleware: [requirePermission("reactor:create"), json, idempotent] as const,
-  request: jsonBody(FormulaBody),
+  request: jsonBody(FormulaBody, {
+    name: "Charge a card",
+    description: "Sends the card to the processor with the merchant's key",
+    type: "private",
+    code: "module.exports = async function (req) {\n  return { raw: { charged: req.args.card_number.slice(-4), merchant: req.configuration.MERCHANT_ID } };\n};",
+    configuration: [{ name: "MERCHANT_ID", description: "The processor's merchant id", type: "string" }],
+    request_parameters: [
+      { name: "card_number", description: "A card number, or a reference to its token", type: "string", optional: false },
+    ],
+  }),
   responses: { 201: jsonContent(FormulaSchema, "The formula"), ...problemResponses(400, 401, 403, 409, 413, 415, 503) },
 });
 

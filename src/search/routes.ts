@@ -26,7 +26,7 @@ const search = createRoute({
     "fingerprint, data, container, metadata.<key>, created_by, created_at, modified_by, modified_at. Results are " +
     "newest first, limited to the containers where the caller holds token:search, with data per its access transform.",
   middleware: [requirePermission("token:search"), requireContentType("application/json"), staleReadsAllowed, timeSearch] as const,
-  request: jsonBody(SearchTokensBody),
+  request: jsonBody(SearchTokensBody, { query: "data:4242424242424242 AND container:/pci/*", page: 1, size: 20 }),
   responses: {
     200: jsonContent(paginated(TokenSchema), "A page of tokens, newest first"),
     ...problemResponses(400, 401, 403, 413, 415),

@@ -5,6 +5,7 @@ import { callConfigured } from "../support/configured";
 import { call, expectProblem, seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
 import { createProxy } from "../support/proxies";
+import { seedTokenTenant } from "../support/tokens";
 
 describe("errors", () => {
   it("answers an unknown route with a 404 problem", async () => {
@@ -215,6 +216,29 @@ describe("OpenAPI", () => {
       .map((route) => `${route.method} ${route.path.replace(/:(\w+)(\{[^}]*\})?/g, "{$1}")}`);
     expect(routes.length).toBeGreaterThan(5);
     for (const route of new Set(routes)) expect(documented, route).toContain(route);
+  });
+
+  it("shows examples the vault accepts (a card token, a tokenize body, a search, a proxy with a transform, a formula) and the proxy_error shape", async () => {
+    const document = (await call("GET", "/openapi.json")).body;
+    const tenant = await seedTokenTenant();
+    const examples: [string, string][] = [
+      ["/tokens", tenant.key],
+      ["/tokenize", tenant.key],
+      ["/tokens/search", tenant.key],
+      ["/proxies", tenant.managementKey],
+      ["/reactor-formulas", tenant.managementKey],
+    ];
+    for (const [path, key] of examples) {
+      const example = document.paths[path].post.requestBody.content["application/json"].example;
+      expect(example, path).toBeDefined();
+      const reply = await call("POST", path, { key, body: example });
+      expect(reply.status, `${path}: ${JSON.stringify(reply.body)}`).toBeLessThan(300);
+    }
+    expect(document.paths["/tokens"].post.responses["201"].content["application/json"].example).toMatchObject({ type: "card" });
+    expect(document.components.schemas.ProxyError).toMatchObject({
+      properties: { proxy_error: { $ref: "#/components/schemas/Problem" } },
+      example: { proxy_error: { status: 404, title: "Not Found" } },
+    });
   });
 
   it("names the headers and the proxy key parameter with the deployment's HEADER_PREFIX", async () => {
