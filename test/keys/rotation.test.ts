@@ -192,9 +192,10 @@ describe("rotating a tenant's data keys", () => {
       expect(dump).not.toContain(value);
     }
     expect((await call("GET", `/tokens/${untouched.id}`, { key: other.key })).body.data).toBe(ssn(1));
-    expect(
-      (await dataDatabaseOf(other.tenantId)).prepare("SELECT key_version FROM tokens WHERE tenant_id = ?").bind(other.tenantId).first(),
-    ).resolves.toEqual({ key_version: 1 });
+    const otherDatabase = await dataDatabaseOf(other.tenantId);
+    expect(await otherDatabase.prepare("SELECT key_version FROM tokens WHERE tenant_id = ?").bind(other.tenantId).first()).toEqual({
+      key_version: 1,
+    });
 
     // A second rotation goes on to version 3.
     const again = await call("POST", `/tenants/${tenant.tenantId}/rotation`, { headers: operator });
