@@ -28,7 +28,7 @@ import { isoTime } from "../http/schemas";
 import { sealingContext } from "../idempotency/service";
 import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";
 import { configurationContext as reactorConfigurationContext } from "../reactors/configuration";
-import { findMove, isShredded, placementOf } from "../tenants/storage";
+import { findMove, placementOf } from "../tenants/storage";
 import { resealToken } from "../tokens/sealing";
 import * as tokenStorage from "../tokens/storage";
 import { secretContext } from "../webhooks/service";
@@ -61,6 +61,9 @@ export interface RotationStatus {
 const STEP_BUDGET_MS = 1_000;
 /** How long past its expected next step a chain keeps the lease: after that the cron takes over. */
 const LEASE_SLACK_MS = 15_000;
+/** The lease of a chain whose next step runs `delayMs` from now. */
+const leaseFor = (delayMs = 0) => Date.now() + delayMs + STEP_BUDGET_MS + LEASE_SLACK_MS;
+
 /** Tokens re-sealed per D1 batch (each is a handful of statements). */
 const TOKENS_PER_WRITE = 10;
 
@@ -105,8 +108,9 @@ export function statusOf(rotation: storage.Rotation): RotationStatus {
 
 /** The tenant's latest rotation. */
 export async function rotationStatus(context: RequestContext, tenantId: string): Promise<RotationStatus> {
+  // Shredding a tenant deletes its rotation too.
   const rotation = await storage.findRotation(context.control, tenantId);
-  if (!rotation || (await isShredded(context.control, tenantId))) throw new NotFoundError(`No rotation of tenant ${tenantId}'s data keys`);
+  if (!rotation) throw new NotFoundError(`No rotation of tenant ${tenantId}'s data keys`);
   return statusOf(rotation);
 }
 
@@ -116,7 +120,8 @@ export async function rotationStatus(context: RequestContext, tenantId: string):
  */
 export async function startRotation(context: RequestContext, tenantId: string): Promise<RotationStatus> {
   const { control } = context;
-  if (!(await placementOf(control, tenantId)) || (await isShredded(control, tenantId))) throw new NotFoundError(`Tenant ${tenantId}`);
+  const placement = await placementOf(control, tenantId);
+  if (!placement || placement.shredded) throw new NotFoundError(`Tenant ${tenantId}`);
   const running = await storage.findRotation(control, tenantId);
   if (running && running.state !== "done") {
     throw new ConflictError(`Tenant ${tenantId}'s data keys are already being rotated (${running.state}); GET its rotation to follow it`);
@@ -194,7 +199,7 @@ export async function resumeRotations(context: RequestContext, now = Date.now())
 /** Runs the rotation's steps for up to STEP_BUDGET_MS while `runner` holds it, then queues the next message. */
 async function advance(context: RequestContext, { tenant_id: tenantId, runner }: RotationMessage): Promise<void> {
   const startedAt = Date.now();
-  let rotation = await storage.claimRotation(context.control, tenantId, runner, startedAt, startedAt + STEP_BUDGET_MS + LEASE_SLACK_MS);
+  let rotation = await storage.claimRotation(context.control, tenantId, runner, startedAt, leaseFor());
   // Done, gone (the tenant was shredded), or another chain holds it.
   if (!rotation) return;
   const ttl = context.config.CREDENTIAL_CACHE_TTL_MS;
@@ -232,7 +237,7 @@ async function advance(context: RequestContext, { tenant_id: tenantId, runner }:
     rotation = await storage.updateRotation(context.control, rotation, {
       ...changes,
       lastError: null,
-      leaseUntil: Date.now() + STEP_BUDGET_MS + LEASE_SLACK_MS,
+      leaseUntil: leaseFor(),
     });
     if (!rotation) return;
     await yieldToRequests();
@@ -242,9 +247,7 @@ async function advance(context: RequestContext, { tenant_id: tenantId, runner }:
 
 /** Hands the chain on to a message `delayMs` from now, extending the lease to cover the wait. */
 async function later(context: RequestContext, rotation: storage.Rotation, delayMs: number): Promise<void> {
-  const held = await storage.updateRotation(context.control, rotation, {
-    leaseUntil: Date.now() + delayMs + STEP_BUDGET_MS + LEASE_SLACK_MS,
-  });
+  const held = await storage.updateRotation(context.control, rotation, { leaseUntil: leaseFor(delayMs) });
   if (held) await queueStep(context, rotation, delayMs);
 }
 

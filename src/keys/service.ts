@@ -31,14 +31,17 @@ export async function tenantKeysOf(context: RequestContext, tenantId: string): P
     (found) => found.length > 0,
   );
   if (rows.length === 0) rows = await storeDerivedKeys(context, keyring, tenantId);
-  return new TenantKeys(tenantId, await Promise.all(rows.map((row) => importRecord(keyring, row))));
+  return keysOfRecords(keyring, tenantId, rows);
 }
 
 /** The tenant's data keys as stored now, past this isolate's cache: what a rotation's steps work with. */
 export async function storedTenantKeys(context: RequestContext, tenantId: string): Promise<TenantKeys> {
-  const keyring = Keyring.of(context.config.keyring);
   const rows = await storage.keyRecords(context.control, tenantId);
   if (rows.length === 0) throw new NotFoundError(`Tenant ${tenantId}`);
+  return keysOfRecords(Keyring.of(context.config.keyring), tenantId, rows);
+}
+
+async function keysOfRecords(keyring: Keyring, tenantId: string, rows: storage.KeyRecord[]): Promise<TenantKeys> {
   return new TenantKeys(tenantId, await Promise.all(rows.map((row) => importRecord(keyring, row))));
 }
 

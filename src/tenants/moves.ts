@@ -42,7 +42,7 @@ export async function moveTenant(context: RequestContext, tenantId: string, inpu
   const { control } = context;
   requireDataBinding(context.dataBindings(), input.database);
   const placement = await storage.placementOf(control, tenantId);
-  if (!placement || (await storage.isShredded(control, tenantId))) throw new NotFoundError(`Tenant ${tenantId}`);
+  if (!placement || placement.shredded) throw new NotFoundError(`Tenant ${tenantId}`);
   let move: storage.TenantMove =
     (await storage.findMove(control, tenantId)) ?? (await startMove(context, tenantId, placement.database, input.database));
   if (move.target !== input.database) {

@@ -47,27 +47,25 @@ export async function insertBootstrapTenant(
   ]);
 }
 
-/** Where a tenant's data is, and whether a move is blocking its writes. */
+/** Where a tenant's data is, whether a move is blocking its writes, and whether it was shredded. */
 export interface Placement {
   database: string;
   writesBlocked: boolean;
+  /** The tenant was crypto-shredded: its rows may still wait for the purge. */
+  shredded: boolean;
 }
 
 /** The tenant's placement, or null for an unknown tenant. */
 export async function placementOf(db: Database, tenantId: string): Promise<Placement | null> {
   const [row] = await db
-    .select({ database: tenants.database, phase: tenantMoves.phase })
+    .select({ database: tenants.database, phase: tenantMoves.phase, shreddedAt: tenants.shreddedAt })
     .from(tenants)
     .leftJoin(tenantMoves, eq(tenantMoves.tenantId, tenants.id))
     .where(eq(tenants.id, tenantId))
     .limit(1);
-  return row ? { database: row.database, writesBlocked: row.phase === "blocked" || row.phase === "switched" } : null;
-}
-
-/** Whether the tenant was crypto-shredded (its rows may still wait for the purge). */
-export async function isShredded(db: Database, tenantId: string): Promise<boolean> {
-  const [row] = await db.select({ shreddedAt: tenants.shreddedAt }).from(tenants).where(eq(tenants.id, tenantId));
-  return row?.shreddedAt != null;
+  return row
+    ? { database: row.database, writesBlocked: row.phase === "blocked" || row.phase === "switched", shredded: row.shreddedAt !== null }
+    : null;
 }
 
 /** How many tenants each data database holds (databases without any are absent). */

@@ -189,8 +189,7 @@ export function isTakenIdError(error: unknown): boolean {
  * statements check for the new ciphertext, whose random IV makes it unique to this write.
  */
 export async function replaceToken(d1: D1Database, token: SealedToken, readCiphertext: string): Promise<boolean> {
-  const [update] = await d1.batch(replaceStatements(d1, token, readCiphertext));
-  return update?.meta.changes === 1;
+  return (await replaceTokens(d1, [{ token, readCiphertext }])) === 1;
 }
 
 /** Replaces several tokens as replaceToken does, in one batch: how many were replaced. */
