@@ -34,7 +34,7 @@ const create = createRoute({
     name: "Payments partner",
     destination_url: "https://api.partner.example/charges",
     request_transform: {
-      code: "module.exports = async function (req) {\n  return { headers: { ...req.args.headers, authorization: `Bearer ${req.configuration.PARTNER_TOKEN}` }, body: req.args.body };\n};",
+      code: 'module.exports = async function (req) {\n  return { headers: { ...req.args.headers, authorization: "Bearer " + req.configuration.PARTNER_TOKEN }, body: req.args.body };\n};',
     },
     configuration: { PARTNER_TOKEN: "partner-secret" },
     require_auth: true,
