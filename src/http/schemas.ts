@@ -103,13 +103,13 @@ export const jsonBody = <T extends z.ZodType>(schema: T, example?: z.input<T>) =
 });
 
 /** A JSON body the request may leave out altogether (the route then sees `{}`). */
-export const optionalJsonBody = <T extends z.ZodType>(schema: T) => ({
-  body: { required: false, content: { "application/json": { schema } } },
+export const optionalJsonBody = <T extends z.ZodType>(schema: T, example?: z.input<T>) => ({
+  body: { required: false, content: { "application/json": { schema, ...(example === undefined ? {} : { example }) } } },
 });
 
 /** PATCH bodies are JSON merge patches (RFC 7396). */
-export const mergePatchBody = <T extends z.ZodType>(schema: T) => ({
-  body: { required: true, content: { "application/merge-patch+json": { schema } } },
+export const mergePatchBody = <T extends z.ZodType>(schema: T, example?: z.input<T>) => ({
+  body: { required: true, content: { "application/merge-patch+json": { schema, ...(example === undefined ? {} : { example }) } } },
 });
 
 export const jsonContent = <T extends z.ZodType>(schema: T, description: string, example?: z.output<T>) => ({

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { ZodType } from "zod";
 import { buildApp } from "../../src/app";
 import { callConfigured } from "../support/configured";
 import { call, expectProblem, seedTenant } from "../support/harness";
@@ -239,6 +240,36 @@ describe("OpenAPI", () => {
       properties: { proxy_error: { $ref: "#/components/schemas/Problem" } },
       example: { proxy_error: { status: 404, title: "Not Found" } },
     });
+  });
+
+  it("describes every operation, with an example of each body and each JSON success, each valid by its own schema", async () => {
+    const operations = buildApp().openAPIRegistry.definitions.flatMap((definition) =>
+      definition.type === "route" ? [definition.route] : [],
+    );
+    expect(operations.length).toBeGreaterThan(50);
+    const faults: string[] = [];
+    for (const operation of operations) {
+      const name = `${operation.method.toUpperCase()} ${operation.path}`;
+      if (!operation.description?.trim()) faults.push(`${name}: no description`);
+      const media = [
+        ...Object.entries(operation.request?.body?.content ?? {}).map(([type, content]) => [`${name} body (${type})`, content] as const),
+        ...Object.entries(operation.responses)
+          .filter(([status]) => status.startsWith("2"))
+          .flatMap(([status, response]) =>
+            Object.entries(("content" in response && response.content) || {}).map(
+              ([type, content]) => [`${name} ${status} (${type})`, content] as const,
+            ),
+          ),
+      ];
+      for (const [where, content] of media as [string, { schema: ZodType; example?: unknown }][]) {
+        if (content.example === undefined) faults.push(`${where}: no example`);
+        else {
+          const parsed = await content.schema.safeParseAsync(content.example);
+          for (const issue of parsed.error?.issues ?? []) faults.push(`${where}: ${issue.path.join(".")} ${issue.message}`);
+        }
+      }
+    }
+    expect(faults).toEqual([]);
   });
 
   it("names the headers and the proxy key parameter with the deployment's HEADER_PREFIX", async () => {

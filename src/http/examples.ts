@@ -1,0 +1,34 @@
+/**
+ * The sample ids and times the OpenAPI examples share, so that the examples of one area refer to
+ * the objects of another consistently (the application that created a token, the formula of a
+ * reactor). They are documentation only; test/foundation/platform.test.ts parses every example with
+ * its operation's own schema.
+ */
+export const EXAMPLE_IDS = {
+  tenant: "7d3f0a9e-1b2c-4d5e-8f90-a1b2c3d4e5f6",
+  application: "5b8c1e2a-3d4f-4a6b-9c7d-8e9f0a1b2c3d",
+  apiKey: "9e4a2f61-7c3b-4d1e-8a5f-2b6c9d0e1f23",
+  token: "0c2d7b0e-6f4c-4d8e-9a55-3f1f0b6d2a11",
+  otherToken: "4f6a8c0e-2b4d-4f6a-8c0e-2b4d6f8a0c1e",
+  proxy: "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+  formula: "e3f4a5b6-c7d8-4e9f-a0b1-c2d3e4f5a6b7",
+  reactor: "a9b8c7d6-e5f4-4a3b-9c2d-1e0f9a8b7c6d",
+  webhook: "c5d6e7f8-a9b0-4c1d-8e2f-3a4b5c6d7e8f",
+  log: "d7e8f9a0-b1c2-4d3e-9f4a-5b6c7d8e9f0a",
+} as const;
+
+export const EXAMPLE_TIME = "2026-11-23T12:00:00.000Z";
+
+/** The audit members of an example resource: created and last modified by the example application. */
+export const EXAMPLE_AUDIT_FIELDS = {
+  created_by: EXAMPLE_IDS.application,
+  created_at: EXAMPLE_TIME,
+  modified_by: EXAMPLE_IDS.application,
+  modified_at: EXAMPLE_TIME,
+} as const;
+
+/** A first page holding the one example item. */
+export const examplePage = <T>(item: T) => ({
+  pagination: { total_items: 1, page_number: 1, page_size: 20, total_pages: 1 },
+  data: [item],
+});
