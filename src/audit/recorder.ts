@@ -3,22 +3,45 @@ import { type AuditEntry, byTenant } from "./entry";
 import * as storage from "./storage";
 import { chainDatabase } from "./writer";
 
-/** Cloudflare Queues takes at most 100 messages in one sendBatch. */
-const SEND_BATCH = 100;
+/** Cloudflare Queues takes at most 100 messages and 256 KB in one sendBatch (the margin is for framing). */
+const SEND_BATCH_MESSAGES = 100;
+const SEND_BATCH_BYTES = 200_000;
 
 /**
- * Records a request's entries after its answer has left (`waitUntil`), so the send costs the caller
- * nothing. When neither the queue nor audit_pending takes them, each entry is written whole to the
- * worker's log, the last place that keeps it: entries hold no sensitive values
- * (test/audit/operations.test.ts scans them for every plaintext).
+ * Entries of this isolate's requests waiting for the next send to their queue; a queue is here while
+ * a request has taken that send on. Concurrent requests share one sendBatch: the send is most of what
+ * auditing costs a request (docs/decisions.md, "Audit").
+ */
+const waitingFor = new WeakMap<Queue, AuditEntry[]>();
+
+/**
+ * Records a request's entries after its answer has left, so the send costs the caller nothing. The
+ * first request to find no send pending takes it on (`waitUntil`) and sends, one tick later, what
+ * every request has added by then. Only that request does I/O for the batch, in its own context: the
+ * others await nothing (Workers refuse I/O for one request from another's context). When neither the
+ * queue nor audit_pending takes the entries, each is written whole to the worker's log, the last
+ * place that keeps it: entries hold no sensitive values (test/audit/operations.test.ts scans them).
  */
 export function recordAfterAnswer(waitUntil: (promise: Promise<unknown>) => void, context: RequestContext, entries: AuditEntry[]): void {
   if (entries.length === 0 || !context.config.AUDIT_LOG) return;
-  waitUntil(
-    recordEntries(context, entries).catch(() => {
-      for (const entry of entries) console.error(`audit: unrecorded entry ${JSON.stringify(entry)}`);
-    }),
-  );
+  const queue = context.auditQueue;
+  const waiting = waitingFor.get(queue);
+  if (waiting) {
+    waiting.push(...entries);
+    return;
+  }
+  waitingFor.set(queue, [...entries]);
+  waitUntil(sendWaiting(context, queue));
+}
+
+async function sendWaiting(context: RequestContext, queue: Queue): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  const entries = waitingFor.get(queue) ?? [];
+  waitingFor.delete(queue);
+  await recordEntries(context, entries).catch((error: unknown) => {
+    const unrecorded = error instanceof UnrecordedEntriesError ? error.entries : entries;
+    for (const entry of unrecorded) console.error(`audit: unrecorded entry ${JSON.stringify(entry)}`);
+  });
 }
 
 /**
@@ -28,19 +51,49 @@ export function recordAfterAnswer(waitUntil: (promise: Promise<unknown>) => void
  */
 export async function recordEntries(context: RequestContext, entries: AuditEntry[]): Promise<void> {
   if (entries.length === 0 || !context.config.AUDIT_LOG) return;
+  let sent = 0;
   try {
-    for (let start = 0; start < entries.length; start += SEND_BATCH) {
-      await context.auditQueue.sendBatch(entries.slice(start, start + SEND_BATCH).map((body) => ({ body, contentType: "json" as const })));
+    for (const batch of sendBatches(entries)) {
+      await context.auditQueue.sendBatch(batch.map((body) => ({ body, contentType: "json" as const })));
+      sent += batch.length;
     }
   } catch (error) {
-    console.warn(`audit: the queue did not take ${entries.length} entries (${(error as Error).message}); keeping them in audit_pending`);
+    const unsent = entries.slice(sent);
+    console.warn(`audit: the queue did not take ${unsent.length} entries (${(error as Error).message}); keeping them in audit_pending`);
     try {
-      for (const [tenantId, pending] of byTenant(entries, (entry) => entry.tenant_id)) {
+      for (const [tenantId, pending] of byTenant(unsent, (entry) => entry.tenant_id)) {
         await storage.keepPending(await chainDatabase(context, tenantId), pending);
       }
     } catch (spillError) {
-      console.error(`audit: audit_pending refused ${entries.length} entries too (${(spillError as Error).message})`);
-      throw spillError;
+      console.error(`audit: audit_pending refused ${unsent.length} entries too (${(spillError as Error).message})`);
+      throw new UnrecordedEntriesError(unsent, spillError);
     }
   }
+}
+
+/** Neither the queue nor audit_pending took these entries (the queue may have taken the others). */
+class UnrecordedEntriesError extends Error {
+  constructor(
+    readonly entries: AuditEntry[],
+    cause: unknown,
+  ) {
+    super(`${entries.length} audit entries were not recorded`, { cause });
+  }
+}
+
+/** The entries cut into batches the queue takes. */
+function* sendBatches(entries: AuditEntry[]): Generator<AuditEntry[]> {
+  let batch: AuditEntry[] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    const size = JSON.stringify(entry).length;
+    if (batch.length === SEND_BATCH_MESSAGES || (batch.length > 0 && bytes + size > SEND_BATCH_BYTES)) {
+      yield batch;
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(entry);
+    bytes += size;
+  }
+  if (batch.length > 0) yield batch;
 }

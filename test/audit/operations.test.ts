@@ -1,12 +1,12 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DEPLOYMENT_TENANT } from "../../src/audit/entry";
-import { type LogEntry, logEntries } from "../support/audit";
+import { type LogEntry, logEntries, verifyLog } from "../support/audit";
 import { ALL_DATABASES } from "../support/context";
 import { call, createApplication, expectProblem, seedTenant, type Tenant } from "../support/harness";
 import { createProxy, invoke } from "../support/proxies";
 import { createFormula, createReactor, react } from "../support/reactors";
-import { createToken, REVEAL_EVERYTHING, SSN, VISA } from "../support/tokens";
+import { createToken, REVEAL_EVERYTHING, SSN, seedTokenTenant, VISA } from "../support/tokens";
 
 /*
  * One tenant does one of everything the log records; its log must then hold exactly the entries
@@ -164,5 +164,26 @@ describe("the audit log", () => {
       if (row === null) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(row).toMatchObject({ actor_type: "anonymous", actor_id: null, entity_type: "token", operation: "list", status: 401 });
+  });
+
+  it("records each of many concurrent requests of two tenants once, in its own tenant's log, and both chains verify", async () => {
+    // Concurrent requests share one send to the queue (src/audit/recorder.ts); no entry may be lost,
+    // doubled, or chained into the other tenant's log.
+    const tenants = [await seedTokenTenant(), await seedTokenTenant()];
+    const tokens = await Promise.all(tenants.map((owner) => createToken(owner.key, { type: "social_security_number", data: SSN })));
+    const reads = Array.from({ length: 30 }, (_, i) => ({ owner: i % 2, traceId: `concurrent-${i}-${crypto.randomUUID()}` }));
+    const replies = await Promise.all(
+      reads.map(({ owner, traceId }) =>
+        call("GET", `/tokens/${tokens[owner]!.id}`, { key: tenants[owner]!.key, headers: { "SVC-TRACE-ID": traceId } }),
+      ),
+    );
+    expect(replies.map((reply) => reply.status)).toEqual(reads.map(() => 200));
+    for (const [owner, logOwner] of tenants.entries()) {
+      const own = reads.filter((read) => read.owner === owner).map((read) => read.traceId);
+      const entries = await logEntries(logOwner, own.length + 1, { entity_type: "token" });
+      const traces = entries.map((entry) => entry.trace_id).filter((traceId) => traceId.startsWith("concurrent-"));
+      expect(traces.toSorted()).toEqual(own.toSorted());
+      expect((await verifyLog(logOwner)).verified).toBe(true);
+    }
   });
 });

@@ -105,6 +105,25 @@ describe("when the audit queue cannot take entries", () => {
     expect((await verifyLog(tenant)).verified).toBe(true);
   }, 30_000);
 
+  it("entries of concurrent requests of two tenants each wait in their own tenant's audit_pending", async () => {
+    const tenants = [await seedTokenTenant(), await seedTokenTenant()];
+    const tokens = await Promise.all(tenants.map((owner) => createToken(owner.key, { type: "social_security_number", data: SSN })));
+    const traceIds = tenants.map(() => `queue-down-${crypto.randomUUID()}`);
+    const replies = await Promise.all(
+      tenants.map((owner, i) =>
+        fetchWith({ AUDIT_QUEUE: failingQueue }, `/tokens/${tokens[i]!.id}`, {
+          headers: { "SVC-API-KEY": owner.key, "SVC-TRACE-ID": traceIds[i]! },
+        }),
+      ),
+    );
+    expect(replies.map((reply) => reply.status)).toEqual([200, 200]);
+    for (const [i, owner] of tenants.entries()) {
+      const d1 = await dataDatabaseOf(owner.tenantId);
+      const pending = await d1.prepare("SELECT entry FROM audit_pending WHERE tenant_id = ?").bind(owner.tenantId).all<{ entry: string }>();
+      expect(pending.results.map(({ entry }) => JSON.parse(entry).trace_id)).toEqual([traceIds[i]]);
+    }
+  });
+
   it("when audit_pending cannot take them either, the entry is written whole to the worker's log, and the answer stands", async () => {
     const traceId = `both-down-${crypto.randomUUID()}`;
     const key = "key_unknown-0123456789abcdefghij";
