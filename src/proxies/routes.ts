@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { examplePage } from "../http/examples";
 import { idempotent } from "../http/idempotency";
 import { limitBody, optionalJson, requireContentType, requirePermission } from "../http/middleware";
 import { createRouter, HTTP_METHODS } from "../http/router";
@@ -15,6 +16,17 @@ import {
 } from "../http/schemas";
 import { INVOCATION_PATH } from "./destination";
 import { proxyErrorResponse } from "./errors";
+import {
+  PROXIED_BODY_EXAMPLE,
+  PROXY_ERROR_EXAMPLE,
+  PROXY_EXAMPLE,
+  PROXY_PATCH_EXAMPLE,
+  PROXY_REPLACEMENT_EXAMPLE,
+  PROXY_REQUEST_EXAMPLE,
+  REPLACED_PROXY_EXAMPLE,
+  ROLL_KEY_EXAMPLE,
+  ROLLED_PROXY_EXAMPLE,
+} from "./examples";
 import { invokeProxy } from "./invocation";
 import { ProxyBody, ProxyPatchBody, ProxySchema, RollKeyBody } from "./schema";
 import * as proxies from "./service";
@@ -29,17 +41,16 @@ const create = createRoute({
   tags,
   security,
   summary: "Create a proxy; the vault generates its key",
+  description:
+    "Stores a proxy that detokenizes requests, runs its optional transforms and forwards them to `destination_url`. Needs " +
+    "`proxy:create`; the destination must pass the egress policy and transform code must pass the sandbox's checks. The " +
+    "answer holds the `key` that invokes the proxy at /proxy, and the configuration as sent (it is stored encrypted).",
   middleware: [requirePermission("proxy:create"), json, idempotent] as const,
-  request: jsonBody(ProxyBody, {
-    name: "Payments partner",
-    destination_url: "https://api.partner.example/charges",
-    request_transform: {
-      code: 'module.exports = async function (req) {\n  return { headers: { ...req.args.headers, authorization: "Bearer " + req.configuration.PARTNER_TOKEN }, body: req.args.body };\n};',
-    },
-    configuration: { PARTNER_TOKEN: "partner-secret" },
-    require_auth: true,
-  }),
-  responses: { 201: jsonContent(ProxySchema, "The proxy"), ...problemResponses(400, 401, 403, 409, 413, 415, 503) },
+  request: jsonBody(ProxyBody, PROXY_REQUEST_EXAMPLE),
+  responses: {
+    201: jsonContent(ProxySchema, "The proxy", PROXY_EXAMPLE),
+    ...problemResponses(400, 401, 403, 409, 413, 415, 503),
+  },
 });
 
 const list = createRoute({
@@ -48,9 +59,15 @@ const list = createRoute({
   tags,
   security,
   summary: "List proxies",
+  description:
+    "Answers the tenant's proxies a page at a time, each with its key and decrypted configuration. Needs `proxy:read`; " +
+    "`id` (repeatable) and `name` (`*` is the only wildcard, case-insensitive) narrow the list.",
   middleware: [requirePermission("proxy:read")] as const,
   request: { query: ListQuery },
-  responses: { 200: jsonContent(paginated(ProxySchema), "A page of proxies"), ...problemResponses(400, 401, 403) },
+  responses: {
+    200: jsonContent(paginated(ProxySchema), "A page of proxies", examplePage(PROXY_EXAMPLE)),
+    ...problemResponses(400, 401, 403),
+  },
 });
 
 const get = createRoute({
@@ -59,9 +76,10 @@ const get = createRoute({
   tags,
   security,
   summary: "Get a proxy",
+  description: "Answers the proxy with its key and decrypted configuration. Needs `proxy:read`; another tenant's proxy is a 404.",
   middleware: [requirePermission("proxy:read")] as const,
   request: { params: IdParams },
-  responses: { 200: jsonContent(ProxySchema, "The proxy"), ...problemResponses(400, 401, 403, 404) },
+  responses: { 200: jsonContent(ProxySchema, "The proxy", PROXY_EXAMPLE), ...problemResponses(400, 401, 403, 404) },
 });
 
 const update = createRoute({
@@ -70,9 +88,16 @@ const update = createRoute({
   tags,
   security,
   summary: "Replace a proxy (its key stays)",
+  description:
+    "Replaces every field with the body, checked as on creation: a member left out takes its default (no transform, no " +
+    "application, no configuration, `require_auth` true). Needs `proxy:update`; the key keeps working, and another " +
+    "tenant's proxy is a 404.",
   middleware: [requirePermission("proxy:update"), json] as const,
-  request: { params: IdParams, ...jsonBody(ProxyBody) },
-  responses: { 200: jsonContent(ProxySchema, "The proxy"), ...problemResponses(400, 401, 403, 404, 413, 415) },
+  request: { params: IdParams, ...jsonBody(ProxyBody, PROXY_REPLACEMENT_EXAMPLE) },
+  responses: {
+    200: jsonContent(ProxySchema, "The proxy", REPLACED_PROXY_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404, 413, 415),
+  },
 });
 
 const patch = createRoute({
@@ -81,8 +106,12 @@ const patch = createRoute({
   tags,
   security,
   summary: "Change some fields of a proxy (JSON merge patch); answers 204 like the original interface",
+  description:
+    "A member left out stays, null removes an optional member, and `configuration` merges entry by entry (an entry set " +
+    "to null is removed); the result is checked as a whole proxy. Needs `proxy:update`; the key keeps working, and " +
+    "another tenant's proxy is a 404.",
   middleware: [requirePermission("proxy:update"), requireContentType("application/merge-patch+json")] as const,
-  request: { params: IdParams, ...mergePatchBody(ProxyPatchBody) },
+  request: { params: IdParams, ...mergePatchBody(ProxyPatchBody, PROXY_PATCH_EXAMPLE) },
   responses: { 204: { description: "Patched" }, ...problemResponses(400, 401, 403, 404, 413, 415) },
 });
 
@@ -92,6 +121,9 @@ const remove = createRoute({
   tags,
   security,
   summary: "Delete a proxy; its key stops working at once",
+  description:
+    "Deletes the proxy and withdraws its transforms; other isolates may still accept its key for up to " +
+    "CREDENTIAL_CACHE_TTL_MS. Needs `proxy:delete`; another tenant's proxy is a 404.",
   middleware: [requirePermission("proxy:delete")] as const,
   request: { params: IdParams },
   responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
@@ -104,11 +136,15 @@ const rollKey = createRoute({
   security,
   summary: "Give a proxy a new key; the previous one works for an optional grace period",
   description:
-    "Answers the proxy with its new key. With `grace_period_seconds` (up to 30 days) the previous key keeps invoking the " +
-    "proxy until then; without, it stops with the next request.",
+    "Answers the proxy with its new key; needs `proxy:update`. With `grace_period_seconds` (up to 30 days) the previous " +
+    "key keeps invoking the proxy until then; without, it stops with the next request. Only the latest previous key is " +
+    "kept, and a roll racing another roll of the same proxy is a 409.",
   middleware: [requirePermission("proxy:update"), optionalJson(), idempotent] as const,
-  request: { params: IdParams, ...optionalJsonBody(RollKeyBody) },
-  responses: { 200: jsonContent(ProxySchema, "The proxy, with its new key"), ...problemResponses(400, 401, 403, 404, 409, 415, 503) },
+  request: { params: IdParams, ...optionalJsonBody(RollKeyBody, ROLL_KEY_EXAMPLE) },
+  responses: {
+    200: jsonContent(ProxySchema, "The proxy, with its new key", ROLLED_PROXY_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404, 409, 415, 503),
+  },
 });
 
 export const proxyRoutes = createRouter()
@@ -132,15 +168,17 @@ export const proxyRoutes = createRouter()
 
 const ProxyErrorSchema = z.object({ proxy_error: ProblemSchema }).openapi("ProxyError", {
   description: "A failure inside the vault (not the destination's answer, which is returned as it is)",
-  example: {
-    proxy_error: {
-      type: "about:blank",
-      title: "Not Found",
-      status: 404,
-      detail: "Token 0c2d7b0e-6f4c-4d8e-9a55-3f1f0b6d2a11 was not found",
-    },
-  },
+  example: PROXY_ERROR_EXAMPLE,
 });
+
+const ProxiedBody = z.unknown().openapi({
+  description:
+    "Any content type is forwarded. In JSON, form and text bodies, `{{ <token id> }}` and `{{ <token id> | filter: args }}` " +
+    "expressions are replaced by the token's data first (README, Detokenization).",
+});
+
+/** GET bodies are dropped; DELETE bodies are forwarded but unusual enough to leave undocumented. */
+const METHODS_WITH_BODY: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH"]);
 
 /**
  * Invocation does its own authentication (the proxy key, then `{P}-API-KEY` when the proxy requires
@@ -168,7 +206,10 @@ for (const method of HTTP_METHODS) {
       "SVC-PROXY-URL header with SVC-API-KEY (token:use) makes an ephemeral proxy to that URL (when the deployment " +
       "enables it). `{path}` (optional, any depth) and the query string are appended to the destination URL. The " +
       "destination's response is returned as it is.",
-    request: { params: z.object({ path: z.string().openapi({ description: "Optional sub-path, any depth" }) }) },
+    request: {
+      params: z.object({ path: z.string().openapi({ description: "Optional sub-path, any depth" }) }),
+      ...(METHODS_WITH_BODY.has(method) ? optionalJsonBody(ProxiedBody, PROXIED_BODY_EXAMPLE) : {}),
+    },
     responses: {
       default: { description: "The destination's response, unchanged" },
       "4XX": { description: "A failure inside the vault", content: { "application/json": { schema: ProxyErrorSchema } } },

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { examplePage } from "../http/examples";
 import { idempotent } from "../http/idempotency";
 import { requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
@@ -13,6 +14,19 @@ import {
   paginated,
   problemResponses,
 } from "../http/schemas";
+import {
+  FORMULA_EXAMPLE,
+  FORMULA_REPLACEMENT_EXAMPLE,
+  FORMULA_REQUEST_EXAMPLE,
+  REACT_REQUEST_EXAMPLE,
+  REACT_RESULT_EXAMPLE,
+  REACTOR_EXAMPLE,
+  REACTOR_PATCH_EXAMPLE,
+  REACTOR_REPLACEMENT_EXAMPLE,
+  REACTOR_REQUEST_EXAMPLE,
+  REPLACED_FORMULA_EXAMPLE,
+  REPLACED_REACTOR_EXAMPLE,
+} from "./examples";
 import * as formulas from "./formulas";
 import {
   FormulaBody,
@@ -37,18 +51,16 @@ const createFormula = createRoute({
   tags: formulaTags,
   security,
   summary: "Create a private reactor formula; its code is checked by the sandbox",
+  description:
+    "Stores code for reactors to run, with the configuration each reactor must supply and the request parameters " +
+    "`react` args are checked against. Needs `reactor:create`; code that does not parse is a 400 with its line and " +
+    "column, and `type: official` is a 403 (official formulas belong to the service).",
   middleware: [requirePermission("reactor:create"), json, idempotent] as const,
-  request: jsonBody(FormulaBody, {
-    name: "Charge a card",
-    description: "Sends the card to the processor with the merchant's key",
-    type: "private",
-    code: "module.exports = async function (req) {\n  return { raw: { charged: req.args.card_number.slice(-4), merchant: req.configuration.MERCHANT_ID } };\n};",
-    configuration: [{ name: "MERCHANT_ID", description: "The processor's merchant id", type: "string" }],
-    request_parameters: [
-      { name: "card_number", description: "A card number, or a reference to its token", type: "string", optional: false },
-    ],
-  }),
-  responses: { 201: jsonContent(FormulaSchema, "The formula"), ...problemResponses(400, 401, 403, 409, 413, 415, 503) },
+  request: jsonBody(FormulaBody, FORMULA_REQUEST_EXAMPLE),
+  responses: {
+    201: jsonContent(FormulaSchema, "The formula", FORMULA_EXAMPLE),
+    ...problemResponses(400, 401, 403, 409, 413, 415, 503),
+  },
 });
 
 const listFormulas = createRoute({
@@ -57,9 +69,15 @@ const listFormulas = createRoute({
   tags: formulaTags,
   security,
   summary: "List the official reactor formulas and the tenant's own",
+  description:
+    "Answers the formulas a page at a time, official ones first, then the tenant's own. Needs `reactor:read`; `name` " +
+    "(`*` is the only wildcard, case-insensitive) narrows the list.",
   middleware: [requirePermission("reactor:read")] as const,
   request: { query: PageQuery.extend({ name: NameFilter }) },
-  responses: { 200: jsonContent(paginated(FormulaSchema), "A page of formulas"), ...problemResponses(400, 401, 403) },
+  responses: {
+    200: jsonContent(paginated(FormulaSchema), "A page of formulas", examplePage(FORMULA_EXAMPLE)),
+    ...problemResponses(400, 401, 403),
+  },
 });
 
 const getFormula = createRoute({
@@ -68,9 +86,10 @@ const getFormula = createRoute({
   tags: formulaTags,
   security,
   summary: "Get a reactor formula (official or the tenant's own)",
+  description: "Answers the formula with its code and contract. Needs `reactor:read`; another tenant's private formula is a 404.",
   middleware: [requirePermission("reactor:read")] as const,
   request: { params: IdParams },
-  responses: { 200: jsonContent(FormulaSchema, "The formula"), ...problemResponses(400, 401, 403, 404) },
+  responses: { 200: jsonContent(FormulaSchema, "The formula", FORMULA_EXAMPLE), ...problemResponses(400, 401, 403, 404) },
 });
 
 const updateFormula = createRoute({
@@ -79,9 +98,15 @@ const updateFormula = createRoute({
   tags: formulaTags,
   security,
   summary: "Replace a private reactor formula; refused (409) if its reactors' configuration would no longer satisfy it",
+  description:
+    "Replaces every field with the body, the code checked by the sandbox as on creation; the 409 names each reactor " +
+    "that would break and what it lacks. Needs `reactor:update`; an official formula is a 403, another tenant's a 404.",
   middleware: [requirePermission("reactor:update"), json] as const,
-  request: { params: IdParams, ...jsonBody(FormulaBody) },
-  responses: { 200: jsonContent(FormulaSchema, "The formula"), ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
+  request: { params: IdParams, ...jsonBody(FormulaBody, FORMULA_REPLACEMENT_EXAMPLE) },
+  responses: {
+    200: jsonContent(FormulaSchema, "The formula", REPLACED_FORMULA_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404, 409, 413, 415),
+  },
 });
 
 const deleteFormula = createRoute({
@@ -90,6 +115,9 @@ const deleteFormula = createRoute({
   tags: formulaTags,
   security,
   summary: "Delete a private reactor formula that no reactor uses",
+  description:
+    "Deletes the formula and withdraws its code; while reactors use it, the answer is a 409 naming them. Needs " +
+    "`reactor:delete`; an official formula is a 403, another tenant's a 404.",
   middleware: [requirePermission("reactor:delete")] as const,
   request: { params: IdParams },
   responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404, 409) },
@@ -101,9 +129,17 @@ const createReactor = createRoute({
   tags: reactorTags,
   security,
   summary: "Create a reactor from a formula; its configuration must satisfy the formula's contract",
+  description:
+    "The formula is an official one or the tenant's own, and not `coming_soon` (400 on `formula.id` otherwise). The " +
+    'configuration must hold every name the formula declares, of its type (converted only without loss: "123" to 123), ' +
+    "and nothing else; it is stored encrypted. Needs `reactor:create`; `bt` and the `tokenize` output act as the optional " +
+    "`application` (public or private).",
   middleware: [requirePermission("reactor:create"), json, idempotent] as const,
-  request: jsonBody(ReactorBody),
-  responses: { 201: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 409, 413, 415, 503) },
+  request: jsonBody(ReactorBody, REACTOR_REQUEST_EXAMPLE),
+  responses: {
+    201: jsonContent(ReactorSchema, "The reactor", REACTOR_EXAMPLE),
+    ...problemResponses(400, 401, 403, 409, 413, 415, 503),
+  },
 });
 
 const listReactors = createRoute({
@@ -112,9 +148,15 @@ const listReactors = createRoute({
   tags: reactorTags,
   security,
   summary: "List reactors",
+  description:
+    "Answers the tenant's reactors a page at a time, each with its formula, decrypted configuration and application. " +
+    "Needs `reactor:read`; `id` (repeatable) and `name` (`*` is the only wildcard, case-insensitive) narrow the list.",
   middleware: [requirePermission("reactor:read")] as const,
   request: { query: ListQuery },
-  responses: { 200: jsonContent(paginated(ReactorSchema), "A page of reactors"), ...problemResponses(400, 401, 403) },
+  responses: {
+    200: jsonContent(paginated(ReactorSchema), "A page of reactors", examplePage(REACTOR_EXAMPLE)),
+    ...problemResponses(400, 401, 403),
+  },
 });
 
 const getReactor = createRoute({
@@ -123,9 +165,12 @@ const getReactor = createRoute({
   tags: reactorTags,
   security,
   summary: "Get a reactor",
+  description:
+    "Answers the reactor with its formula, decrypted configuration and application (never the application's keys; null " +
+    "once it was deleted). Needs `reactor:read`; another tenant's reactor is a 404.",
   middleware: [requirePermission("reactor:read")] as const,
   request: { params: IdParams },
-  responses: { 200: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 404) },
+  responses: { 200: jsonContent(ReactorSchema, "The reactor", REACTOR_EXAMPLE), ...problemResponses(400, 401, 403, 404) },
 });
 
 const replaceReactor = createRoute({
@@ -134,9 +179,15 @@ const replaceReactor = createRoute({
   tags: reactorTags,
   security,
   summary: "Replace a reactor (without formula it keeps its own)",
+  description:
+    "Replaces the name, configuration and application with the body, checked as on creation (a member left out is " +
+    "removed). Needs `reactor:update`; another tenant's reactor is a 404, and a formula that changes during the save a 409.",
   middleware: [requirePermission("reactor:update"), json] as const,
-  request: { params: IdParams, ...jsonBody(ReactorReplacementBody) },
-  responses: { 200: jsonContent(ReactorSchema, "The reactor"), ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
+  request: { params: IdParams, ...jsonBody(ReactorReplacementBody, REACTOR_REPLACEMENT_EXAMPLE) },
+  responses: {
+    200: jsonContent(ReactorSchema, "The reactor", REPLACED_REACTOR_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404, 409, 413, 415),
+  },
 });
 
 const patchReactor = createRoute({
@@ -145,8 +196,11 @@ const patchReactor = createRoute({
   tags: reactorTags,
   security,
   summary: "Change some of a reactor's fields (JSON merge patch; null removes a configuration value or the application); answers 204",
+  description:
+    "A member left out stays and `configuration` merges name by name; the merged reactor must still satisfy its " +
+    "formula's contract. Needs `reactor:update`; another tenant's reactor is a 404.",
   middleware: [requirePermission("reactor:update"), requireContentType("application/merge-patch+json")] as const,
-  request: { params: IdParams, ...mergePatchBody(ReactorPatchBody) },
+  request: { params: IdParams, ...mergePatchBody(ReactorPatchBody, REACTOR_PATCH_EXAMPLE) },
   responses: { 204: { description: "Patched" }, ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
 });
 
@@ -156,6 +210,9 @@ const deleteReactor = createRoute({
   tags: reactorTags,
   security,
   summary: "Delete a reactor",
+  description:
+    "Deletes the reactor and its encrypted configuration; its formula stays. Needs `reactor:delete`; another tenant's " +
+    "reactor is a 404.",
   middleware: [requirePermission("reactor:delete")] as const,
   request: { params: IdParams },
   responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
@@ -180,13 +237,14 @@ const react = createRoute({
   security,
   summary: "Run the reactor's formula on args: {{ token_id }} references are detokenized with the caller's token:use",
   description:
-    "Args are detokenized, checked against the formula's request parameters (lossless conversions), and handed to the " +
-    "code with the reactor's configuration; `tokenize` output is tokenized with the reactor's application, all or nothing. " +
-    "Typed errors thrown by the code keep their status; CustomHttpResponseError answers with its own status, headers and body.",
+    "Args are detokenized, checked against the formula's request parameters (lossless conversions) and handed to the " +
+    "code with the reactor's configuration; `token:use` is needed even when nothing is detokenized, and `tokenize` output " +
+    "is tokenized with the reactor's application, all or nothing. Typed errors thrown by the code keep their status; " +
+    "CustomHttpResponseError answers with its own status, headers and body.",
   middleware: [requirePermission("token:use"), json, idempotent] as const,
-  request: { params: IdParams, ...jsonBody(ReactBody) },
+  request: { params: IdParams, ...jsonBody(ReactBody, REACT_REQUEST_EXAMPLE) },
   responses: {
-    200: jsonContent(ReactResultSchema, "The code's raw output and the tokens made from its tokenize output"),
+    200: jsonContent(ReactResultSchema, "The code's raw output and the tokens made from its tokenize output", REACT_RESULT_EXAMPLE),
     ...orChosenByCode(problemResponses(400, 401, 403, 404, 409, 413, 415, 503)),
     default: {
       description: "The status, headers and body the code chose by throwing CustomHttpResponseError",

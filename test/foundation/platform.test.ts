@@ -238,7 +238,7 @@ describe("OpenAPI", () => {
     expect(document.paths["/tokens"].post.responses["201"].content["application/json"].example).toMatchObject({ type: "card" });
     expect(document.components.schemas.ProxyError).toMatchObject({
       properties: { proxy_error: { $ref: "#/components/schemas/Problem" } },
-      example: { proxy_error: { status: 404, title: "Not Found" } },
+      example: { proxy_error: { status: 400, title: "Bad Request" } },
     });
   });
 

@@ -1,0 +1,91 @@
+import type { z } from "@hono/zod-openapi";
+import { EXAMPLE_AUDIT_FIELDS, EXAMPLE_IDS, EXAMPLE_TIME } from "../http/examples";
+import type {
+  FormulaBody,
+  FormulaResponse,
+  ReactBody,
+  ReactorBody,
+  ReactorPatchBody,
+  ReactorReplacementBody,
+  ReactorResponse,
+  ReactResult,
+} from "./schema";
+
+/** Sent to the vault by test/foundation/platform.test.ts: it must stay a formula the vault accepts. */
+export const FORMULA_REQUEST_EXAMPLE = {
+  name: "Charge a card",
+  description: "Sends the card to the processor with the merchant's key",
+  type: "private",
+  code: "module.exports = async function (req) {\n  return { raw: { charged: req.args.card_number.slice(-4), merchant: req.configuration.MERCHANT_ID } };\n};",
+  configuration: [{ name: "MERCHANT_ID", description: "The processor's merchant id", type: "string" }],
+  request_parameters: [{ name: "card_number", description: "A card number, or a reference to its token", type: "string", optional: false }],
+} satisfies z.input<typeof FormulaBody>;
+
+/** The formula FORMULA_REQUEST_EXAMPLE creates: private formulas are verified at once. */
+export const FORMULA_EXAMPLE = {
+  id: EXAMPLE_IDS.formula,
+  ...FORMULA_REQUEST_EXAMPLE,
+  status: "verified",
+  icon: null,
+  created_by: EXAMPLE_IDS.application,
+  created_at: EXAMPLE_TIME,
+  modified_by: null,
+  modified_at: null,
+} satisfies FormulaResponse;
+
+export const FORMULA_REPLACEMENT_EXAMPLE = {
+  ...FORMULA_REQUEST_EXAMPLE,
+  description: "Sends the card to the processor with the merchant's key; answers the card's last four digits",
+} satisfies z.input<typeof FormulaBody>;
+
+export const REPLACED_FORMULA_EXAMPLE = {
+  ...FORMULA_EXAMPLE,
+  description: FORMULA_REPLACEMENT_EXAMPLE.description,
+  ...EXAMPLE_AUDIT_FIELDS,
+} satisfies FormulaResponse;
+
+/** A reactor of FORMULA_EXAMPLE, configured as its contract demands. */
+export const REACTOR_REQUEST_EXAMPLE = {
+  name: "Card charger",
+  formula: { id: EXAMPLE_IDS.formula },
+  configuration: { MERCHANT_ID: "merchant-8841" },
+} satisfies z.input<typeof ReactorBody>;
+
+export const REACTOR_EXAMPLE = {
+  id: EXAMPLE_IDS.reactor,
+  tenant_id: EXAMPLE_IDS.tenant,
+  name: REACTOR_REQUEST_EXAMPLE.name,
+  formula: FORMULA_EXAMPLE,
+  configuration: REACTOR_REQUEST_EXAMPLE.configuration,
+  application: null,
+  application_id: null,
+  created_by: EXAMPLE_IDS.application,
+  created_at: EXAMPLE_TIME,
+  modified_by: null,
+  modified_at: null,
+} satisfies ReactorResponse;
+
+/** Without `formula`: the reactor keeps its own. */
+export const REACTOR_REPLACEMENT_EXAMPLE = {
+  name: "Card charger",
+  configuration: { MERCHANT_ID: "merchant-9920" },
+} satisfies z.input<typeof ReactorReplacementBody>;
+
+export const REPLACED_REACTOR_EXAMPLE = {
+  ...REACTOR_EXAMPLE,
+  configuration: REACTOR_REPLACEMENT_EXAMPLE.configuration,
+  ...EXAMPLE_AUDIT_FIELDS,
+} satisfies ReactorResponse;
+
+export const REACTOR_PATCH_EXAMPLE = { configuration: { MERCHANT_ID: "merchant-9920" } } satisfies z.input<typeof ReactorPatchBody>;
+
+/** Runs REACTOR_EXAMPLE on the number of the example card token. */
+export const REACT_REQUEST_EXAMPLE = {
+  args: { card_number: `{{ ${EXAMPLE_IDS.token} | json: '$.number' }}` },
+} satisfies z.input<typeof ReactBody>;
+
+/** What FORMULA_EXAMPLE's code answers: no tokenize output, so no tokens. */
+export const REACT_RESULT_EXAMPLE = {
+  tokens: null,
+  raw: { charged: "4242", merchant: REACTOR_REQUEST_EXAMPLE.configuration.MERCHANT_ID },
+} satisfies ReactResult;
