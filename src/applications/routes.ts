@@ -1,8 +1,21 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { examplePage } from "../http/examples";
 import { idempotent } from "../http/idempotency";
 import { optionalJson, requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, optionalJsonBody, paginated, problemResponses, Uuid } from "../http/schemas";
+import {
+  APPLICATION_EXAMPLE,
+  APPLICATION_KEYS_EXAMPLE,
+  APPLICATION_REPLACEMENT_EXAMPLE,
+  APPLICATION_REQUEST_EXAMPLE,
+  CREATED_APPLICATION_EXAMPLE,
+  NEW_KEY_EXAMPLE,
+  NEW_KEY_REQUEST_EXAMPLE,
+  REGENERATE_REQUEST_EXAMPLE,
+  REGENERATED_APPLICATION_EXAMPLE,
+  REPLACED_APPLICATION_EXAMPLE,
+} from "./examples";
 import {
   ApiKeyBody,
   ApplicationKeySchema,
@@ -23,10 +36,14 @@ const create = createRoute({
   tags,
   security,
   summary: "Create an application and its first API key (shown once)",
+  description:
+    "Needs application:create. Permissions must suit the type (public: token:create and token:update; private: the token " +
+    "permissions; management: the others), given either plainly for every container or as rules per container, not both. " +
+    "The answer holds the plaintext key, which is never shown again.",
   middleware: [requirePermission("application:create"), json, idempotent] as const,
-  request: jsonBody(CreateApplicationBody),
+  request: jsonBody(CreateApplicationBody, APPLICATION_REQUEST_EXAMPLE),
   responses: {
-    201: jsonContent(CreatedApplicationSchema, "The application, with its plaintext key"),
+    201: jsonContent(CreatedApplicationSchema, "The application, with its plaintext key", CREATED_APPLICATION_EXAMPLE),
     ...problemResponses(400, 401, 403, 409, 413, 415, 503),
   },
 });
@@ -37,9 +54,14 @@ const list = createRoute({
   tags,
   security,
   summary: "List applications",
+  description:
+    "Needs application:read. The tenant's applications, without their keys; filter by `id` (repeatable) or `name` (`*` is a wildcard).",
   middleware: [requirePermission("application:read")] as const,
   request: { query: ListQuery },
-  responses: { 200: jsonContent(paginated(ApplicationSchema), "A page of applications"), ...problemResponses(400, 401, 403) },
+  responses: {
+    200: jsonContent(paginated(ApplicationSchema), "A page of applications", examplePage(APPLICATION_EXAMPLE)),
+    ...problemResponses(400, 401, 403),
+  },
 });
 
 const getByKey = createRoute({
@@ -49,7 +71,7 @@ const getByKey = createRoute({
   security,
   summary: "Get the application of the calling API key",
   description: "Any valid API key may read its own application (its permissions and rules, never its keys).",
-  responses: { 200: jsonContent(ApplicationSchema, "The caller's application"), ...problemResponses(401) },
+  responses: { 200: jsonContent(ApplicationSchema, "The caller's application", APPLICATION_EXAMPLE), ...problemResponses(401) },
 });
 
 const get = createRoute({
@@ -58,9 +80,10 @@ const get = createRoute({
   tags,
   security,
   summary: "Get an application",
+  description: "Needs application:read. Its permissions and rules, never its keys; another tenant's application is a 404.",
   middleware: [requirePermission("application:read")] as const,
   request: { params: IdParams },
-  responses: { 200: jsonContent(ApplicationSchema, "The application"), ...problemResponses(400, 401, 403, 404) },
+  responses: { 200: jsonContent(ApplicationSchema, "The application", APPLICATION_EXAMPLE), ...problemResponses(400, 401, 403, 404) },
 });
 
 const update = createRoute({
@@ -69,9 +92,15 @@ const update = createRoute({
   tags,
   security,
   summary: "Replace an application's name, permissions and rules",
+  description:
+    "Needs application:update. Permissions and rules left out become empty; `type` may be left out but not changed. " +
+    "Its keys stay valid and the new grants apply from the next request.",
   middleware: [requirePermission("application:update"), json] as const,
-  request: { params: IdParams, ...jsonBody(UpdateApplicationBody) },
-  responses: { 200: jsonContent(ApplicationSchema, "The application"), ...problemResponses(400, 401, 403, 404, 415) },
+  request: { params: IdParams, ...jsonBody(UpdateApplicationBody, APPLICATION_REPLACEMENT_EXAMPLE) },
+  responses: {
+    200: jsonContent(ApplicationSchema, "The application", REPLACED_APPLICATION_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404, 415),
+  },
 });
 
 const remove = createRoute({
@@ -80,6 +109,9 @@ const remove = createRoute({
   tags,
   security,
   summary: "Delete an application and revoke its keys",
+  description:
+    "Needs application:delete. Its keys stop working with the next request. An application cannot delete itself (409); " +
+    "another tenant's application is a 404.",
   middleware: [requirePermission("application:delete")] as const,
   request: { params: IdParams },
   responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404, 409) },
@@ -91,10 +123,15 @@ const createKey = createRoute({
   tags,
   security,
   summary: "Create another API key for the application (shown once)",
-  description: "An optional body `{expires_at}` makes the key stop working (401) at that time.",
+  description:
+    "Needs application:create; the application's other keys keep working. An optional body `{expires_at}` makes the key stop " +
+    "working (401) at that time. The plaintext key is in this answer only.",
   middleware: [requirePermission("application:create"), optionalJson(), idempotent] as const,
-  request: { params: IdParams, ...optionalJsonBody(ApiKeyBody) },
-  responses: { 201: jsonContent(ApplicationKeySchema, "The new key"), ...problemResponses(400, 401, 403, 404, 409, 415, 503) },
+  request: { params: IdParams, ...optionalJsonBody(ApiKeyBody, NEW_KEY_REQUEST_EXAMPLE) },
+  responses: {
+    201: jsonContent(ApplicationKeySchema, "The new key", NEW_KEY_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404, 409, 415, 503),
+  },
 });
 
 const regenerateKey = createRoute({
@@ -104,11 +141,12 @@ const regenerateKey = createRoute({
   security,
   summary: "Replace all of the application's keys with one new key (shown once)",
   description:
-    "Every previous key of the application stops working with the next request. An optional body `{expires_at}` makes the new key stop working (401) at that time.",
+    "Needs application:update. Every previous key of the application stops working with the next request. " +
+    "An optional body `{expires_at}` makes the new key stop working (401) at that time.",
   middleware: [requirePermission("application:update"), optionalJson(), idempotent] as const,
-  request: { params: IdParams, ...optionalJsonBody(ApiKeyBody) },
+  request: { params: IdParams, ...optionalJsonBody(ApiKeyBody, REGENERATE_REQUEST_EXAMPLE) },
   responses: {
-    200: jsonContent(CreatedApplicationSchema, "The application, with its new plaintext key"),
+    200: jsonContent(CreatedApplicationSchema, "The application, with its new plaintext key", REGENERATED_APPLICATION_EXAMPLE),
     ...problemResponses(400, 401, 403, 404, 409, 415, 503),
   },
 });
@@ -119,10 +157,11 @@ const listKeys = createRoute({
   tags,
   security,
   summary: "List the application's keys (never their plaintext)",
+  description: "Needs application:read. Each key's id, creation and expiry, newest first: the id is what revoking a key takes.",
   middleware: [requirePermission("application:read")] as const,
   request: { params: IdParams },
   responses: {
-    200: jsonContent(z.object({ data: z.array(ApplicationKeySchema) }), "The keys"),
+    200: jsonContent(z.object({ data: z.array(ApplicationKeySchema) }), "The keys", APPLICATION_KEYS_EXAMPLE),
     ...problemResponses(400, 401, 403, 404),
   },
 });
@@ -133,6 +172,7 @@ const revokeKey = createRoute({
   tags,
   security,
   summary: "Revoke a key; it stops working with the next request",
+  description: "Needs application:delete. The application and its other keys are left as they are; a key of another application is a 404.",
   middleware: [requirePermission("application:delete")] as const,
   request: { params: IdParams.extend({ key_id: Uuid.openapi({ param: { name: "key_id", in: "path" } }) }) },
   responses: { 204: { description: "Revoked" }, ...problemResponses(400, 401, 403, 404) },

@@ -1,10 +1,12 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../http/context";
+import { examplePage } from "../http/examples";
 import { requireContentType, requirePermission, staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, paginated, problemResponses } from "../http/schemas";
 import { TokenSchema } from "../tokens/schema";
+import { SEARCH_REQUEST_EXAMPLE, SEARCHED_TOKEN_EXAMPLE } from "./examples";
 import { SearchTokensBody } from "./schema";
 import { searchTokens } from "./service";
 
@@ -26,9 +28,9 @@ const search = createRoute({
     "fingerprint, data, container, metadata.<key>, created_by, created_at, modified_by, modified_at. Results are " +
     "newest first, limited to the containers where the caller holds token:search, with data per its access transform.",
   middleware: [requirePermission("token:search"), requireContentType("application/json"), staleReadsAllowed, timeSearch] as const,
-  request: jsonBody(SearchTokensBody, { query: "data:4242424242424242 AND container:/pci/*", page: 1, size: 20 }),
+  request: jsonBody(SearchTokensBody, SEARCH_REQUEST_EXAMPLE),
   responses: {
-    200: jsonContent(paginated(TokenSchema), "A page of tokens, newest first"),
+    200: jsonContent(paginated(TokenSchema), "A page of tokens, newest first", examplePage(SEARCHED_TOKEN_EXAMPLE)),
     ...problemResponses(400, 401, 403, 413, 415),
   },
 });

@@ -3,6 +3,7 @@ import { requireBody, requireContentType, requirePermission } from "../http/midd
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, problemResponses } from "../http/schemas";
 import { detokenizeJson } from "./detokenize";
+import { DETOKENIZE_REQUEST_EXAMPLE, DETOKENIZED_EXAMPLE } from "./examples";
 
 const DetokenizePayload = z
   .any()
@@ -19,10 +20,14 @@ const detokenize = createRoute({
   tags: ["Tokens"],
   security: [{ ApiKey: [] }],
   summary: "Detokenize every expression in a JSON payload, with the caller's token:use",
+  description:
+    "Answers what a proxy would forward: a string that is exactly one expression becomes the token's value (an object stays an object), " +
+    "inside longer text the value is inserted as text. Needs token:use on every container of each token; a rule that redacts it is a 403, " +
+    "an unknown or expired token a 400.",
   middleware: [requirePermission("token:use"), requireContentType("application/json"), requireBody] as const,
-  request: jsonBody(DetokenizePayload),
+  request: jsonBody(DetokenizePayload, DETOKENIZE_REQUEST_EXAMPLE),
   responses: {
-    200: jsonContent(DetokenizePayload, "The payload with each expression replaced by its result"),
+    200: jsonContent(DetokenizePayload, "The payload with each expression replaced by its result", DETOKENIZED_EXAMPLE),
     ...problemResponses(400, 401, 403, 413, 415),
   },
 });

@@ -1,8 +1,19 @@
 import { createRoute } from "@hono/zod-openapi";
+import { examplePage } from "../http/examples";
 import { idempotent } from "../http/idempotency";
 import { requireBody, requireContentType, requirePermission, staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, mergePatchBody, paginated, problemResponses } from "../http/schemas";
+import {
+  CARD_TOKEN_EXAMPLE,
+  CARD_TOKEN_PATCH_EXAMPLE,
+  CARD_TOKEN_REQUEST_EXAMPLE,
+  CREATED_CARD_TOKEN_EXAMPLE,
+  DEDUPLICATED_CARD_TOKEN_EXAMPLE,
+  PATCHED_CARD_TOKEN_EXAMPLE,
+  TOKENIZE_REQUEST_EXAMPLE,
+  TOKENIZED_EXAMPLE,
+} from "./examples";
 import {
   CreatedTokenSchema,
   CreateTokenBody,
@@ -25,38 +36,19 @@ const create = createRoute({
   tags,
   security,
   summary: "Create a token",
+  description:
+    "Needs token:create on every container of the token; members left out take the type's defaults (container, fingerprint " +
+    "expression, mask, search indexes). The answer shows the data as the caller's token:create transform does. With " +
+    "`deduplicate_token`, the oldest live token of the same type and fingerprint where the caller holds token:create is answered instead, with 200.",
   middleware: [requirePermission("token:create"), json, idempotent] as const,
-  request: jsonBody(CreateTokenBody, {
-    type: "card",
-    data: { number: "4242424242424242", expiration_month: 12, expiration_year: 2030, cvc: "123" },
-    metadata: { customer_id: "c-1042" },
-    deduplicate_token: true,
-  }),
+  request: jsonBody(CreateTokenBody, CARD_TOKEN_REQUEST_EXAMPLE),
   responses: {
-    // As a caller whose rule masks /pci/ sees it: the cvc is never shown, the number is masked.
-    201: jsonContent(CreatedTokenSchema, "The new token, its data per the caller's access transform", {
-      id: "0c2d7b0e-6f4c-4d8e-9a55-3f1f0b6d2a11",
-      type: "card",
-      tenant_id: "7d3f0a9e-1b2c-4d5e-8f90-a1b2c3d4e5f6",
-      data: { number: "XXXXXXXXXXXX4242", expiration_month: 12, expiration_year: 2030 },
-      fingerprint: "WfHV8pOE4djBWKwpnHSO3BylEWZgmrVOwQSO-m5DtZY",
-      containers: ["/pci/high/"],
-      metadata: { customer_id: "c-1042" },
-      search_indexes: [],
-      fingerprint_expression: "{{ data.number }}",
-      mask: {
-        number: "{{ data.number | reveal_last: 4 }}",
-        expiration_month: "{{ data.expiration_month }}",
-        expiration_year: "{{ data.expiration_year }}",
-      },
-      expires_at: null,
-      created_by: "5b8c1e2a-3d4f-4a6b-9c7d-8e9f0a1b2c3d",
-      created_at: "2026-11-23T12:00:00.000Z",
-      modified_by: "5b8c1e2a-3d4f-4a6b-9c7d-8e9f0a1b2c3d",
-      modified_at: "2026-11-23T12:00:00.000Z",
-      deduplicated: false,
-    }),
-    200: jsonContent(CreatedTokenSchema, "An existing token with the same type and fingerprint (deduplicate_token)"),
+    201: jsonContent(CreatedTokenSchema, "The new token, its data per the caller's access transform", CREATED_CARD_TOKEN_EXAMPLE),
+    200: jsonContent(
+      CreatedTokenSchema,
+      "An existing token with the same type and fingerprint (deduplicate_token)",
+      DEDUPLICATED_CARD_TOKEN_EXAMPLE,
+    ),
     ...problemResponses(400, 401, 403, 409, 413, 415, 503),
   },
 });
@@ -72,7 +64,10 @@ const list = createRoute({
     "Filters: `id` and `type` (repeatable), and `metadata.<key>=<value>` (case-insensitive exact match; several are ANDed).",
   middleware: [requirePermission("token:read"), staleReadsAllowed] as const,
   request: { query: ListTokensQuery },
-  responses: { 200: jsonContent(paginated(TokenSchema), "A page of tokens, newest first"), ...problemResponses(400, 401, 403) },
+  responses: {
+    200: jsonContent(paginated(TokenSchema), "A page of tokens, newest first", examplePage(CARD_TOKEN_EXAMPLE)),
+    ...problemResponses(400, 401, 403),
+  },
 });
 
 const get = createRoute({
@@ -81,9 +76,12 @@ const get = createRoute({
   tags,
   security,
   summary: "Get a token",
+  description:
+    "Needs token:read on one of the token's containers; its data follows that rule's transform. " +
+    "An unknown or expired id, or another tenant's token, is a 404.",
   middleware: [requirePermission("token:read"), staleReadsAllowed] as const,
   request: { params: TokenIdParams },
-  responses: { 200: jsonContent(TokenSchema, "The token"), ...problemResponses(400, 401, 403, 404) },
+  responses: { 200: jsonContent(TokenSchema, "The token", CARD_TOKEN_EXAMPLE), ...problemResponses(400, 401, 403, 404) },
 });
 
 const update = createRoute({
@@ -92,10 +90,14 @@ const update = createRoute({
   tags,
   security,
   summary: "Update a token with a JSON merge patch",
+  description:
+    "`data` and `metadata` merge (RFC 7396: null removes a key); any other member replaces the stored one, or with null resets " +
+    "it to the type's default. The result is validated as a new token and its fingerprint and search indexes recomputed; " +
+    "it needs token:update on every container the token is in before and after.",
   middleware: [requirePermission("token:update"), requireContentType("application/merge-patch+json")] as const,
-  request: { params: TokenIdParams, ...mergePatchBody(UpdateTokenBody) },
+  request: { params: TokenIdParams, ...mergePatchBody(UpdateTokenBody, CARD_TOKEN_PATCH_EXAMPLE) },
   responses: {
-    200: jsonContent(UpdatedTokenSchema, "The updated token, or the token it duplicates (deduplicate_token)"),
+    200: jsonContent(UpdatedTokenSchema, "The updated token, or the token it duplicates (deduplicate_token)", PATCHED_CARD_TOKEN_EXAMPLE),
     ...problemResponses(400, 401, 403, 404, 409, 415, 503),
   },
 });
@@ -106,6 +108,9 @@ const remove = createRoute({
   tags,
   security,
   summary: "Delete a token, its ciphertext and its indexes",
+  description:
+    "Needs token:delete on every container of the token. The token can no longer be read, searched or detokenized; " +
+    "an unknown id, or another tenant's token, is a 404.",
   middleware: [requirePermission("token:delete")] as const,
   request: { params: TokenIdParams },
   responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404, 503) },
@@ -117,14 +122,18 @@ const tokenize = createRoute({
   tags,
   security,
   summary: "Tokenize every value of a JSON payload, all or nothing (at most 100 tokens)",
+  description:
+    "Needs token:create on every container of every token. An object with `type` and `data` is created as POST /tokens would " +
+    "(deduplicate_token included); any other string, number or boolean becomes a `token`-type token, and null stays null. " +
+    "When one value is refused, nothing is stored.",
   middleware: [requirePermission("token:create"), json, requireBody, idempotent] as const,
-  request: jsonBody(TokenizePayload, {
-    first_name: "Ada",
-    ssn: { type: "social_security_number", data: "123-45-6789" },
-    cards: [{ type: "card_number", data: "4242424242424242" }],
-  }),
+  request: jsonBody(TokenizePayload, TOKENIZE_REQUEST_EXAMPLE),
   responses: {
-    201: jsonContent(TokenizePayload, "The payload with each primitive leaf replaced by its token's id, each create request by its token"),
+    201: jsonContent(
+      TokenizePayload,
+      "The payload with each primitive leaf replaced by its token's id, each create request by its token",
+      TOKENIZED_EXAMPLE,
+    ),
     ...problemResponses(400, 401, 403, 409, 413, 415, 503),
   },
 });
