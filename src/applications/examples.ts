@@ -14,7 +14,6 @@ import type {
  * example tokens; a management application of the tenant creates and manages it.
  */
 
-const MANAGEMENT_APPLICATION_ID = "306f0da8-7fa6-40d4-87cc-c907a0f5e475";
 const ADDED_KEY_ID = "f7ddbd78-485b-43c1-aece-c53ac849344e";
 const REGENERATED_KEY_ID = "e0616490-6be9-415e-ba42-a5e23e5112da";
 
@@ -53,7 +52,7 @@ export const APPLICATION_EXAMPLE = {
   type: "private",
   permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"],
   rules: CHECKOUT_RULES,
-  created_by: MANAGEMENT_APPLICATION_ID,
+  created_by: EXAMPLE_IDS.managementApplication,
   created_at: EXAMPLE_TIME,
   modified_by: null,
   modified_at: null,
@@ -85,7 +84,7 @@ export const APPLICATION_REPLACEMENT_EXAMPLE = {
 export const REPLACED_APPLICATION_EXAMPLE = {
   ...APPLICATION_EXAMPLE,
   rules: APPLICATION_REPLACEMENT_EXAMPLE.rules,
-  modified_by: MANAGEMENT_APPLICATION_ID,
+  modified_by: EXAMPLE_IDS.managementApplication,
   modified_at: EXAMPLE_TIME,
 } satisfies ApplicationResponse;
 
@@ -113,7 +112,7 @@ const REGENERATED_KEY = "key_JbhmsbvvPGwtXdAGqVoSIvn6WeIozJehWtnUR4tywWI";
 /** The application with its one key left: the new one, shown this once. */
 export const REGENERATED_APPLICATION_EXAMPLE = {
   ...APPLICATION_EXAMPLE,
-  modified_by: MANAGEMENT_APPLICATION_ID,
+  modified_by: EXAMPLE_IDS.managementApplication,
   modified_at: KEYS_REGENERATED_AT,
   key: REGENERATED_KEY,
   keys: [{ id: REGENERATED_KEY_ID, key: REGENERATED_KEY, created_at: KEYS_REGENERATED_AT, expires_at: "2027-12-07T09:00:00.000Z" }],

@@ -1,7 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { examplePage } from "../http/examples";
 import { requirePermission, staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonContent, paginated, problemResponses } from "../http/schemas";
+import { ENTITY_TYPES_EXAMPLE, LOG_ENTRY_EXAMPLE, VERIFICATION_EXAMPLE } from "./examples";
 import { EntityTypeSchema, LogQuery, LogSchema, VerificationSchema, VerifyQuery } from "./schema";
 import { entityTypes, listLogs, verifyLogs } from "./service";
 
@@ -21,7 +23,10 @@ const list = createRoute({
     "queue's consumer has written it, usually within a second or two.",
   middleware: [requirePermission("log:read"), staleReadsAllowed] as const,
   request: { query: LogQuery },
-  responses: { 200: jsonContent(paginated(LogSchema), "A page of entries"), ...problemResponses(400, 401, 403) },
+  responses: {
+    200: jsonContent(paginated(LogSchema), "A page of entries", examplePage(LOG_ENTRY_EXAMPLE)),
+    ...problemResponses(400, 401, 403),
+  },
 });
 
 const types = createRoute({
@@ -30,8 +35,9 @@ const types = createRoute({
   tags,
   security,
   summary: "List the entity types entries can name",
+  description: "Needs `log:read`. The values `entity_type` takes in entries and in the `GET /logs` filter, with a display name each.",
   middleware: [requirePermission("log:read")] as const,
-  responses: { 200: jsonContent(z.array(EntityTypeSchema), "The entity types"), ...problemResponses(401, 403) },
+  responses: { 200: jsonContent(z.array(EntityTypeSchema), "The entity types", ENTITY_TYPES_EXAMPLE), ...problemResponses(401, 403) },
 });
 
 const verify = createRoute({
@@ -46,7 +52,7 @@ const verify = createRoute({
     "entry edited, deleted or moved in the database.",
   middleware: [requirePermission("log:read")] as const,
   request: { query: VerifyQuery },
-  responses: { 200: jsonContent(VerificationSchema, "The verification"), ...problemResponses(400, 401, 403) },
+  responses: { 200: jsonContent(VerificationSchema, "The verification", VERIFICATION_EXAMPLE), ...problemResponses(400, 401, 403) },
 });
 
 export const logRoutes = createRouter()

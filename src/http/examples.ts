@@ -7,6 +7,8 @@
 export const EXAMPLE_IDS = {
   tenant: "7d3f0a9e-1b2c-4d5e-8f90-a1b2c3d4e5f6",
   application: "5b8c1e2a-3d4f-4a6b-9c7d-8e9f0a1b2c3d",
+  /** The tenant's first application, which POST /tenants creates and which created the others. */
+  managementApplication: "306f0da8-7fa6-40d4-87cc-c907a0f5e475",
   apiKey: "9e4a2f61-7c3b-4d1e-8a5f-2b6c9d0e1f23",
   token: "0c2d7b0e-6f4c-4d8e-9a55-3f1f0b6d2a11",
   otherToken: "4f6a8c0e-2b4d-4f6a-8c0e-2b4d6f8a0c1e",

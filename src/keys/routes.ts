@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { requireOperator } from "../http/operator";
 import { createRouter } from "../http/router";
 import { IdParams, jsonContent, problemResponses } from "../http/schemas";
+import { KEYRING_STATUS_EXAMPLE, REWRAP_EXAMPLE, ROTATION_RUNNING_EXAMPLE, ROTATION_STARTED_EXAMPLE } from "./examples";
 import { rotationStatus, startRotation } from "./rotation";
 import { keyringStatus, REWRAP_MAX, rewrapKeys } from "./service";
 
@@ -28,8 +29,11 @@ const status = createRoute({
   tags,
   security,
   summary: "What the keyring wraps (operators only)",
+  description:
+    "Needs `SVC-OPERATOR-KEY`. Counts the tenants' data-key records under each key-encryption key of VAULT_MASTER_KEYS, so " +
+    "an operator rotating the master key knows when the older versions may leave the keyring (`remaining` 0).",
   middleware: [requireOperator] as const,
-  responses: { 200: jsonContent(KeyringStatusSchema, "The keyring's status"), ...problemResponses(401, 404) },
+  responses: { 200: jsonContent(KeyringStatusSchema, "The keyring's status", KEYRING_STATUS_EXAMPLE), ...problemResponses(401, 404) },
 });
 
 const rewrap = createRoute({
@@ -61,6 +65,7 @@ const rewrap = createRoute({
         rewrapped: z.number().int().openapi({ description: "Records stored or re-wrapped by this call" }),
       }).openapi("Rewrap"),
       "What was re-wrapped, and what remains",
+      REWRAP_EXAMPLE,
     ),
     ...problemResponses(400, 401, 404),
   },
@@ -102,7 +107,10 @@ const startRotationRoute = createRoute({
     "or a move of the tenant runs.",
   middleware: [requireOperator] as const,
   request: { params: IdParams },
-  responses: { 202: jsonContent(RotationSchema, "The rotation has started"), ...problemResponses(400, 401, 404, 409) },
+  responses: {
+    202: jsonContent(RotationSchema, "The rotation has started", ROTATION_STARTED_EXAMPLE),
+    ...problemResponses(400, 401, 404, 409),
+  },
 });
 
 const rotationRoute = createRoute({
@@ -114,7 +122,7 @@ const rotationRoute = createRoute({
   description: "The latest rotation of the tenant's data keys: its state and progress (kept once done, until the next).",
   middleware: [requireOperator] as const,
   request: { params: IdParams },
-  responses: { 200: jsonContent(RotationSchema, "The latest rotation"), ...problemResponses(400, 401, 404) },
+  responses: { 200: jsonContent(RotationSchema, "The latest rotation", ROTATION_RUNNING_EXAMPLE), ...problemResponses(400, 401, 404) },
 });
 
 export const keyRoutes = createRouter()

@@ -4,6 +4,13 @@ import { requireContentType } from "../http/middleware";
 import { requireOperator } from "../http/operator";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, Name, problemResponses } from "../http/schemas";
+import {
+  CREATE_TENANT_EXAMPLE,
+  CREATED_TENANT_EXAMPLE,
+  MOVE_TENANT_EXAMPLE,
+  SHREDDED_TENANT_EXAMPLE,
+  TENANT_MOVE_EXAMPLE,
+} from "./examples";
 import { moveTenant } from "./moves";
 import { createTenant } from "./service";
 import { shredTenant } from "./shred";
@@ -17,6 +24,10 @@ const create = createRoute({
   tags: ["Operators"],
   security: [{ OperatorKey: [] }],
   summary: "Create a tenant with its first management application and key (operators only)",
+  description:
+    "Needs `SVC-OPERATOR-KEY`. Places the tenant in the data database named, or in the one holding the fewest tenants, and " +
+    "creates its data keys and a management application. The answer is the only place that application's key is shown: " +
+    "with it the tenant creates its other applications.",
   middleware: [requireOperator, requireContentType("application/json")] as const,
   request: jsonBody(
     z
@@ -27,6 +38,7 @@ const create = createRoute({
         }),
       })
       .openapi("CreateTenant"),
+    CREATE_TENANT_EXAMPLE,
   ),
   responses: {
     201: jsonContent(
@@ -35,6 +47,7 @@ const create = createRoute({
         application: CreatedApplicationSchema,
       }),
       "The tenant, its management application and the application's key (shown once)",
+      CREATED_TENANT_EXAMPLE,
     ),
     ...problemResponses(400, 401, 404, 415),
   },
@@ -60,6 +73,7 @@ const move = createRoute({
           max_batches: z.number({ error: "must be an integer" }).int().min(1).max(1_000_000).optional(),
         })
         .openapi("MoveTenant"),
+      MOVE_TENANT_EXAMPLE,
     ),
   },
   responses: {
@@ -71,6 +85,7 @@ const move = createRoute({
         phase: z.enum(["copying", "blocked", "switched", "done"]),
       }),
       "Where the move stands",
+      TENANT_MOVE_EXAMPLE,
     ),
     ...problemResponses(400, 401, 404, 409, 415),
   },
@@ -102,6 +117,7 @@ const shred = createRoute({
         })
         .openapi("ShreddedTenant"),
       "The tenant's keys are destroyed",
+      SHREDDED_TENANT_EXAMPLE,
     ),
     ...problemResponses(400, 401, 404, 409),
   },

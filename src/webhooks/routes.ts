@@ -1,9 +1,18 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { examplePage } from "../http/examples";
 import { idempotent } from "../http/idempotency";
 import { requireContentType, requirePermission } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, paginated, problemResponses } from "../http/schemas";
 import { WEBHOOK_EVENT_TYPES } from "./events";
+import {
+  CREATED_WEBHOOK_EXAMPLE,
+  EVENT_TYPES_EXAMPLE,
+  REPLACED_WEBHOOK_EXAMPLE,
+  WEBHOOK_EXAMPLE,
+  WEBHOOK_REPLACEMENT_EXAMPLE,
+  WEBHOOK_REQUEST_EXAMPLE,
+} from "./examples";
 import { CreatedWebhookSchema, WebhookBody, WebhookSchema } from "./schema";
 import * as webhooks from "./service";
 
@@ -21,9 +30,9 @@ const create = createRoute({
     "Events of the types listed are delivered to `url` (which must pass the egress policy) as `{event, delivered_at}`, signed " +
     "per Standard Webhooks with the secret this answer holds. A tenant holds at most 5 webhooks (409 beyond).",
   middleware: [requirePermission("webhook:create"), json, idempotent] as const,
-  request: jsonBody(WebhookBody),
+  request: jsonBody(WebhookBody, WEBHOOK_REQUEST_EXAMPLE),
   responses: {
-    201: jsonContent(CreatedWebhookSchema, "The webhook, with its signing secret"),
+    201: jsonContent(CreatedWebhookSchema, "The webhook, with its signing secret", CREATED_WEBHOOK_EXAMPLE),
     ...problemResponses(400, 401, 403, 409, 413, 415, 503),
   },
 });
@@ -34,9 +43,15 @@ const list = createRoute({
   tags,
   security,
   summary: "List webhooks",
+  description:
+    "Needs `webhook:read`. The tenant's webhooks a page at a time, without their secrets; `id` (repeatable) and `name` " +
+    "(`*` is the only wildcard, case-insensitive) narrow the list.",
   middleware: [requirePermission("webhook:read")] as const,
   request: { query: ListQuery },
-  responses: { 200: jsonContent(paginated(WebhookSchema), "A page of webhooks"), ...problemResponses(400, 401, 403) },
+  responses: {
+    200: jsonContent(paginated(WebhookSchema), "A page of webhooks", examplePage(WEBHOOK_EXAMPLE)),
+    ...problemResponses(400, 401, 403),
+  },
 });
 
 const eventTypes = createRoute({
@@ -45,8 +60,9 @@ const eventTypes = createRoute({
   tags,
   security,
   summary: "List the event types a webhook may subscribe to",
+  description: "Needs `webhook:read`. Each is raised once the audit log holds the change it reports; token events never carry token data.",
   middleware: [requirePermission("webhook:read")] as const,
-  responses: { 200: jsonContent(z.array(z.string()), "The event types"), ...problemResponses(401, 403) },
+  responses: { 200: jsonContent(z.array(z.string()), "The event types", EVENT_TYPES_EXAMPLE), ...problemResponses(401, 403) },
 });
 
 const get = createRoute({
@@ -55,9 +71,10 @@ const get = createRoute({
   tags,
   security,
   summary: "Get a webhook (never its secret)",
+  description: "Needs `webhook:read`. Another tenant's webhook is a 404. `status` is disabled after deliveries kept failing.",
   middleware: [requirePermission("webhook:read")] as const,
   request: { params: IdParams },
-  responses: { 200: jsonContent(WebhookSchema, "The webhook"), ...problemResponses(400, 401, 403, 404) },
+  responses: { 200: jsonContent(WebhookSchema, "The webhook", WEBHOOK_EXAMPLE), ...problemResponses(400, 401, 403, 404) },
 });
 
 const update = createRoute({
@@ -66,9 +83,15 @@ const update = createRoute({
   tags,
   security,
   summary: "Replace a webhook (its secret stays); status enabled re-enables a disabled one",
+  description:
+    "Needs `webhook:update`. Every member is replaced: one left out takes its default (`status` enabled, no `notify_email`). " +
+    "The new `url` must pass the egress policy; another tenant's webhook is a 404.",
   middleware: [requirePermission("webhook:update"), json] as const,
-  request: { params: IdParams, ...jsonBody(WebhookBody) },
-  responses: { 200: jsonContent(WebhookSchema, "The webhook"), ...problemResponses(400, 401, 403, 404, 413, 415) },
+  request: { params: IdParams, ...jsonBody(WebhookBody, WEBHOOK_REPLACEMENT_EXAMPLE) },
+  responses: {
+    200: jsonContent(WebhookSchema, "The webhook", REPLACED_WEBHOOK_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404, 413, 415),
+  },
 });
 
 const remove = createRoute({
@@ -77,6 +100,7 @@ const remove = createRoute({
   tags,
   security,
   summary: "Delete a webhook; deliveries still queued for it are dropped",
+  description: "Needs `webhook:delete`. Its secret is deleted with it; another tenant's webhook is a 404.",
   middleware: [requirePermission("webhook:delete")] as const,
   request: { params: IdParams },
   responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },

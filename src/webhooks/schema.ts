@@ -27,9 +27,7 @@ export const WebhookBody = z
     status: z.enum(WEBHOOK_STATUSES, { error: "must be enabled or disabled" }).default("enabled"),
     notify_email: z.email({ error: "must be an email address" }).max(254).nullish(),
   })
-  .openapi("WebhookRequest", {
-    example: { name: "token events", url: "https://example.com/webhooks", events: ["token.created"], notify_email: "ops@example.com" },
-  });
+  .openapi("WebhookRequest");
 export type WebhookInput = z.infer<typeof WebhookBody>;
 
 export const WebhookSchema = z

@@ -1,0 +1,47 @@
+import type { z } from "@hono/zod-openapi";
+import { EXAMPLE_AUDIT_FIELDS, EXAMPLE_IDS, EXAMPLE_TIME } from "../http/examples";
+import { WEBHOOK_EVENT_TYPES } from "./events";
+import type { WebhookBody } from "./schema";
+
+/*
+ * Examples of the webhook routes (the API reference page shows them, and
+ * test/foundation/platform.test.ts parses each with its operation's schema).
+ */
+
+export const WEBHOOK_REQUEST_EXAMPLE = {
+  name: "token events",
+  url: "https://hooks.partner.example/vault",
+  events: ["token.created", "token.deleted"],
+  notify_email: "ops@partner.example",
+} satisfies z.input<typeof WebhookBody>;
+
+export const WEBHOOK_EXAMPLE = {
+  id: EXAMPLE_IDS.webhook,
+  tenant_id: EXAMPLE_IDS.tenant,
+  ...WEBHOOK_REQUEST_EXAMPLE,
+  status: "enabled" as const,
+  created_by: EXAMPLE_IDS.managementApplication,
+  created_at: EXAMPLE_TIME,
+  modified_by: null,
+  modified_at: null,
+};
+
+/** The signing secret is in this answer only. */
+export const CREATED_WEBHOOK_EXAMPLE = { ...WEBHOOK_EXAMPLE, secret: "whsec_Zk3p9Qm2Xv7Rt4Lw8Ny1Bc6Hd0Fs5Jg2Ua9Ke3Oi7Tq=" };
+
+/** Subscribed to updates too; `status: enabled` re-enables a webhook disabled after failed deliveries. */
+export const WEBHOOK_REPLACEMENT_EXAMPLE = {
+  ...WEBHOOK_REQUEST_EXAMPLE,
+  events: ["token.created", "token.updated", "token.deleted"],
+  status: "enabled",
+} satisfies z.input<typeof WebhookBody>;
+
+export const REPLACED_WEBHOOK_EXAMPLE = {
+  ...WEBHOOK_EXAMPLE,
+  events: WEBHOOK_REPLACEMENT_EXAMPLE.events,
+  ...EXAMPLE_AUDIT_FIELDS,
+  created_by: EXAMPLE_IDS.managementApplication,
+  modified_by: EXAMPLE_IDS.managementApplication,
+};
+
+export const EVENT_TYPES_EXAMPLE = [...WEBHOOK_EVENT_TYPES];
