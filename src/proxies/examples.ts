@@ -66,17 +66,6 @@ export const ROLLED_PROXY_EXAMPLE = {
   ...EXAMPLE_AUDIT_FIELDS,
 } satisfies ProxyResponse;
 
-/** A charge for the partner behind PROXY_EXAMPLE, the card's fields read from the example card token. */
-export const PROXIED_BODY_EXAMPLE = {
-  amount: 1999,
-  currency: "usd",
-  card: {
-    number: `{{ ${EXAMPLE_IDS.token} | json: '$.number' }}`,
-    exp_month: `{{ ${EXAMPLE_IDS.token} | json: '$.expiration_month' | pad_left: 2, '0' }}`,
-    exp_year: `{{ ${EXAMPLE_IDS.token} | json: '$.expiration_year' }}`,
-  },
-};
-
 /** How /proxy answers a failure inside the vault; test/foundation/platform.test.ts checks its status and title. */
 export const PROXY_ERROR_EXAMPLE = {
   proxy_error: {

@@ -14,10 +14,10 @@ import {
   paginated,
   problemResponses,
 } from "../http/schemas";
+import { CARD_CHARGE_EXAMPLE } from "../tokens/examples";
 import { INVOCATION_PATH } from "./destination";
 import { proxyErrorResponse } from "./errors";
 import {
-  PROXIED_BODY_EXAMPLE,
   PROXY_ERROR_EXAMPLE,
   PROXY_EXAMPLE,
   PROXY_PATCH_EXAMPLE,
@@ -208,7 +208,7 @@ for (const method of HTTP_METHODS) {
       "destination's response is returned as it is.",
     request: {
       params: z.object({ path: z.string().openapi({ description: "Optional sub-path, any depth" }) }),
-      ...(METHODS_WITH_BODY.has(method) ? optionalJsonBody(ProxiedBody, PROXIED_BODY_EXAMPLE) : {}),
+      ...(METHODS_WITH_BODY.has(method) ? optionalJsonBody(ProxiedBody, CARD_CHARGE_EXAMPLE) : {}),
     },
     responses: {
       default: { description: "The destination's response, unchanged" },

@@ -108,16 +108,20 @@ export const TOKENIZED_EXAMPLE = {
   cards: [TOKENIZED_CARD_NUMBER_EXAMPLE],
 };
 
-/** A charge for a payment partner, the card's fields read from CARD_TOKEN_EXAMPLE. */
-export const DETOKENIZE_REQUEST_EXAMPLE = {
+/** A charge for a payment partner, the card's fields read from CARD_TOKEN_EXAMPLE (also the /proxy body example). */
+export const CARD_CHARGE_EXAMPLE = {
   amount: 1999,
   currency: "usd",
   card: {
     number: `{{ ${EXAMPLE_IDS.token} | json: '$.number' }}`,
     exp_month: `{{ ${EXAMPLE_IDS.token} | json: '$.expiration_month' | pad_left: 2, '0' }}`,
     exp_year: `{{ ${EXAMPLE_IDS.token} | json: '$.expiration_year' }}`,
-    last4: `{{ ${EXAMPLE_IDS.token} | json: '$.number' | last4 }}`,
   },
+};
+
+export const DETOKENIZE_REQUEST_EXAMPLE = {
+  ...CARD_CHARGE_EXAMPLE,
+  card: { ...CARD_CHARGE_EXAMPLE.card, last4: `{{ ${EXAMPLE_IDS.token} | json: '$.number' | last4 }}` },
 };
 
 /** DETOKENIZE_REQUEST_EXAMPLE with token:use, which the example application holds with reveal. */
