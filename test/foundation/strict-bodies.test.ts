@@ -26,7 +26,8 @@ let keys: string[];
 
 beforeAll(async () => {
   routes = (await documentedOperations())
-    .filter((operation) => operation.bodyType !== null)
+    // A proxied body is forwarded as the caller sent it, any bytes; test/proxies/bounded-bodies.test.ts bounds it.
+    .filter((operation) => operation.bodyType !== null && !operation.path.startsWith("/proxy/"))
     .map((operation) => ({
       method: operation.method,
       path: operation.path.replace(/\{[^}]+\}/g, UNKNOWN_ID),
