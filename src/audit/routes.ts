@@ -17,9 +17,9 @@ const list = createRoute({
   security,
   summary: "List the tenant's audit log, newest first",
   description:
-    "Every operation on tokens (token use in proxies, reactors and detokenization included), every write to applications, " +
-    "keys, proxies, formulas, reactors, webhooks and tenants, every proxy invocation and react, and every refused request. " +
-    "Entries never hold token data, keys, configuration values, request bodies or code. An entry appears once the audit " +
+    "Needs `log:read`. Entries record every operation on tokens (each token a proxy, reactor or detokenization uses " +
+    "included), every request to applications, keys, proxies, formulas, reactors, webhooks and tenants, and every refused " +
+    "request, never with token data, keys, configuration values, request bodies or code. An entry appears once the audit " +
     "queue's consumer has written it, usually within a second or two.",
   middleware: [requirePermission("log:read"), staleReadsAllowed] as const,
   request: { query: LogQuery },
@@ -47,9 +47,9 @@ const verify = createRoute({
   security,
   summary: "Verify the audit log's hash chain",
   description:
-    "Recomputes each entry's keyed hash from its content and the previous entry's hash, over the range given (by default, " +
-    "from the oldest entry retention kept to the newest). `broken_at` names the first entry whose link does not hold: an " +
-    "entry edited, deleted or moved in the database.",
+    "Needs `log:read`. Recomputes each entry's keyed hash from its content and the previous entry's hash, over the range " +
+    "given (by default from the oldest entry retention kept to the newest). `broken_at` names the first entry whose link " +
+    "does not hold: an entry edited, deleted or moved in the database.",
   middleware: [requirePermission("log:read")] as const,
   request: { query: VerifyQuery },
   responses: { 200: jsonContent(VerificationSchema, "The verification", VERIFICATION_EXAMPLE), ...problemResponses(400, 401, 403) },

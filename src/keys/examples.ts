@@ -13,13 +13,13 @@ export const KEYRING_STATUS_EXAMPLE = {
   remaining: 140,
 };
 
-/** One call of at most 100 records: 40 are left for the next. */
+/** A call with `max_records=100`: 40 records are left for the next. */
 export const REWRAP_EXAMPLE = {
+  kek_version: 2,
+  rewrapped: 100,
   ...KEYRING_STATUS_EXAMPLE,
   records_by_kek_version: { "1": 40, "2": 160 },
   remaining: 40,
-  kek_version: 2,
-  rewrapped: 100,
 };
 
 export const ROTATION_STARTED_EXAMPLE = {

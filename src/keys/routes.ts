@@ -43,9 +43,9 @@ const rewrap = createRoute({
   security,
   summary: "Re-wrap tenants' data keys under the newest key-encryption key (operators only)",
   description:
-    "Stores the derived keys of tenants created before envelope encryption, then re-wraps up to max_records data-key records " +
-    "under the highest version of VAULT_MASTER_KEYS. No token is touched. Call again until remaining is 0; older versions " +
-    "may then leave the keyring.",
+    "Needs `SVC-OPERATOR-KEY`. Stores the derived keys of tenants created before envelope encryption, then re-wraps up to " +
+    "`max_records` data-key records under the highest version of VAULT_MASTER_KEYS, without touching any token. Call again " +
+    "until `remaining` is 0; the older versions may then leave the keyring.",
   middleware: [requireOperator] as const,
   request: {
     query: z.object({
@@ -100,11 +100,11 @@ const startRotationRoute = createRoute({
   security,
   summary: "Rotate a tenant's data keys, online (operators only)",
   description:
-    "Stores a new data-key version, which every write uses within one credential time to live, then re-encrypts in the " +
-    "background everything the tenant sealed under the old one: tokens (with their fingerprints and blind indexes), proxy " +
-    "keys and configurations, reactor configurations, webhook secrets and idempotency records. Reads, data: search and " +
-    "deduplication match both versions meanwhile. When nothing is left, the old version is destroyed. 409 while a rotation " +
-    "or a move of the tenant runs.",
+    "Needs `SVC-OPERATOR-KEY`. Stores a new data-key version, which every write uses within one credential time to live, " +
+    "then re-encrypts in the background everything the tenant sealed under the old one (tokens with their fingerprints and " +
+    "blind indexes, proxies, reactor configurations, webhook secrets, idempotency records) while reads, `data:` search and " +
+    "deduplication match both versions. Once nothing is left the old version is destroyed; 409 while a rotation or a move " +
+    "of the tenant runs.",
   middleware: [requireOperator] as const,
   request: { params: IdParams },
   responses: {
@@ -119,7 +119,9 @@ const rotationRoute = createRoute({
   tags,
   security,
   summary: "Follow a tenant's data-key rotation (operators only)",
-  description: "The latest rotation of the tenant's data keys: its state and progress (kept once done, until the next).",
+  description:
+    "Needs `SVC-OPERATOR-KEY`. Answers the state and progress of the tenant's latest data-key rotation; a finished one " +
+    "stays readable until the next starts.",
   middleware: [requireOperator] as const,
   request: { params: IdParams },
   responses: { 200: jsonContent(RotationSchema, "The latest rotation", ROTATION_RUNNING_EXAMPLE), ...problemResponses(400, 401, 404) },

@@ -8,11 +8,15 @@ import { EXAMPLE_IDS, EXAMPLE_TIME } from "../http/examples";
 
 export const CREATE_TENANT_EXAMPLE = { name: "Acme Payments" };
 
-const MANAGEMENT_KEY = "key_q8Xv2mR4tY7wZ1bN5cE9hK3jL6pA0sD4fG7uI2oQ8rT";
+const MANAGEMENT_KEY_ID = "d16bc61f-4c9e-4e9c-b962-798170c142fe";
+const MANAGEMENT_KEY = "key_HEHYoR1Nneqe1rRoP6ti4nOIz7Ix6ZH_cyveZ7XX8T8";
 
-/** The tenant and its first application: a management application whose key only this answer shows. */
+/**
+ * The tenant and its first application: a management application whose key only this answer shows.
+ * The deployment binds DB_1 and DB_2 as data databases; the tenant went to DB_1, the one holding fewer tenants.
+ */
 export const CREATED_TENANT_EXAMPLE = {
-  tenant: { id: EXAMPLE_IDS.tenant, name: CREATE_TENANT_EXAMPLE.name, database: "DB", created_at: EXAMPLE_TIME },
+  tenant: { id: EXAMPLE_IDS.tenant, name: CREATE_TENANT_EXAMPLE.name, database: "DB_1", created_at: EXAMPLE_TIME },
   application: {
     id: EXAMPLE_IDS.managementApplication,
     tenant_id: EXAMPLE_IDS.tenant,
@@ -25,18 +29,19 @@ export const CREATED_TENANT_EXAMPLE = {
     modified_by: null,
     modified_at: null,
     key: MANAGEMENT_KEY,
-    keys: [{ id: EXAMPLE_IDS.apiKey, key: MANAGEMENT_KEY, created_at: EXAMPLE_TIME, expires_at: null }],
+    keys: [{ id: MANAGEMENT_KEY_ID, key: MANAGEMENT_KEY, created_at: EXAMPLE_TIME, expires_at: null }],
   },
 };
 
-/** Ten steps of copying at most; call again until the phase is done. */
+/** The example tenant to DB_2, ten steps at most; call again until the phase is done. */
 export const MOVE_TENANT_EXAMPLE = { database: "DB_2", max_batches: 10 };
 
 export const TENANT_MOVE_EXAMPLE = { tenant_id: EXAMPLE_IDS.tenant, source: "DB_1", target: "DB_2", phase: "copying" as const };
 
+/** Its keys are gone; the cron has yet to purge its rows. */
 export const SHREDDED_TENANT_EXAMPLE = {
   tenant_id: EXAMPLE_IDS.tenant,
-  shredded_at: EXAMPLE_TIME,
+  shredded_at: "2027-05-04T08:30:00.000Z",
   derived_keys: false,
   remaining_rows: 12840,
 };

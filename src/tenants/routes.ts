@@ -60,9 +60,10 @@ const move = createRoute({
   security: [{ OperatorKey: [] }],
   summary: "Move a tenant to another data database, online (operators only)",
   description:
-    "Copies the tenant's tokens in batches while it keeps working, blocks its writes (503 with Retry-After) only to copy the " +
-    "last changes, verifies row counts, switches the directory and purges the old copy. Resumable: each call advances the " +
-    "move by at most max_batches steps and answers its phase; call again until it is done.",
+    "Needs `SVC-OPERATOR-KEY`. Copies the tenant's tokens and audit log in batches while it keeps working, blocks its writes " +
+    "(503 with Retry-After) only to copy the last changes, verifies row counts, switches the directory and purges the old " +
+    "copy. Each call advances the move by at most `max_batches` steps and answers its phase: call again until it is `done` " +
+    "(409 while the tenant's data keys are being rotated, or while it is moving to another database).",
   middleware: [requireOperator, requireContentType("application/json")] as const,
   request: {
     params: IdParams,
@@ -98,9 +99,9 @@ const shred = createRoute({
   security: [{ OperatorKey: [] }],
   summary: "Delete a tenant by crypto-shredding it (operators only)",
   description:
-    "Destroys the tenant's data keys first, with its applications, keys, proxies, reactors, formulas and webhooks, in one " +
-    "batch: from then on nothing it stored can be decrypted. The cron then purges its rows in bounded batches. Calling " +
-    "again answers the status until the purge is done (then 404).",
+    "Needs `SVC-OPERATOR-KEY`. Destroys the tenant's data keys, applications, API keys, proxies, reactors, formulas and " +
+    "webhooks in one batch, so nothing it stored can be decrypted any more; the cron then purges its rows in bounded " +
+    "batches. Calling again answers the same status until the purge is done (then 404); 409 while the tenant is being moved.",
   middleware: [requireOperator] as const,
   request: { params: IdParams },
   responses: {

@@ -1,5 +1,5 @@
 import type { z } from "@hono/zod-openapi";
-import { EXAMPLE_AUDIT_FIELDS, EXAMPLE_IDS, EXAMPLE_TIME } from "../http/examples";
+import { EXAMPLE_IDS, EXAMPLE_TIME } from "../http/examples";
 import { WEBHOOK_EVENT_TYPES } from "./events";
 import type { WebhookBody } from "./schema";
 
@@ -27,7 +27,7 @@ export const WEBHOOK_EXAMPLE = {
 };
 
 /** The signing secret is in this answer only. */
-export const CREATED_WEBHOOK_EXAMPLE = { ...WEBHOOK_EXAMPLE, secret: "whsec_Zk3p9Qm2Xv7Rt4Lw8Ny1Bc6Hd0Fs5Jg2Ua9Ke3Oi7Tq=" };
+export const CREATED_WEBHOOK_EXAMPLE = { ...WEBHOOK_EXAMPLE, secret: "whsec_0BkyqU7j09xJrxBk1N3e7rPtoRyJVLrCCON0ZfPF9pQ=" };
 
 /** Subscribed to updates too; `status: enabled` re-enables a webhook disabled after failed deliveries. */
 export const WEBHOOK_REPLACEMENT_EXAMPLE = {
@@ -39,9 +39,8 @@ export const WEBHOOK_REPLACEMENT_EXAMPLE = {
 export const REPLACED_WEBHOOK_EXAMPLE = {
   ...WEBHOOK_EXAMPLE,
   events: WEBHOOK_REPLACEMENT_EXAMPLE.events,
-  ...EXAMPLE_AUDIT_FIELDS,
-  created_by: EXAMPLE_IDS.managementApplication,
   modified_by: EXAMPLE_IDS.managementApplication,
+  modified_at: EXAMPLE_TIME,
 };
 
 export const EVENT_TYPES_EXAMPLE = [...WEBHOOK_EVENT_TYPES];

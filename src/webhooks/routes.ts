@@ -27,8 +27,9 @@ const create = createRoute({
   security,
   summary: "Create a webhook; its signing secret is shown once",
   description:
-    "Events of the types listed are delivered to `url` (which must pass the egress policy) as `{event, delivered_at}`, signed " +
-    "per Standard Webhooks with the secret this answer holds. A tenant holds at most 5 webhooks (409 beyond).",
+    "Needs `webhook:create`. Events of the types listed are delivered to `url` (which must pass the egress policy) as " +
+    "`{event, delivered_at}`, signed per Standard Webhooks with the secret this answer holds. A tenant holds at most 5 " +
+    "webhooks (409 beyond).",
   middleware: [requirePermission("webhook:create"), json, idempotent] as const,
   request: jsonBody(WebhookBody, WEBHOOK_REQUEST_EXAMPLE),
   responses: {
