@@ -206,9 +206,9 @@ class Compiler {
       case "metadata":
         return `EXISTS (SELECT 1 FROM token_metadata AS m WHERE m.tenant_id = ?1 AND m.key = ${v(term.key.toLowerCase())} AND m.value = ${v(term.value.toLowerCase())} AND m.token_id = t.id)`;
       case "container":
-        // A subtree probe starts from the token's own containers, through (tenant_id, token_id).
+        // A subtree probe starts from the token's own containers, through (tenant_id, token_id) (see accessCondition).
         return term.subtree
-          ? `EXISTS (SELECT 1 FROM token_containers AS c WHERE c.token_id = t.id AND c.tenant_id = ?1 AND ${this.containerMatch("+c.container", term)})`
+          ? `EXISTS (SELECT 1 FROM token_containers AS c INDEXED BY token_containers_token WHERE c.token_id = t.id AND c.tenant_id = ?1 AND ${this.containerMatch("c.container", term)})`
           : `EXISTS (SELECT 1 FROM token_containers AS c WHERE c.tenant_id = ?1 AND ${this.containerMatch("c.container", term)} AND c.token_id = t.id)`;
       case "created_at":
       case "modified_at": {
@@ -249,16 +249,17 @@ class Compiler {
 
 /**
  * The caller's containers: a token is visible when one of its containers lies under one of them.
- * The probe starts from the token's own containers, through (tenant_id, token_id): `+` keeps the
- * container off the primary key, which would walk the tenant's containers instead.
+ * The probe starts from the token's own containers, through (tenant_id, token_id). INDEXED BY,
+ * because SQLite otherwise prefers the covering primary key's tenant_id prefix, which walks all of
+ * the tenant's containers for every token (test/search/query-plan.test.ts).
  */
 function accessCondition(prefixes: string[], values: QueryValues): string {
   if (prefixes.length === 0) return "FALSE";
   const matches = balanced(
-    prefixes.map((prefix) => prefixMatch("+a.container", prefix, values)),
+    prefixes.map((prefix) => prefixMatch("a.container", prefix, values)),
     "OR",
   );
-  return `EXISTS (SELECT 1 FROM token_containers AS a WHERE a.token_id = t.id AND a.tenant_id = ?1 AND (${matches}))`;
+  return `EXISTS (SELECT 1 FROM token_containers AS a INDEXED BY token_containers_token WHERE a.token_id = t.id AND a.tenant_id = ?1 AND (${matches}))`;
 }
 
 /**

@@ -395,9 +395,13 @@ function holdsMetadata(pairs: [string, string][]): SQL {
     WHERE m.tenant_id = ${tokens.tenantId} AND m.key = f.value ->> 0 AND m.value = f.value ->> 1 AND m.token_id = ${tokens.id}) = ${pairs.length}`;
 }
 
-/** One of the token's containers lies under one of the prefixes (a rule's container covers its sub-containers). */
+/**
+ * One of the token's containers lies under one of the prefixes (a rule's container covers its
+ * sub-containers). INDEXED BY: SQLite otherwise walks all of the tenant's containers per token
+ * through the covering primary key (see src/search/compile.ts, accessCondition).
+ */
 function inContainers(prefixes: string[]): SQL {
-  return sql`EXISTS (SELECT 1 FROM token_containers AS a, json_each(${JSON.stringify(prefixes)}) AS p
+  return sql`EXISTS (SELECT 1 FROM token_containers AS a INDEXED BY token_containers_token, json_each(${JSON.stringify(prefixes)}) AS p
     WHERE a.tenant_id = ${tokens.tenantId} AND a.token_id = ${tokens.id} AND substr(a.container, 1, length(p.value)) = p.value)`;
 }
 

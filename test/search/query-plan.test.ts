@@ -1,7 +1,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { databaseOf } from "../../src/db/client";
 import { compileSearch, type Statement } from "../../src/search/compile";
 import { parseQuery } from "../../src/search/parse";
+import { liveTokensPage } from "../../src/tokens/storage";
 
 /**
  * The compiled SQL as SQLite plans it (EXPLAIN QUERY PLAN on the real schema): a selective query
@@ -52,6 +54,41 @@ async function planOf(statement: Statement): Promise<string> {
  */
 const WALKS_ALL_TOKENS = /\bSCAN (?!\(subquery-\d+\))|tokens_tenant_created \(tenant_id=\?\)/;
 
+/** The tenant's containers walked for each token, through the primary key's tenant_id prefix. */
+const WALKS_TENANT_CONTAINERS = /sqlite_autoindex_token_containers_1 \(tenant_id=\?\)/;
+
+/** The statements `run` prepares on the control database (whatever it binds), for their plans. */
+async function statementsOf(run: (db: D1Database) => Promise<unknown>): Promise<Statement[]> {
+  const statements: Statement[] = [];
+  const recording = new Proxy(env.DB, {
+    get(target, property) {
+      if (property !== "prepare") {
+        const value = Reflect.get(target, property);
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return (sql: string) => {
+        const prepared = target.prepare(sql);
+        const statement: Statement = { sql, params: [] };
+        statements.push(statement);
+        return new Proxy(prepared, {
+          get(inner, name) {
+            if (name === "bind") {
+              return (...params: unknown[]) => {
+                statement.params = params;
+                return inner.bind(...params);
+              };
+            }
+            const value = Reflect.get(inner, name);
+            return typeof value === "function" ? value.bind(inner) : value;
+          },
+        });
+      };
+    },
+  });
+  await run(recording);
+  return statements;
+}
+
 describe("query plans", () => {
   it("a selective query never scans the tokens table or all of a tenant's tokens", async () => {
     for (const query of SELECTIVE_QUERIES) {
@@ -65,9 +102,24 @@ describe("query plans", () => {
   });
 
   it("the caller's container rules are checked per token found, not by walking the containers", async () => {
-    for (const query of SELECTIVE_QUERIES) {
+    for (const query of [...SELECTIVE_QUERIES, "container:/pii/*", ""]) {
       const plan = await planOf(compile(query, ["/pii/", "/pci/high/", "/"]).page);
-      expect(plan, `${query}\n${plan}`).not.toMatch(WALKS_ALL_TOKENS);
+      if (query !== "") expect(plan, `${query}\n${plan}`).not.toMatch(WALKS_ALL_TOKENS);
+      expect(plan, `${query}\n${plan}`).not.toMatch(WALKS_TENANT_CONTAINERS);
+      expect(plan, `${query}\n${plan}`).toMatch(/token_containers_token \(tenant_id=\? AND token_id=\?\)/);
+    }
+  });
+
+  it("GET /tokens checks the caller's container rules per token listed, not by walking the containers", async () => {
+    const filter = { ids: [], types: [], metadata: [], containerPrefixes: ["/pii/", "/"], page: 1, size: 20 };
+    const statements = await statementsOf((d1) =>
+      liveTokensPage(databaseOf({ ...env, DB: d1 } as never), crypto.randomUUID(), filter, Date.now()),
+    );
+    expect(statements).toHaveLength(2);
+    for (const statement of statements) {
+      const plan = await planOf(statement);
+      expect(plan, `${statement.sql}\n${plan}`).not.toMatch(WALKS_TENANT_CONTAINERS);
+      expect(plan, `${statement.sql}\n${plan}`).toMatch(/token_containers_token \(tenant_id=\? AND token_id=\?\)/);
     }
   });
 
