@@ -389,9 +389,13 @@ export function liveTokensPage(db: Database, tenantId: string, filter: TokenList
   return selectPage(db, tokens, and(...conditions), [desc(tokens.createdAt), desc(tokens.id)], filter);
 }
 
-/** Every (key, value) pair is among the token's (lower-cased) metadata; the pairs travel as one JSON parameter. */
+/**
+ * Every (key, value) pair is among the token's (lower-cased) metadata; the pairs travel as one JSON
+ * parameter. INDEXED BY, as in inContainers: the primary key's tenant_id prefix would walk all of the
+ * tenant's metadata per token.
+ */
 function holdsMetadata(pairs: [string, string][]): SQL {
-  return sql`(SELECT count(DISTINCT m.key) FROM token_metadata AS m, json_each(${JSON.stringify(pairs)}) AS f
+  return sql`(SELECT count(DISTINCT m.key) FROM token_metadata AS m INDEXED BY token_metadata_token, json_each(${JSON.stringify(pairs)}) AS f
     WHERE m.tenant_id = ${tokens.tenantId} AND m.key = f.value ->> 0 AND m.value = f.value ->> 1 AND m.token_id = ${tokens.id}) = ${pairs.length}`;
 }
 

@@ -54,8 +54,9 @@ async function planOf(statement: Statement): Promise<string> {
  */
 const WALKS_ALL_TOKENS = /\bSCAN (?!\(subquery-\d+\))|tokens_tenant_created \(tenant_id=\?\)/;
 
-/** The tenant's containers walked for each token, through the primary key's tenant_id prefix. */
+/** The tenant's containers (or metadata) walked for each token, through the primary key's tenant_id prefix. */
 const WALKS_TENANT_CONTAINERS = /sqlite_autoindex_token_containers_1 \(tenant_id=\?\)/;
+const WALKS_TENANT_METADATA = /sqlite_autoindex_token_metadata_1 \(tenant_id=\?\)/;
 
 /** The statements `run` prepares on the control database (whatever it binds), for their plans. */
 async function statementsOf(run: (db: D1Database) => Promise<unknown>): Promise<Statement[]> {
@@ -110,8 +111,15 @@ describe("query plans", () => {
     }
   });
 
-  it("GET /tokens checks the caller's container rules per token listed, not by walking the containers", async () => {
-    const filter = { ids: [], types: [], metadata: [], containerPrefixes: ["/pii/", "/"], page: 1, size: 20 };
+  it("GET /tokens checks container rules and metadata filters per token listed, not by walking the tenant's rows", async () => {
+    const filter = {
+      ids: [],
+      types: [],
+      metadata: [["customer", "42"]] as [string, string][],
+      containerPrefixes: ["/pii/", "/"],
+      page: 1,
+      size: 20,
+    };
     const statements = await statementsOf((d1) =>
       liveTokensPage(databaseOf({ ...env, DB: d1 } as never), crypto.randomUUID(), filter, Date.now()),
     );
@@ -119,7 +127,9 @@ describe("query plans", () => {
     for (const statement of statements) {
       const plan = await planOf(statement);
       expect(plan, `${statement.sql}\n${plan}`).not.toMatch(WALKS_TENANT_CONTAINERS);
+      expect(plan, `${statement.sql}\n${plan}`).not.toMatch(WALKS_TENANT_METADATA);
       expect(plan, `${statement.sql}\n${plan}`).toMatch(/token_containers_token \(tenant_id=\? AND token_id=\?\)/);
+      expect(plan, `${statement.sql}\n${plan}`).toMatch(/token_metadata_token \(tenant_id=\? AND token_id=\?\)/);
     }
   });
 
