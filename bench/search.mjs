@@ -1,6 +1,6 @@
 // Token search at 100,000 and 1,000,000 tokens of one tenant. The tokens are bulk-loaded straight
-// into D1 with real ciphertexts and blind indexes (same HKDF, AES-GCM and HMAC as
-// src/crypto/tenant-keys.ts). For each query kind, at each size:
+// into D1 with real ciphertexts and blind indexes (the tenant's own data keys, unwrapped from
+// tenant_keys with the master key; the same AES-GCM and HMAC as src/crypto/tenant-keys.ts). For each query kind, at each size:
 //   - over HTTP and inside the worker (Server-Timing), next to the same lookup written by hand in
 //     SQL (page and count in one D1 batch, run from this process through bench.db);
 //   - the SQL the compiler writes next to that hand-written SQL, both through bench.db, so the
@@ -8,7 +8,7 @@
 // Every selective query matches the same tokens at both sizes. Last, the parse rate of the
 // generated parser next to the `lucene` package on one corpus.
 //   npm run bench search [--sizes=100000,1000000] [--iterations=200] [--chunk=2000]
-import { createCipheriv, createHmac, hkdfSync, randomBytes, randomUUID } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, randomUUID } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -34,7 +34,7 @@ export default async function search(bench) {
   const compiler = await loadCompiler();
   const tenant = await bench.seedTenant();
   const app = await bench.createApplication(tenant, { type: "private", permissions: ["token:search"] });
-  const seed = new Seeder(bench, tenant.tenantId, app.id, chunk);
+  const seed = await Seeder.forTenant(bench, tenant.tenantId, app.id, chunk);
   const floor = await bench.latency(() => bench.db.prepare("SELECT 1").all(), { iterations, warmup: 20 });
   console.log(
     `  bench.db round trip of SELECT 1: p50 ${floor.p50.toFixed(3)} ms, p95 ${floor.p95.toFixed(3)} ms ` +
@@ -87,17 +87,31 @@ export default async function search(bench) {
 
 /** Bulk loader: appends tokens 0, 1, 2, … of one tenant, one second apart, with their side rows. */
 class Seeder {
-  constructor(bench, tenantId, applicationId, chunk) {
+  constructor(bench, tenantId, applicationId, chunk, material) {
     this.bench = bench;
     this.tenantId = tenantId;
     this.applicationId = applicationId;
     this.chunk = chunk;
     this.ids = [];
-    const master = Buffer.from(bench.masterKey, "base64");
-    const derive = (purpose) =>
-      Buffer.from(hkdfSync("sha256", master, Buffer.from("token-vault/v1"), Buffer.from(`${purpose}/${tenantId}`), 32));
-    this.encryptionKey = derive("encryption");
-    this.searchIndexKey = derive("search-index");
+    // A version's material is its encryption, search-index, fingerprint and audit keys end to end.
+    this.encryptionKey = material.subarray(0, 32);
+    this.searchIndexKey = material.subarray(32, 64);
+  }
+
+  /**
+   * A seeder with the tenant's data keys of version 1: Keyring.unwrap, with the single master key as
+   * keyring version 1 (`k1.{iv}.{AES-256-GCM}`, the tenant and version authenticated).
+   */
+  static async forTenant(bench, tenantId, applicationId, chunk) {
+    const row = await bench.db.prepare("SELECT wrapped FROM tenant_keys WHERE tenant_id = ? AND version = 1").bind(tenantId).first();
+    const [kek, iv, sealed] = row.wrapped.split(".");
+    if (kek !== "k1") throw new Error(`expected data keys wrapped by keyring version 1, found ${kek}`);
+    const bytes = Buffer.from(sealed, "base64url");
+    const decipher = createDecipheriv("aes-256-gcm", Buffer.from(bench.masterKey, "base64"), Buffer.from(iv, "base64url"));
+    decipher.setAAD(Buffer.from(`tenant-keys/${tenantId}/v1`));
+    decipher.setAuthTag(bytes.subarray(-16));
+    const material = Buffer.concat([decipher.update(bytes.subarray(0, -16)), decipher.final()]);
+    return new Seeder(bench, tenantId, applicationId, chunk, material);
   }
 
   async upTo(size) {
