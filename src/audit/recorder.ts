@@ -47,7 +47,7 @@ async function sendWaiting(context: RequestContext, queue: Queue): Promise<void>
 /**
  * Sends the entries to the audit queue. When the queue cannot take them, they are written straight
  * to audit_pending in the tenant's database, for the writer or the cron to chain; when that fails
- * too, the database's error is thrown (a queue consumer's batch is then retried).
+ * too, UnrecordedEntriesError names the entries neither took (a queue consumer's batch is then retried).
  */
 export async function recordEntries(context: RequestContext, entries: AuditEntry[]): Promise<void> {
   if (entries.length === 0 || !context.config.AUDIT_LOG) return;
