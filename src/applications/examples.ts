@@ -1,5 +1,5 @@
 import type { z } from "@hono/zod-openapi";
-import { EXAMPLE_IDS, EXAMPLE_TIME } from "../http/examples";
+import { EXAMPLE_IDS, EXAMPLE_TIME, exampleCreatedBy } from "../http/examples";
 import type {
   ApiKeyBody,
   ApplicationKeyResponse,
@@ -52,10 +52,7 @@ export const APPLICATION_EXAMPLE = {
   type: "private",
   permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"],
   rules: CHECKOUT_RULES,
-  created_by: EXAMPLE_IDS.managementApplication,
-  created_at: EXAMPLE_TIME,
-  modified_by: null,
-  modified_at: null,
+  ...exampleCreatedBy(EXAMPLE_IDS.managementApplication),
 } satisfies ApplicationResponse;
 
 const FIRST_KEY = "key_N2nrk4H6FnbEF3vxtVfEtwXyFCtbp7OTiqs9ZfldaHI";

@@ -21,13 +21,21 @@ export const EXAMPLE_IDS = {
 
 export const EXAMPLE_TIME = "2026-11-23T12:00:00.000Z";
 
-/** The audit members of an example resource: created and last modified by the example application. */
-export const EXAMPLE_AUDIT_FIELDS = {
-  created_by: EXAMPLE_IDS.application,
+/** The audit members of an example resource `actor` created at EXAMPLE_TIME, unchanged since. */
+export const exampleCreatedBy = (actor: string | null) => ({
+  created_by: actor,
   created_at: EXAMPLE_TIME,
-  modified_by: EXAMPLE_IDS.application,
+  modified_by: null,
+  modified_at: null,
+});
+
+/** The audit members of an example resource `actor` created and last changed at EXAMPLE_TIME. */
+export const exampleChangedBy = (actor: string) => ({
+  created_by: actor,
+  created_at: EXAMPLE_TIME,
+  modified_by: actor,
   modified_at: EXAMPLE_TIME,
-} as const;
+});
 
 /** A first page holding the one example item. */
 export const examplePage = <T>(item: T) => ({

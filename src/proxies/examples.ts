@@ -1,5 +1,5 @@
 import type { z } from "@hono/zod-openapi";
-import { EXAMPLE_AUDIT_FIELDS, EXAMPLE_IDS, EXAMPLE_TIME } from "../http/examples";
+import { EXAMPLE_IDS, exampleChangedBy, exampleCreatedBy } from "../http/examples";
 import type { ProxyBody, ProxyPatchBody, ProxyResponse, RollKeyBody } from "./schema";
 
 /** Adds the partner's credential, kept in the proxy's encrypted configuration, to every forwarded request. */
@@ -33,10 +33,7 @@ export const PROXY_EXAMPLE = {
   application_id: null,
   configuration: PROXY_REQUEST_EXAMPLE.configuration,
   require_auth: true,
-  created_by: EXAMPLE_IDS.application,
-  created_at: EXAMPLE_TIME,
-  modified_by: null,
-  modified_at: null,
+  ...exampleCreatedBy(EXAMPLE_IDS.managementApplication),
 } satisfies ProxyResponse;
 
 export const PROXY_REPLACEMENT_EXAMPLE = {
@@ -50,7 +47,7 @@ export const REPLACED_PROXY_EXAMPLE = {
   ...PROXY_EXAMPLE,
   response_transform: DROP_ECHOED_CARD,
   configuration: PROXY_REPLACEMENT_EXAMPLE.configuration,
-  ...EXAMPLE_AUDIT_FIELDS,
+  ...exampleChangedBy(EXAMPLE_IDS.managementApplication),
 } satisfies ProxyResponse;
 
 export const PROXY_PATCH_EXAMPLE = {
@@ -63,7 +60,7 @@ export const ROLL_KEY_EXAMPLE = { grace_period_seconds: 86400 } satisfies z.inpu
 export const ROLLED_PROXY_EXAMPLE = {
   ...PROXY_EXAMPLE,
   key: "proxy_zqLzGDsqzdMaoqj0hrBxXeMuZaTzJ0ui-QJGR17HmEg",
-  ...EXAMPLE_AUDIT_FIELDS,
+  ...exampleChangedBy(EXAMPLE_IDS.managementApplication),
 } satisfies ProxyResponse;
 
 /** How /proxy answers a failure inside the vault; test/foundation/platform.test.ts checks its status and title. */

@@ -1,5 +1,5 @@
 import type { z } from "@hono/zod-openapi";
-import { EXAMPLE_AUDIT_FIELDS, EXAMPLE_IDS, EXAMPLE_TIME } from "../http/examples";
+import { EXAMPLE_IDS, exampleChangedBy, exampleCreatedBy } from "../http/examples";
 import type {
   FormulaBody,
   FormulaResponse,
@@ -27,10 +27,7 @@ export const FORMULA_EXAMPLE = {
   ...FORMULA_REQUEST_EXAMPLE,
   status: "verified",
   icon: null,
-  created_by: EXAMPLE_IDS.application,
-  created_at: EXAMPLE_TIME,
-  modified_by: null,
-  modified_at: null,
+  ...exampleCreatedBy(EXAMPLE_IDS.managementApplication),
 } satisfies FormulaResponse;
 
 export const FORMULA_REPLACEMENT_EXAMPLE = {
@@ -41,7 +38,7 @@ export const FORMULA_REPLACEMENT_EXAMPLE = {
 export const REPLACED_FORMULA_EXAMPLE = {
   ...FORMULA_EXAMPLE,
   description: FORMULA_REPLACEMENT_EXAMPLE.description,
-  ...EXAMPLE_AUDIT_FIELDS,
+  ...exampleChangedBy(EXAMPLE_IDS.managementApplication),
 } satisfies FormulaResponse;
 
 /** A reactor of FORMULA_EXAMPLE, configured as its contract demands. */
@@ -59,10 +56,7 @@ export const REACTOR_EXAMPLE = {
   configuration: REACTOR_REQUEST_EXAMPLE.configuration,
   application: null,
   application_id: null,
-  created_by: EXAMPLE_IDS.application,
-  created_at: EXAMPLE_TIME,
-  modified_by: null,
-  modified_at: null,
+  ...exampleCreatedBy(EXAMPLE_IDS.managementApplication),
 } satisfies ReactorResponse;
 
 /** Without `formula`: the reactor keeps its own. */
@@ -74,7 +68,7 @@ export const REACTOR_REPLACEMENT_EXAMPLE = {
 export const REPLACED_REACTOR_EXAMPLE = {
   ...REACTOR_EXAMPLE,
   configuration: REACTOR_REPLACEMENT_EXAMPLE.configuration,
-  ...EXAMPLE_AUDIT_FIELDS,
+  ...exampleChangedBy(EXAMPLE_IDS.managementApplication),
 } satisfies ReactorResponse;
 
 export const REACTOR_PATCH_EXAMPLE = { configuration: { MERCHANT_ID: "merchant-9920" } } satisfies z.input<typeof ReactorPatchBody>;

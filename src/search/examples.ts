@@ -1,4 +1,4 @@
-import { EXAMPLE_AUDIT_FIELDS, EXAMPLE_IDS } from "../http/examples";
+import { EXAMPLE_IDS, exampleChangedBy } from "../http/examples";
 import type { TokenResponse } from "../tokens/schema";
 import type { SearchRequest } from "./schema";
 
@@ -25,5 +25,5 @@ export const SEARCHED_TOKEN_EXAMPLE = {
   fingerprint_expression: "{{ data | stringify }}",
   mask: "{{ data | reveal_last: 4 }}",
   expires_at: null,
-  ...EXAMPLE_AUDIT_FIELDS,
+  ...exampleChangedBy(EXAMPLE_IDS.application),
 } satisfies TokenResponse;

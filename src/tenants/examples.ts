@@ -1,5 +1,5 @@
 import { MANAGEMENT_PERMISSIONS } from "../auth/permissions";
-import { EXAMPLE_IDS, EXAMPLE_TIME } from "../http/examples";
+import { EXAMPLE_IDS, EXAMPLE_TIME, exampleCreatedBy } from "../http/examples";
 
 /*
  * Examples of the operator routes on tenants (the API reference page shows them, and
@@ -24,10 +24,7 @@ export const CREATED_TENANT_EXAMPLE = {
     type: "management" as const,
     permissions: [...MANAGEMENT_PERMISSIONS],
     rules: [],
-    created_by: null,
-    created_at: EXAMPLE_TIME,
-    modified_by: null,
-    modified_at: null,
+    ...exampleCreatedBy(null),
     key: MANAGEMENT_KEY,
     keys: [{ id: MANAGEMENT_KEY_ID, key: MANAGEMENT_KEY, created_at: EXAMPLE_TIME, expires_at: null }],
   },

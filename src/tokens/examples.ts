@@ -1,5 +1,5 @@
 import type { z } from "@hono/zod-openapi";
-import { EXAMPLE_AUDIT_FIELDS, EXAMPLE_IDS } from "../http/examples";
+import { EXAMPLE_IDS, exampleChangedBy } from "../http/examples";
 import type { CreatedTokenResponse, CreateTokenBody, TokenResponse, UpdatedTokenResponse, UpdateTokenBody } from "./schema";
 
 /*
@@ -40,7 +40,7 @@ export const CARD_TOKEN_EXAMPLE = {
     expiration_year: "{{ data.expiration_year }}",
   },
   expires_at: null,
-  ...EXAMPLE_AUDIT_FIELDS,
+  ...exampleChangedBy(EXAMPLE_IDS.application),
 } satisfies TokenResponse;
 
 export const CREATED_CARD_TOKEN_EXAMPLE = { ...CARD_TOKEN_EXAMPLE, deduplicated: false } satisfies CreatedTokenResponse;
@@ -80,7 +80,7 @@ const TOKENIZED_SSN_EXAMPLE = {
   fingerprint_expression: "{{ data | remove: '-' }}",
   mask: "{{ data | reveal_last: 4 }}",
   expires_at: null,
-  ...EXAMPLE_AUDIT_FIELDS,
+  ...exampleChangedBy(EXAMPLE_IDS.application),
   deduplicated: false,
 } satisfies CreatedTokenResponse;
 
@@ -97,7 +97,7 @@ const TOKENIZED_CARD_NUMBER_EXAMPLE = {
   fingerprint_expression: "{{ data }}",
   mask: "{{ data | reveal_last: 4 }}",
   expires_at: null,
-  ...EXAMPLE_AUDIT_FIELDS,
+  ...exampleChangedBy(EXAMPLE_IDS.application),
   deduplicated: false,
 } satisfies CreatedTokenResponse;
 

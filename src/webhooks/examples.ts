@@ -1,5 +1,5 @@
 import type { z } from "@hono/zod-openapi";
-import { EXAMPLE_IDS, EXAMPLE_TIME } from "../http/examples";
+import { EXAMPLE_IDS, exampleChangedBy, exampleCreatedBy } from "../http/examples";
 import { WEBHOOK_EVENT_TYPES } from "./events";
 import type { WebhookBody } from "./schema";
 
@@ -20,10 +20,7 @@ export const WEBHOOK_EXAMPLE = {
   tenant_id: EXAMPLE_IDS.tenant,
   ...WEBHOOK_REQUEST_EXAMPLE,
   status: "enabled" as const,
-  created_by: EXAMPLE_IDS.managementApplication,
-  created_at: EXAMPLE_TIME,
-  modified_by: null,
-  modified_at: null,
+  ...exampleCreatedBy(EXAMPLE_IDS.managementApplication),
 };
 
 /** The signing secret is in this answer only. */
@@ -39,8 +36,7 @@ export const WEBHOOK_REPLACEMENT_EXAMPLE = {
 export const REPLACED_WEBHOOK_EXAMPLE = {
   ...WEBHOOK_EXAMPLE,
   events: WEBHOOK_REPLACEMENT_EXAMPLE.events,
-  modified_by: EXAMPLE_IDS.managementApplication,
-  modified_at: EXAMPLE_TIME,
+  ...exampleChangedBy(EXAMPLE_IDS.managementApplication),
 };
 
 export const EVENT_TYPES_EXAMPLE = [...WEBHOOK_EVENT_TYPES];
