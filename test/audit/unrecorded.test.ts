@@ -8,6 +8,7 @@ import { runCron } from "../support/cron";
 import { BASE } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
 import { readReply } from "../support/reply.mjs";
+import { withMethod } from "../support/substitute";
 import { createToken, SSN, seedTokenTenant } from "../support/tokens";
 
 /*
@@ -23,17 +24,9 @@ const failingQueue = {
 
 /** A D1 database whose audit_pending statements fail, as a database that is down would. */
 function withoutAuditPending(d1: D1Database): D1Database {
-  return new Proxy(d1, {
-    get(target, property) {
-      if (property === "prepare") {
-        return (sql: string) => {
-          if (sql.includes("audit_pending")) throw new Error("D1_ERROR: the database is unavailable");
-          return target.prepare(sql);
-        };
-      }
-      const value = Reflect.get(target, property);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
+  return withMethod(d1, "prepare", (sql: string) => {
+    if (sql.includes("audit_pending")) throw new Error("D1_ERROR: the database is unavailable");
+    return d1.prepare(sql);
   });
 }
 

@@ -4,6 +4,7 @@ import { databaseOf } from "../../src/db/client";
 import { compileSearch, type Statement } from "../../src/search/compile";
 import { parseQuery } from "../../src/search/parse";
 import { liveTokensPage } from "../../src/tokens/storage";
+import { withMethod } from "../support/substitute";
 
 /**
  * The compiled SQL as SQLite plans it (EXPLAIN QUERY PLAN on the real schema): a selective query
@@ -61,30 +62,14 @@ const WALKS_TENANT_METADATA = /sqlite_autoindex_token_metadata_1 \(tenant_id=\?\
 /** The statements `run` prepares on the control database (whatever it binds), for their plans. */
 async function statementsOf(run: (db: D1Database) => Promise<unknown>): Promise<Statement[]> {
   const statements: Statement[] = [];
-  const recording = new Proxy(env.DB, {
-    get(target, property) {
-      if (property !== "prepare") {
-        const value = Reflect.get(target, property);
-        return typeof value === "function" ? value.bind(target) : value;
-      }
-      return (sql: string) => {
-        const prepared = target.prepare(sql);
-        const statement: Statement = { sql, params: [] };
-        statements.push(statement);
-        return new Proxy(prepared, {
-          get(inner, name) {
-            if (name === "bind") {
-              return (...params: unknown[]) => {
-                statement.params = params;
-                return inner.bind(...params);
-              };
-            }
-            const value = Reflect.get(inner, name);
-            return typeof value === "function" ? value.bind(inner) : value;
-          },
-        });
-      };
-    },
+  const recording = withMethod(env.DB, "prepare", (sql: string) => {
+    const prepared = env.DB.prepare(sql);
+    const statement: Statement = { sql, params: [] };
+    statements.push(statement);
+    return withMethod(prepared, "bind", (...params: unknown[]) => {
+      statement.params = params;
+      return prepared.bind(...params);
+    });
   });
   await run(recording);
   return statements;
