@@ -13,6 +13,7 @@ import type { TenantKeys } from "./crypto/tenant-keys";
 import { CONTROL_BINDING, type Database, dataBindings, databaseOf, sessionOf } from "./db/client";
 import { type Bindings, type Config, configOf } from "./env";
 import { ConfigurationError, TenantMovingError } from "./http/problem";
+import { RevealedValues } from "./http/redaction";
 import { tenantKeysOf } from "./keys/service";
 import { Sandbox } from "./sandbox";
 import { placementOf } from "./tenants/directory";
@@ -25,6 +26,8 @@ export class RequestContext {
     readonly traceId: string,
     /** The audit entries this request records; a tenant context shares its request's. */
     readonly audit: AuditTrail = new AuditTrail(traceId),
+    /** What the request revealed, which its errors and log lines must not repeat; shared likewise. */
+    readonly revealed: RevealedValues = new RevealedValues(),
   ) {
     this.config = configOf(env);
   }
@@ -84,7 +87,7 @@ export class RequestContext {
 
   /** The request acting for a tenant whose data database is already known. */
   placed(tenantId: string, binding: string, bookmark?: string, writesBlocked = false): TenantContext {
-    return new TenantContext(this.env, this.traceId, this.audit, tenantId, binding, bookmark, writesBlocked);
+    return new TenantContext(this.env, this.traceId, this.audit, this.revealed, tenantId, binding, bookmark, writesBlocked);
   }
 }
 
@@ -99,6 +102,7 @@ export class TenantContext extends RequestContext {
     env: Bindings,
     traceId: string,
     audit: AuditTrail,
+    revealed: RevealedValues,
     readonly tenantId: string,
     /** The binding of the data database that holds this tenant's tokens. */
     readonly dataBinding: string,
@@ -107,8 +111,8 @@ export class TenantContext extends RequestContext {
     /** A move of the tenant to another data database is switching over: writes must wait. */
     private readonly writesBlocked = false,
   ) {
-    super(env, traceId, audit);
-    this.sandbox = new Sandbox(env, this.config);
+    super(env, traceId, audit, revealed);
+    this.sandbox = new Sandbox(env, this.config, revealed);
   }
 
   /**

@@ -100,6 +100,8 @@ export type Config = z.infer<typeof ConfigSchema> & {
     operatorKey: string;
     consistencyBookmark: string;
   };
+  /** Every one of those names: none of them is forwarded to a proxy's destination. */
+  ownHeaders: ReadonlySet<string>;
   /** Query parameter that may carry the proxy key. */
   proxyKeyParam: string;
 };
@@ -138,18 +140,20 @@ export function configOf(env: object): Config {
     throw new ConfigurationError(`Invalid configuration: ${problems.join("; ")}`);
   }
   const prefix = result.data.HEADER_PREFIX.toLowerCase();
+  const headers = {
+    apiKey: `${prefix}-api-key`,
+    proxyKey: `${prefix}-proxy-key`,
+    proxyUrl: `${prefix}-proxy-url`,
+    traceId: `${prefix}-trace-id`,
+    idempotencyKey: `${prefix}-idempotency-key`,
+    operatorKey: `${prefix}-operator-key`,
+    consistencyBookmark: `${prefix}-consistency-bookmark`,
+  };
   const config: Config = {
     ...result.data,
     keyring: keyringOf(result.data.VAULT_MASTER_KEYS ?? [], result.data.VAULT_MASTER_KEY),
-    headers: {
-      apiKey: `${prefix}-api-key`,
-      proxyKey: `${prefix}-proxy-key`,
-      proxyUrl: `${prefix}-proxy-url`,
-      traceId: `${prefix}-trace-id`,
-      idempotencyKey: `${prefix}-idempotency-key`,
-      operatorKey: `${prefix}-operator-key`,
-      consistencyBookmark: `${prefix}-consistency-bookmark`,
-    },
+    headers,
+    ownHeaders: new Set(Object.values(headers)),
     proxyKeyParam: `${prefix}-proxy-key`,
   };
   parsed.set(env, config);

@@ -41,6 +41,19 @@ export const TOKENS = {
   cardExpFormatMaxLength: 20,
 } as const;
 
+/**
+ * Every evaluation of a Liquid expression (a mask with all its leaves, a fingerprint, one search
+ * index, an alias id, one detokenization expression): expressions hold no tags, so their work is
+ * the filters they call and the output they write.
+ */
+export const EXPRESSIONS = {
+  /** Filter calls in one evaluation; an expression with more filters than this is refused when parsed. */
+  maxFilterCalls: 32,
+  /** Output one evaluation may write: this many characters, plus the next figure per character of its input. */
+  outputBaseCharacters: 1024,
+  outputPerInputCharacter: 4,
+} as const;
+
 export const SEARCH = {
   queryMaxCharacters: 4096,
   queryMaxTerms: 100,

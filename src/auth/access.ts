@@ -47,19 +47,28 @@ export function containerCovers(ruleContainer: string, container: string): boole
 
 /**
  * The transform under which the principal may exercise `permission` on a token in `containers`,
- * or null when it may not. Rules are evaluated in ascending priority and the first rule that covers
- * one of the containers and grants the permission wins. Without rules, plain permissions apply to
- * every container.
+ * or null when no container grants it. A token in several containers is presented under the
+ * strictest of their rules (redact over mask over reveal), and a container without a rule for the
+ * permission counts as redact: putting a token into one more container never loosens anyone's view
+ * of it. Within one container, rules are evaluated in ascending priority and the first rule that
+ * covers it and grants the permission wins. Without rules, plain permissions apply to every container.
  */
 export function accessTo(principal: Principal, permission: TokenPermission, containers: readonly string[]): Transform | null {
   if (principal.rules.length === 0) {
     return principal.permissions.includes(permission) ? DEFAULT_TRANSFORM[permission] : null;
   }
-  const rule = sortedRules(principal).find(
-    (candidate) =>
-      candidate.permissions.includes(permission) && containers.some((container) => containerCovers(candidate.container, container)),
-  );
-  return rule ? rule.transform : null;
+  let granted = false;
+  let strictest: Transform = "reveal";
+  for (const container of containers) {
+    const transform = ruleFor(principal, permission, container)?.transform;
+    if (transform !== undefined) granted = true;
+    strictest = stricter(strictest, transform ?? "redact");
+  }
+  return granted ? strictest : null;
+}
+
+function ruleFor(principal: Principal, permission: TokenPermission, container: string): AccessRule | undefined {
+  return sortedRules(principal).find((rule) => rule.permissions.includes(permission) && containerCovers(rule.container, container));
 }
 
 /**
@@ -98,15 +107,19 @@ export function requireOnEveryContainer(principal: Principal, permission: TokenP
 
 const TRANSFORM_RESTRICTIVENESS: Transform[] = ["redact", "mask", "reveal"];
 
+function stricter(a: Transform, b: Transform): Transform {
+  return TRANSFORM_RESTRICTIVENESS.indexOf(a) <= TRANSFORM_RESTRICTIVENESS.indexOf(b) ? a : b;
+}
+
 /**
  * Detokenizing needs token:use on every container of the token; when the containers' rules
  * differ, the most restrictive transform applies.
  */
 export function useTransform(principal: Principal, id: string, containers: string[]): Transform {
-  const transforms = containers.map((container) => {
-    const transform = accessTo(principal, "token:use", [container]);
-    if (transform === null) throw new ForbiddenError(`token:use is not granted on container ${container} of token ${id}`);
-    return transform;
-  });
-  return TRANSFORM_RESTRICTIVENESS.find((transform) => transforms.includes(transform)) ?? "redact";
+  for (const container of containers) {
+    if (accessTo(principal, "token:use", [container]) === null) {
+      throw new ForbiddenError(`token:use is not granted on container ${container} of token ${id}`);
+    }
+  }
+  return accessTo(principal, "token:use", containers) ?? "redact";
 }

@@ -11,7 +11,7 @@ export function handleError(error: Error, c: Context<AppEnv>): Response {
     const problem = new ValidationError(error.message || "Malformed request").toProblem();
     return withTrace(c, problemResponse({ ...problem, status: error.status, title: titleOf(error.status) }));
   }
-  const { problem, headers } = problemOf(error, c.var.traceId ?? crypto.randomUUID());
+  const { problem, headers } = problemOf(error, c.var.traceId ?? crypto.randomUUID(), "", c.var.request?.revealed);
   return withTrace(c, problemResponse(problem, headers));
 }
 

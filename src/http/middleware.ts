@@ -6,6 +6,7 @@ import { principalForKey } from "../auth/service";
 import { RequestContext } from "../context";
 import { configOf } from "../env";
 import { BODY } from "../limits";
+import { isInvocationPath } from "../proxies/destination";
 import { checkBodyText } from "./body";
 import type { AppEnv } from "./context";
 import { ForbiddenError, PayloadTooLargeError, UnauthenticatedError, UnsupportedMediaTypeError, ValidationError } from "./problem";
@@ -14,7 +15,7 @@ const TRACE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * Tags the request with a trace id and builds its context, which parses the configuration (a clear
- * 500 when it is broken).
+ * 500 when it is broken). Every answer but a proxy's is marked not to be cached.
  */
 export const traceAndConfigure: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = configOf(c.env);
@@ -25,6 +26,9 @@ export const traceAndConfigure: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("traceId", traceId);
   await next();
   c.res.headers.set(config.headers.traceId, traceId);
+  // Answers hold tokens, keys and secrets: no cache between the vault and its caller may keep one.
+  // A proxy's answer is the destination's own, caching included.
+  if (!isInvocationPath(c.req.path)) c.res.headers.set("cache-control", "no-store");
 };
 
 /** A D1 bookmark: lexicographically sortable hex fields. */

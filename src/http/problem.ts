@@ -1,3 +1,5 @@
+import type { RevealedValues } from "./redaction";
+
 /** Field path → messages, as returned in the `errors` member of a validation problem. */
 export type FieldErrors = Record<string, string[]>;
 
@@ -146,16 +148,35 @@ export abstract class ResponseError extends ProblemError {
 /**
  * The problem an error answers, for every error handler (the API's, /proxy's, the sandbox
  * bridge's): a ProblemError its own problem, logged when it is a 5xx; anything else a 500 that
- * names the trace id, logged with the error. `where` prefixes the log line.
+ * names the trace id, logged with the error. `where` prefixes the log line. Values the request
+ * revealed never appear in the problem or the log line.
  */
-export function problemOf(error: unknown, traceId: string, where = ""): { problem: Problem; headers?: Record<string, string> } {
+export function problemOf(
+  error: unknown,
+  traceId: string,
+  where = "",
+  revealed?: RevealedValues,
+): { problem: Problem; headers?: Record<string, string> } {
+  const redact = (text: string) => revealed?.redact(text) ?? text;
   const label = where ? `[${traceId}] ${where}:` : `[${traceId}]`;
   if (error instanceof ProblemError) {
-    if (error.status >= 500) console.error(`${label} ${error.message}`);
-    return { problem: error.toProblem(), headers: error.headers };
+    if (error.status >= 500) console.error(`${label} ${redact(error.message)}`);
+    return { problem: revealed ? redactedProblem(error.toProblem(), redact) : error.toProblem(), headers: error.headers };
   }
-  console.error(`${label} unexpected error`, error);
+  console.error(`${label} unexpected error`, redact(error instanceof Error ? (error.stack ?? error.message) : String(error)));
   return { problem: internalProblem(traceId) };
+}
+
+function redactedProblem(problem: Problem, redact: (text: string) => string): Problem {
+  const { errors, ...rest } = problem;
+  return {
+    ...rest,
+    title: redact(problem.title),
+    detail: redact(problem.detail),
+    ...(errors
+      ? { errors: Object.fromEntries(Object.entries(errors).map(([path, messages]) => [redact(path), messages.map(redact)])) }
+      : {}),
+  };
 }
 
 export function internalProblem(traceId: string): Problem {

@@ -32,8 +32,8 @@ const lenientUtf8 = new TextDecoder();
 /**
  * Parses a JSON or form body; an empty body is null. The bytes must be UTF-8, and JSON may nest
  * at most MAX_JSON_DEPTH levels, so no walker of the result can run out of stack. `refuse` makes
- * the error from what is wrong ("is not valid JSON: …"): the caller's fault for a request, the
- * destination's for a response.
+ * the error from what is wrong ("is not valid JSON …", never quoting the body): the caller's fault
+ * for a request, the destination's for a response.
  */
 export function parseStructured(type: StructuredMediaType, bytes: Uint8Array, refuse: (reason: string) => ProblemError): unknown {
   const text = utf8TextOf(bytes);
@@ -44,7 +44,9 @@ export function parseStructured(type: StructuredMediaType, bytes: Uint8Array, re
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw refuse(`is not valid JSON: ${(error as Error).message}`);
+    // The parser's message may quote the text around the fault: it says only where it is.
+    const position = /position (\d+)/.exec((error as Error).message)?.[1];
+    throw refuse(position === undefined ? "is not valid JSON" : `is not valid JSON (at character ${position})`);
   }
 }
 

@@ -23,9 +23,9 @@ export class DestinationResponseError extends ProblemError {
  */
 export function proxyErrorResponse(error: Error, c: Context<AppEnv>): Response {
   if (error instanceof ResponseError) return error.toResponse();
-  const { problem, headers } = problemOf(error, c.var.traceId, "proxy");
+  const { problem, headers } = problemOf(error, c.var.traceId, "proxy", c.var.request?.revealed);
   return new Response(JSON.stringify({ proxy_error: problem }), {
     status: problem.status,
-    headers: { ...headers, "content-type": "application/json" },
+    headers: { ...headers, "content-type": "application/json", "cache-control": "no-store" },
   });
 }

@@ -21,12 +21,11 @@ const RECOMPUTED = new Set(["host", "content-length"]);
 const FORWARDABLE_NAME = /^[A-Za-z0-9_-]+$/;
 
 /**
- * The caller's headers as the destination should see them: without the vault's own headers,
+ * The caller's headers as the destination should see them: without any of the vault's own headers,
  * hop-by-hop headers, the Cloudflare edge's `cf-*` headers, and names holding anything but
  * letters, digits, `-` and `_`.
  */
 export function forwardableRequestHeaders(headers: Headers, config: Config): Record<string, string> {
-  const vaultOwn = new Set([config.headers.apiKey, config.headers.proxyKey, config.headers.proxyUrl, config.headers.operatorKey]);
   const namedByConnection = new Set(
     (headers.get("connection") ?? "")
       .split(",")
@@ -35,7 +34,11 @@ export function forwardableRequestHeaders(headers: Headers, config: Config): Rec
   );
   const forwarded = [...headers].filter(
     ([name]) =>
-      !vaultOwn.has(name) && !namedByConnection.has(name) && mayTravel(name) && !name.startsWith("cf-") && FORWARDABLE_NAME.test(name),
+      !config.ownHeaders.has(name) &&
+      !namedByConnection.has(name) &&
+      mayTravel(name) &&
+      !name.startsWith("cf-") &&
+      FORWARDABLE_NAME.test(name),
   );
   // fromEntries, not assignment: a header named __proto__ stays a header.
   return Object.fromEntries(forwarded);

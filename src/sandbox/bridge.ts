@@ -89,7 +89,7 @@ export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
       if (!principal) throw new UnauthenticatedError("The application this script acts as no longer exists");
       reply = { ok: true, value: await action(context, principal, values) };
     } catch (error) {
-      reply = { ok: false, problem: problemOf(error, request.traceId, "bridge call").problem };
+      reply = { ok: false, problem: problemOf(error, request.traceId, "bridge call", request.revealed).problem };
     }
     // Each call is an operation of its own, logged as the API logs it, marked as made by tenant code.
     request.audit.describe({ message: "from reactor code" });

@@ -8,6 +8,7 @@ import type { Principal } from "../auth/access";
 import { utf8 } from "../crypto/encoding";
 import type { Bindings, Config } from "../env";
 import { ValidationError } from "../http/problem";
+import type { RevealedValues } from "../http/redaction";
 import { SANDBOX } from "../limits";
 import type { BridgeProps } from "./bridge";
 import { deleteScript, dispatchEntrypoint, uploadScript } from "./dispatch-host";
@@ -48,6 +49,8 @@ export class Sandbox {
   constructor(
     private readonly env: Bindings,
     private readonly config: Config,
+    /** The request's revealed values: what tenant code read through `bt` joins them. */
+    private readonly revealed: RevealedValues,
   ) {}
 
   /** Makes the script runnable where the host needs it ahead of time (the dispatch namespace). */
@@ -77,7 +80,7 @@ export class Sandbox {
       return await loaded.run(inputJson, null);
     };
     const report = await withinWallClock(owner, config.SANDBOX_WALL_TIME_MS, run);
-    return resultOf(owner.kind, report);
+    return resultOf(owner.kind, report, this.revealed);
   }
 }
 

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { utf8 } from "../crypto/encoding";
 import { jsonDepthOf, MAX_JSON_DEPTH } from "../http/body";
 import { isPlainObject } from "../http/json";
+import type { RevealedValues } from "../http/redaction";
 import { SANDBOX } from "../limits";
 import { CustomResponseError, ScriptFailedError, TENANT_ERRORS, TenantError } from "./errors";
 import type { ScriptKind } from "./types";
@@ -10,6 +11,9 @@ import type { ScriptKind } from "./types";
 const MAX_MESSAGE_LENGTH = SANDBOX.errorMessageMaxLength;
 const message = z.string().transform((text) => (text.length > MAX_MESSAGE_LENGTH ? `${text.slice(0, MAX_MESSAGE_LENGTH)}…` : text));
 
+/** The data of the tokens the run read through `bt`, as JSON: its errors must not repeat it. */
+const revealed = z.string().optional();
+
 const OutcomeSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("returned"), json: z.string() }),
   z.object({ kind: z.literal("no-function") }),
@@ -17,8 +21,8 @@ const OutcomeSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("memory-limit"), message }),
   z.object({ kind: z.literal("invalid-result"), message }),
   z.object({ kind: z.literal("custom-response"), status: z.unknown(), headers: z.unknown(), json: z.string() }),
-  z.object({ kind: z.literal("typed-error"), name: z.string(), errors: z.record(z.string(), z.array(message)) }),
-  z.object({ kind: z.literal("threw"), message }),
+  z.object({ kind: z.literal("typed-error"), name: z.string(), errors: z.record(z.string(), z.array(message)), revealed }),
+  z.object({ kind: z.literal("threw"), message, revealed }),
   z.object({ kind: z.literal("refused"), message }),
 ]);
 
@@ -41,10 +45,11 @@ const StatusSchema = z.number().int().min(200).max(599);
  * Turns what the sandbox reported into the script's result, or throws the matching ProblemError.
  * The report comes from the tenant's own isolate, so nothing in it is trusted: each shape is checked.
  */
-export function resultOf(kind: ScriptKind, report: unknown): TransformResult | ReactorResult {
+export function resultOf(kind: ScriptKind, report: unknown, revealedValues: RevealedValues): TransformResult | ReactorResult {
   const parsed = OutcomeSchema.safeParse(report);
   if (!parsed.success) throw new ScriptFailedError(kind, "reported a result the vault cannot read");
   const outcome = parsed.data;
+  if ("revealed" in outcome && outcome.revealed !== undefined) revealedValues.add(parseReported(kind, outcome.revealed));
   switch (outcome.kind) {
     case "returned":
       return kind === "reactor"

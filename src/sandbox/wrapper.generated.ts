@@ -3,7 +3,7 @@
 import type { ScriptLimits, ScriptModule } from "./types";
 
 /** A digest of the modules below: part of every isolate id, so no isolate of another wrapper is reused. */
-export const WRAPPER_VERSION = "b01ebca1e4a4ab80";
+export const WRAPPER_VERSION = "a1ffed2a5fbc6050";
 
 /** The isolate's main module. */
 export const MAIN_MODULE = "sandbox.js";
@@ -40,10 +40,24 @@ function handlerOf(value) {
 function argumentText(value) {
   return stringify(value === void 0 ? null : value);
 }
-function clientFor(bridge) {
+function collectTokenData(value, revealed) {
+  if (value === null || typeof value !== "object") return;
+  if (Array.isArray(value)) {
+    for (const item of value) collectTokenData(item, revealed);
+    return;
+  }
+  const members = value;
+  const isToken = "id" in members && "data" in members;
+  if (isToken) revealed.push(members.data);
+  for (const [key, item] of Object.entries(members)) if (!(isToken && key === "data")) collectTokenData(item, revealed);
+}
+function clientFor(bridge, revealed) {
   const call = async (method, args) => {
     const reply = await bridge[method](...args.map(argumentText));
-    if (reply.ok) return reply.value;
+    if (reply.ok) {
+      collectTokenData(reply.value, revealed);
+      return reply.value;
+    }
     throw new errors.ApiError(reply.problem);
   };
   return freeze({
@@ -100,20 +114,23 @@ function outcomeOf(error) {
 var Sandbox = class extends WorkerEntrypoint {
   async run(inputJson, bridge) {
     startSlice();
+    const revealed = [];
     try {
       const handler = handlerOf(exported);
       if (handler === null) return { kind: "no-function" };
       const input = parse(inputJson);
       const req = { args: input.args, configuration: input.configuration };
       const capability = bridge ?? this.env.BRIDGE;
-      if (capability) req.bt = clientFor(capability);
+      if (capability) req.bt = clientFor(capability, revealed);
       return { kind: "returned", json: toJson(await handler(req)) };
     } catch (error) {
+      let outcome;
       try {
-        return outcomeOf(error);
+        outcome = outcomeOf(error);
       } catch (reportError) {
-        return outcomeOf(reportError);
+        outcome = outcomeOf(reportError);
       }
+      return revealed.length > 0 ? { ...outcome, revealed: stringify(revealed) } : outcome;
     }
   }
 };

@@ -1,9 +1,10 @@
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { addFieldError, type FieldErrors, ForbiddenError, ValidationError } from "../http/problem";
+import type { RevealedValues } from "../http/redaction";
 import { fieldPath } from "../http/validation";
 import { TOKENS } from "../limits";
-import { ExpressionError, evaluateValue, expressionProblem } from "./expressions";
+import { Evaluation, ExpressionError, expressionProblem } from "./expressions";
 import { normalTokenId, tokenIdProblem } from "./ids";
 import { useTokens } from "./service";
 
@@ -58,7 +59,7 @@ export async function detokenizeJson(context: TenantContext, principal: Principa
   if (plan.tokenIds.size === 0) return value;
   const data = await reveal(context, principal, [...plan.tokenIds]);
   const errors: FieldErrors = {};
-  const substituted = substitute(value, [], new Substitution(plan, data, root, errors));
+  const substituted = substitute(value, [], new Substitution(plan, data, root, errors, context.revealed));
   if (Object.keys(errors).length > 0) {
     throw new ValidationError("A detokenization expression could not be evaluated", errors);
   }
@@ -160,6 +161,7 @@ class Substitution {
     private readonly data: Map<string, unknown>,
     private readonly root: string,
     private readonly errors: FieldErrors,
+    private readonly revealed: RevealedValues,
   ) {}
 
   /** The expression's result; a failure is recorded under the path and gives null. */
@@ -170,6 +172,7 @@ class Substitution {
     let outcome = this.outcomes.get(key);
     if (!outcome) {
       outcome = evaluate(expression, data);
+      if ("value" in outcome) this.revealed.add(outcome.value);
       this.outcomes.set(key, outcome);
     }
     if ("value" in outcome) return outcome.value;
@@ -180,7 +183,7 @@ class Substitution {
 
 function evaluate(expression: Expression, data: unknown): Outcome {
   try {
-    return { value: evaluateValue(expression.source!, { data }) };
+    return { value: new Evaluation({ data }).value(expression.source!) };
   } catch (error) {
     if (!(error instanceof ExpressionError)) throw error;
     return { problem: `the expression ${echo(expression.text)} ${error.message}` };

@@ -1,20 +1,24 @@
-import { AssertionError, Context, Liquid, type Template, toValueSync, Value } from "liquidjs";
-import { TOKENS } from "../limits";
+import { AssertionError, Context, type FilterImplOptions, Liquid, Output, type Template, toValueSync, Value } from "liquidjs";
+import { EXPRESSIONS, TOKENS } from "../limits";
 import { ExpressionError } from "./expression-error";
-import { registerFilters, textOf } from "./filters";
+import { canonicalJson, registerFilters, textOf } from "./filters";
 
 /**
- * Liquid expressions over token data: search indexes, fingerprint expressions and masks. Tenants
- * write them, so the engine reads no files (no include/render/layout/block), only sees own
- * properties, refuses unknown filters at parse time, and bounds the work of one render.
+ * Liquid expressions over token data: search indexes, fingerprint expressions, masks, alias ids and
+ * detokenization filters. Tenants and public keys write them, so an expression is output markup
+ * (`{{ … }}` with filters) and literal text only: the engine has no tags at all (no loops, no
+ * assignments, no files), sees only own properties, refuses unknown filters at parse time, and
+ * each evaluation runs on a budget of filter calls and of output relative to its input.
  */
 
 export { ExpressionError } from "./expression-error";
 
+/** An evaluation ran out of its budget: every later expression of the same evaluation would too. */
+export class BudgetExceededError extends ExpressionError {}
+
 export const EXPRESSION_MAX_LENGTH = TOKENS.expressionMaxLength;
-/** Per render: tags and outputs rendered, and characters or items allocated (ranges, strings). */
-const RENDER_LIMITS = { templateLimit: 10_000, memoryLimit: 1_000_000 };
-const FILE_TAGS = ["include", "render", "layout", "block"];
+/** Per evaluation: characters or items liquidjs's own filters may allocate (ranges, strings). */
+const RENDER_OPTIONS = { memoryLimit: 1_000_000, sync: true };
 
 export interface ExpressionScope {
   data: unknown;
@@ -26,12 +30,63 @@ const engine = new Liquid({
   ownPropertyOnly: true,
   templates: {},
   parseLimit: EXPRESSION_MAX_LENGTH,
-  // Objects and arrays render as canonical JSON rather than "[object Object]".
-  outputEscape: (value: unknown) => textOf(value),
+  // Objects and arrays render as canonical JSON rather than "[object Object]"; every output is charged.
+  outputEscape(this: { context: Context }, value: unknown) {
+    const text = textOf(value);
+    budgetOf(this.context).chargeOutput(text.length);
+    return text;
+  },
 });
-for (const tag of FILE_TAGS) delete engine.tags[tag];
-
+for (const tag of Object.keys(engine.tags)) delete engine.tags[tag];
 registerFilters(engine);
+// `raw` would skip the output escape, and with it the output's charge.
+delete engine.filters.raw;
+for (const [name, filter] of Object.entries(engine.filters)) engine.registerFilter(name, counted(filter));
+
+/** Every filter call is charged to the evaluation's budget before it runs. */
+function counted(filter: FilterImplOptions): FilterImplOptions {
+  const handler = typeof filter === "function" ? filter : filter.handler;
+  const charged = function (this: { context: Context }, ...args: unknown[]) {
+    budgetOf(this.context).chargeFilterCall();
+    return handler.apply(this as never, args as never);
+  };
+  return typeof filter === "function" ? charged : { ...filter, handler: charged };
+}
+
+/**
+ * What one evaluation may spend: filter calls, and characters of output in proportion to the size
+ * of its input. A mask's leaves share one budget.
+ */
+class Budget {
+  private filterCalls = 0;
+  private output = 0;
+  private readonly maxOutput: number;
+
+  constructor(inputSize: number) {
+    this.maxOutput = EXPRESSIONS.outputBaseCharacters + EXPRESSIONS.outputPerInputCharacter * inputSize;
+  }
+
+  chargeFilterCall(): void {
+    if (++this.filterCalls > EXPRESSIONS.maxFilterCalls) {
+      throw new BudgetExceededError(`calls more than ${EXPRESSIONS.maxFilterCalls} filters in one evaluation`);
+    }
+  }
+
+  chargeOutput(characters: number): void {
+    this.output += characters;
+    if (this.output > this.maxOutput) {
+      throw new BudgetExceededError(`writes more output than its budget (${this.maxOutput} characters for this data)`);
+    }
+  }
+}
+
+const budgets = new WeakMap<Context, Budget>();
+
+function budgetOf(context: Context): Budget {
+  const budget = budgets.get(context);
+  if (!budget) throw new Error("an expression was evaluated outside an Evaluation");
+  return budget;
+}
 
 const CACHE_LIMIT = 1000;
 const compiled = new Map<string, Template[]>();
@@ -44,7 +99,11 @@ export function compileExpression(source: string): Template[] {
   try {
     template = engine.parse(source);
   } catch (error) {
-    throw new ExpressionError(`is not a valid expression: ${messageOf(error)}`);
+    throw new ExpressionError(`is not a valid expression: ${parseFailureOf(error)}`);
+  }
+  const filters = template.reduce((sum, part) => sum + (part instanceof Output ? part.value.filters.length - 1 : 0), 0);
+  if (filters > EXPRESSIONS.maxFilterCalls) {
+    throw new ExpressionError(`has ${filters} filters; an expression may call at most ${EXPRESSIONS.maxFilterCalls}`);
   }
   if (compiled.size >= CACHE_LIMIT) compiled.delete(compiled.keys().next().value as string);
   compiled.set(source, template);
@@ -61,39 +120,73 @@ export function expressionProblem(source: string): string | null {
   }
 }
 
-export function evaluateExpression(source: string, scope: ExpressionScope): string {
-  const template = compileExpression(source);
-  try {
-    return String(engine.renderSync(template, scope, RENDER_LIMITS));
-  } catch (error) {
-    throw new ExpressionError(`could not be evaluated: ${failureOf(error)}`);
-  }
-}
-
 const WHOLE_OUTPUT = /^\s*\{\{(?!-)([\s\S]*?)(?<!-)\}\}\s*$/;
 const values = new Map<string, Value>();
 
 /**
- * Like evaluateExpression, but a source that is exactly one output (`{{ data.month }}`, with
- * filters) gives the value itself, with its JSON type (a number stays a number, an object an
- * object); any other source renders to a string. Object masks and detokenization use this.
+ * One evaluation over one scope: every expression it renders shares one budget (the leaves of an
+ * object mask are one evaluation).
  */
-export function evaluateValue(source: string, scope: ExpressionScope): unknown {
-  const whole = WHOLE_OUTPUT.exec(source);
-  if (!whole || whole[1]!.includes("{{") || whole[1]!.includes("}}")) return evaluateExpression(source, scope);
-  compileExpression(source);
-  let value = values.get(source);
-  if (!value) {
-    value = new Value(whole[1]!, engine);
-    if (values.size >= CACHE_LIMIT) values.delete(values.keys().next().value as string);
-    values.set(source, value);
+export class Evaluation {
+  private readonly context: Context;
+
+  constructor(scope: ExpressionScope) {
+    this.context = new Context(scope, engine.options, RENDER_OPTIONS, { liquid: engine });
+    budgets.set(this.context, new Budget(sizeOf(scope.data)));
   }
-  try {
-    const context = new Context(scope, engine.options, RENDER_LIMITS, { liquid: engine });
-    return plainValue(toValueSync(value.value(context)));
-  } catch (error) {
-    throw new ExpressionError(`could not be evaluated: ${failureOf(error)}`);
+
+  /** The source rendered to text. */
+  text(source: string): string {
+    const template = compileExpression(source);
+    try {
+      return String(engine.renderSync(template, this.context));
+    } catch (error) {
+      throw evaluationFailure(error);
+    }
   }
+
+  /**
+   * Like text, but a source that is exactly one output (`{{ data.month }}`, with filters) gives the
+   * value itself, with its JSON type (a number stays a number, an object an object); any other
+   * source renders to a string. Object masks and detokenization use this.
+   */
+  value(source: string): unknown {
+    const whole = WHOLE_OUTPUT.exec(source);
+    if (!whole || whole[1]!.includes("{{") || whole[1]!.includes("}}")) return this.text(source);
+    compileExpression(source);
+    let value = values.get(source);
+    if (!value) {
+      value = new Value(whole[1]!, engine);
+      if (values.size >= CACHE_LIMIT) values.delete(values.keys().next().value as string);
+      values.set(source, value);
+    }
+    try {
+      const result = plainValue(toValueSync(value.value(this.context)));
+      budgetOf(this.context).chargeOutput(typeof result === "string" ? result.length : sizeOf(result));
+      return result;
+    } catch (error) {
+      throw evaluationFailure(error);
+    }
+  }
+}
+
+/** The source rendered over the scope, as one evaluation. */
+export function evaluateExpression(source: string, scope: ExpressionScope): string {
+  return new Evaluation(scope).text(source);
+}
+
+/** Characters of a value as text; objects are measured once however often an evaluation meets them. */
+const measured = new WeakMap<object, number>();
+
+function sizeOf(value: unknown): number {
+  if (typeof value === "string") return value.length;
+  if (value === null || typeof value !== "object") return textOf(value).length;
+  let size = measured.get(value);
+  if (size === undefined) {
+    size = canonicalJson(value).length;
+    measured.set(value, size);
+  }
+  return size;
 }
 
 /** Undefined (a missing member) is null in JSON. */
@@ -104,16 +197,25 @@ function plainValue(value: unknown): unknown {
 /**
  * Why a render failed: the vault's own messages and the budgets' (both free of data); any other
  * error a filter threw (a standard filter's TypeError) could quote the value, so it is not repeated.
+ * liquidjs's own limits (memory) fail its assertions: a budget too.
  */
-function failureOf(error: unknown): string {
+function evaluationFailure(error: unknown): ExpressionError {
   const original = (error as { originalError?: unknown }).originalError ?? error;
-  if (original instanceof ExpressionError || original instanceof AssertionError) return original.message;
-  return "a filter failed on this data";
+  if (original instanceof BudgetExceededError || original instanceof AssertionError) {
+    return new BudgetExceededError(`could not be evaluated: ${original.message}`);
+  }
+  if (original instanceof ExpressionError) return new ExpressionError(`could not be evaluated: ${original.message}`);
+  return new ExpressionError("could not be evaluated: a filter failed on this data");
 }
 
-/** The original message of a filter's error, not liquidjs's wrapper around it. */
-function messageOf(error: unknown): string {
+const UNKNOWN_TAG = /tag "([^"]*)" not found/;
+
+/** The original message of a filter's error, not liquidjs's wrapper; a tag is named as not allowed. */
+function parseFailureOf(error: unknown): string {
   const original = (error as { originalError?: unknown }).originalError;
   if (original instanceof ExpressionError) return original.message;
-  return error instanceof Error ? error.message : String(error);
+  const message = error instanceof Error ? error.message : String(error);
+  const tag = UNKNOWN_TAG.exec(message);
+  if (tag) return `Liquid tags such as {% ${tag[1]} %} are not allowed; an expression holds only {{ … }} outputs and literal text`;
+  return message;
 }

@@ -1,5 +1,5 @@
 import { MAX_JSON_DEPTH } from "../http/body";
-import { ExpressionError, evaluateExpression, evaluateValue } from "./expressions";
+import { BudgetExceededError, Evaluation, ExpressionError } from "./expressions";
 import type { Mask } from "./types";
 
 /*
@@ -17,19 +17,24 @@ export function maskOf(column: string | null): Mask | null {
   return column === null ? null : (JSON.parse(column) as Mask);
 }
 
-/** The data as the mask shows it. */
+/** The data as the mask shows it; the mask's expressions share one evaluation's budget. */
 export function applyMask(mask: Mask, data: unknown): unknown {
-  if (typeof mask === "string") return evaluateExpression(mask, { data });
-  return mapLeaves(mask, [], (source) => evaluateValue(source, { data }));
+  const evaluation = new Evaluation({ data });
+  if (typeof mask === "string") return evaluation.text(mask);
+  return mapLeaves(mask, [], (source) => evaluation.value(source));
 }
 
 /** Renders every expression of the mask over the data, reporting each failure at its path. */
 export function checkMask(mask: Mask, data: unknown, report: (path: (string | number)[], message: string) => void): void {
+  const evaluation = new Evaluation({ data });
+  let exhausted = false;
   const render = (source: string, path: (string | number)[], typed: boolean) => {
+    if (exhausted) return null;
     try {
-      return typed ? evaluateValue(source, { data }) : evaluateExpression(source, { data });
+      return typed ? evaluation.value(source) : evaluation.text(source);
     } catch (error) {
       if (!(error instanceof ExpressionError)) throw error;
+      exhausted = error instanceof BudgetExceededError;
       report(["mask", ...path], error.message);
       return null;
     }

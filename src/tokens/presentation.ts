@@ -1,15 +1,25 @@
 import type { Transform } from "../auth/access";
 import { auditFieldsOf, isoTime } from "../http/schemas";
+import { ExpressionError } from "./expressions";
 import { applyMask, maskOf } from "./masks";
 import type { TokenResponse } from "./schema";
 import type { TokenRow } from "./storage";
 import type { TokenType } from "./types";
 
-/** The data a transform shows: all of it, its mask (when the token has one), or none at all. */
+/**
+ * The data a transform shows: all of it, its mask (when the token has one), or none at all. A
+ * stored mask that no longer evaluates within its budget (one saved before the budget existed)
+ * shows nothing, as a redacting rule would.
+ */
 export async function shownData(row: Pick<TokenRow, "mask">, transform: Transform, data: () => unknown): Promise<{ data?: unknown }> {
   if (transform === "reveal") return { data: await data() };
-  if (transform === "mask" && row.mask !== null) return { data: applyMask(maskOf(row.mask)!, await data()) };
-  return {};
+  if (transform !== "mask" || row.mask === null) return {};
+  try {
+    return { data: applyMask(maskOf(row.mask)!, await data()) };
+  } catch (error) {
+    if (error instanceof ExpressionError) return {};
+    throw error;
+  }
 }
 
 /** The token as the caller may see it: data revealed, masked (absent without a mask) or redacted. */

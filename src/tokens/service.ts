@@ -9,6 +9,7 @@ import { validationErrorOf } from "../http/validation";
 import { cvcDeadlineOf } from "./cvc";
 import { answerLostRaces, deduplicate, duplicateOfUpdate } from "./deduplication";
 import { definitionOf, evaluate, fieldErrorCollector, type TokenDefinition } from "./definition";
+import { canonicalJson } from "./filters";
 import { claimTokenIds, wantedIdOf } from "./id-claims";
 import { normalTokenId } from "./ids";
 import { maskOf } from "./masks";
@@ -108,8 +109,12 @@ export async function updateToken(
   for (let attempt = 1; ; attempt++) {
     const now = Date.now();
     requireOnEveryContainer(principal, "token:update", containersOf(row));
-    const definition = patchedDefinition(row, await decryptData(keys, row), patch);
+    const stored = await decryptData(keys, row);
+    const definition = patchedDefinition(row, stored, patch);
     requireOnEveryContainer(principal, "token:update", definition.containers);
+    const added = definition.containers.filter((container) => !containersOf(row).includes(container));
+    requireOnEveryContainer(principal, "token:create", added);
+    requireSightOfData(principal, row, stored, definition, patch);
     const errors: FieldErrors = {};
     const evaluated = evaluate(definition, fieldErrorCollector(errors));
     if (Object.keys(errors).length > 0) throw ValidationError.summarised("The token was not updated", errors);
@@ -144,6 +149,34 @@ export async function updateToken(
     }
     row = current;
   }
+}
+
+/**
+ * Members that are functions of the data (a mask shows it, a fingerprint or a search index is an
+ * oracle of it), and the containers that decide who reads it under which rule, may change only in
+ * the request that replaces the whole data (the caller supplied it), or by a caller whose
+ * token:update rule reveals the data in every container of the token, before and after. Adding a
+ * container is not such a change: reads take the strictest rule of all the token's containers.
+ */
+function requireSightOfData(principal: Principal, row: TokenRow, stored: unknown, definition: TokenDefinition, patch: UpdateToken): void {
+  if (patch.data !== undefined && sameJson(applyMergePatch(null, patch.data), applyMergePatch(stored, patch.data))) return;
+  const before = containersOf(row);
+  const changed = [
+    ["mask", !sameJson(maskOf(row.mask), definition.mask)],
+    ["fingerprint_expression", row.fingerprintExpression !== definition.fingerprintExpression],
+    ["search_indexes", !sameJson(searchIndexesOf(row), definition.searchIndexes)],
+    ["containers", before.some((container) => !definition.containers.includes(container))],
+  ].flatMap(([member, differs]) => (differs ? [member] : []));
+  if (changed.length === 0) return;
+  if (accessTo(principal, "token:update", [...before, ...definition.containers]) === "reveal") return;
+  throw new ForbiddenError(
+    `${changed.join(", ")} may change only in the request that replaces the whole data, or by a caller whose token:update ` +
+      "rule reveals the data in every container of the token, before and after the update; this caller's rules do not",
+  );
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return canonicalJson(a) === canonicalJson(b);
 }
 
 /**
@@ -259,7 +292,14 @@ export async function useTokens(context: TenantContext, principal: Principal, id
   for (const { row } of usable)
     context.audit.record({ entityType: "token", entityId: row.id, operation: "use", message: "Used token (detokenized)" });
   const shown = await Promise.all(usable.map(({ row, transform }) => shownData(row, transform, () => decryptData(keys, row))));
-  return new Map(usable.map(({ id }, i) => [id, shown[i]!.data]));
+  return new Map(
+    usable.map(({ id }, i) => {
+      // A stored mask that no longer evaluates shows nothing, as a redacting rule would.
+      if (!("data" in shown[i]!)) throw new ForbiddenError(`The token:use rule for token ${id} redacts its data`);
+      context.revealed.add(shown[i]!.data);
+      return [id, shown[i]!.data];
+    }),
+  );
 }
 
 /** Called by the scheduled handler, for every tenant in every data database. */

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type Bindings, configOf } from "../../src/env";
+import { RevealedValues } from "../../src/http/redaction";
 import { Sandbox, ScriptFailedError, type ScriptOwner } from "../../src/sandbox";
 import { FAKE_API_BASE, type FakeCloudflare, fakeCloudflare } from "../support/fake-cloudflare";
 import { scriptOwner } from "../support/sandbox";
@@ -7,7 +8,7 @@ import { scriptOwner } from "../support/sandbox";
 const CODE = "module.exports = async (req) => ({ raw: { doubled: req.args.n * 2 } });";
 
 /** The sandbox as a request context builds it for these bindings. */
-const sandboxOf = (bindings: Bindings) => new Sandbox(bindings, configOf(bindings));
+const sandboxOf = (bindings: Bindings) => new Sandbox(bindings, configOf(bindings), new RevealedValues());
 
 function runDispatched(cloudflare: FakeCloudflare, owner: ScriptOwner, code = CODE, args: unknown = { n: 21 }) {
   return sandboxOf(cloudflare.env).run({ owner, code, input: { args, configuration: {} }, application: null });

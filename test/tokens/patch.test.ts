@@ -105,7 +105,7 @@ describe("PATCH /tokens/{id}", () => {
     expect(Date.parse(reply.body.modified_at)).toBeGreaterThanOrEqual(Date.parse(token.modified_at));
   });
 
-  it("moving a token between containers needs token:update on both", async () => {
+  it("moving a token between containers needs token:update on both, and token:create where it goes", async () => {
     const tenant = await seedTokenTenant();
     const token = await createToken(tenant.key, { type: "token", data: "x", containers: ["/a/"] });
     const onlyA = await createApplication(tenant, {
@@ -123,9 +123,17 @@ describe("PATCH /tokens/{id}", () => {
         { priority: 2, container: "/b/", transform: "reveal", permissions: ["token:update"] },
       ],
     });
+    expect(expectProblem(await patchToken(both.key, token.id, { containers: ["/b/"] }), 403).detail).toContain("token:create");
+    const bothCreatingInB = await createApplication(tenant, {
+      type: "private",
+      rules: [
+        { priority: 1, container: "/a/", transform: "reveal", permissions: ["token:update"] },
+        { priority: 2, container: "/b/", transform: "reveal", permissions: ["token:update", "token:create"] },
+      ],
+    });
     expect(expectProblem(await patchToken(onlyA.key, token.id, { containers: ["/b/"] }), 403).detail).toContain("/b/");
     expect(expectProblem(await patchToken(onlyB.key, token.id, { containers: ["/b/"] }), 403).detail).toContain("/a/");
-    expect((await patchToken(both.key, token.id, { containers: ["/b/"] })).body.containers).toEqual(["/b/"]);
+    expect((await patchToken(bothCreatingInB.key, token.id, { containers: ["/b/"] })).body.containers).toEqual(["/b/"]);
   });
 
   it("the type cannot be changed", async () => {

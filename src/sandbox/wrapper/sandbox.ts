@@ -36,10 +36,29 @@ function argumentText(value: unknown): string {
   return stringify(value === undefined ? null : value);
 }
 
-function clientFor(bridge: BridgeCapability) {
+/**
+ * The data of every token in a bridge reply (a token, a search page, a tokenize result): the vault
+ * keeps it out of the messages this run's errors carry (the vault redacts; the wrapper only tells).
+ */
+function collectTokenData(value: unknown, revealed: unknown[]): void {
+  if (value === null || typeof value !== "object") return;
+  if (Array.isArray(value)) {
+    for (const item of value) collectTokenData(item, revealed);
+    return;
+  }
+  const members = value as Record<string, unknown>;
+  const isToken = "id" in members && "data" in members;
+  if (isToken) revealed.push(members.data);
+  for (const [key, item] of Object.entries(members)) if (!(isToken && key === "data")) collectTokenData(item, revealed);
+}
+
+function clientFor(bridge: BridgeCapability, revealed: unknown[]) {
   const call = async (method: BridgeMethod, args: unknown[]) => {
     const reply = await bridge[method](...args.map(argumentText));
-    if (reply.ok) return reply.value;
+    if (reply.ok) {
+      collectTokenData(reply.value, revealed);
+      return reply.value;
+    }
     throw new errors.ApiError(reply.problem);
   };
   return freeze({
@@ -110,20 +129,23 @@ interface TenantRequest {
 export default class Sandbox extends WorkerEntrypoint<{ BRIDGE?: BridgeCapability }> {
   async run(inputJson: string, bridge: BridgeCapability | null) {
     startSlice();
+    const revealed: unknown[] = [];
     try {
       const handler = handlerOf(exported);
       if (handler === null) return { kind: "no-function" };
       const input = parse(inputJson);
       const req: TenantRequest = { args: input.args, configuration: input.configuration };
       const capability = bridge ?? this.env.BRIDGE;
-      if (capability) req.bt = clientFor(capability);
+      if (capability) req.bt = clientFor(capability, revealed);
       return { kind: "returned", json: toJson(await handler(req)) };
     } catch (error) {
+      let outcome: Record<string, unknown>;
       try {
-        return outcomeOf(error);
+        outcome = outcomeOf(error);
       } catch (reportError) {
-        return outcomeOf(reportError);
+        outcome = outcomeOf(reportError);
       }
+      return revealed.length > 0 ? { ...outcome, revealed: stringify(revealed) } : outcome;
     }
   }
 }
