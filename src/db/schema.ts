@@ -352,12 +352,20 @@ export const auditLog = sqliteTable(
 
 /**
  * Each tenant's chain: its head (the last entry written) and its anchor (the last entry retention
- * purged, with a MAC so that it cannot be moved). Verification runs from the anchor to the head.
+ * purged), each with a MAC under the tenant's audit key so that neither can be moved: a cut tail or
+ * a cut prefix breaks verification. Verification runs from the anchor to the head.
  */
 export const auditChains = sqliteTable("audit_chains", {
   tenantId: text("tenant_id").primaryKey(),
   headSeq: integer("head_seq").notNull(),
   headHash: text("head_hash").notNull(),
+  /** Null on chains written before heads carried a MAC, until their next append. */
+  headMac: text("head_mac"),
+  /**
+   * The head the writer last found without a valid MAC and chained after (0: none since the chain
+   * began): entries after it may have been cut before, so verification reports the link after it.
+   */
+  headMacSince: integer("head_mac_since").notNull().default(0),
   anchorSeq: integer("anchor_seq").notNull().default(0),
   anchorHash: text("anchor_hash").notNull().default(""),
   anchorMac: text("anchor_mac"),
