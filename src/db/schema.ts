@@ -29,6 +29,16 @@ export const tenants = sqliteTable("tenants", {
 });
 
 /**
+ * Tenants crypto-shredded and purged (control database), kept so that the id is never a tenant again:
+ * BOOTSTRAP_API_KEY's tenant id derives from the key, and would otherwise come back empty at the next
+ * isolate's bootstrap. Until the purge, the shredded tenant's own row holds its id.
+ */
+export const shreddedTenants = sqliteTable("shredded_tenants", {
+  tenantId: text("tenant_id").primaryKey(),
+  shreddedAt: integer("shredded_at").notNull(),
+});
+
+/**
  * A tenant's data keys, one row per version (control database): the encryption, blind-index,
  * fingerprint and audit keys, wrapped together by the keyring's key-encryption key `kek_version`.
  * The highest version writes; every version present reads. Destroying the rows crypto-shreds the tenant.
