@@ -56,3 +56,15 @@ export async function extend(keys: TenantKeys, head: { seq: number; hash: string
 export function anchorMac(keys: TenantKeys, seq: number, hash: string): Promise<string> {
   return keys.auditMac(`anchor\n${seq}\n${hash}`);
 }
+
+/** A chain's head: the last entry written, and since which head the writer found every head's MAC valid. */
+export interface Head {
+  seq: number;
+  hash: string;
+  macSince: number;
+}
+
+/** The MAC of a chain's head, so that the tail cannot be cut and the head moved back onto the new last entry. */
+export function headMac(keys: TenantKeys, head: Head): Promise<string> {
+  return keys.auditMac(`head\n${head.seq}\n${head.hash}\n${head.macSince}`);
+}

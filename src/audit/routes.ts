@@ -49,7 +49,8 @@ const verify = createRoute({
   description:
     "Needs `log:read`. Recomputes each entry's keyed hash from its content and the previous entry's hash, over the range " +
     "given (by default from the oldest entry retention kept to the newest). `broken_at` names the first entry whose link " +
-    "does not hold: an entry edited, deleted or moved in the database.",
+    "does not hold: an entry edited, deleted or moved in the database. Whatever the range, the chain's head and anchor " +
+    "must carry their MACs, so a log cut at its end or at its start does not verify.",
   middleware: [requirePermission("log:read")] as const,
   request: { query: VerifyQuery },
   responses: { 200: jsonContent(VerificationSchema, "The verification", VERIFICATION_EXAMPLE), ...problemResponses(400, 401, 403) },

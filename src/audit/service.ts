@@ -1,8 +1,9 @@
 import type { Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
+import type { TenantKeys } from "../crypto/tenant-keys";
 import { isoTime, type Page, pageOf } from "../http/schemas";
 import { AUDIT } from "../limits";
-import { anchorMac, type ChainedEntry, GENESIS, linkHash } from "./chain";
+import { anchorMac, type ChainedEntry, GENESIS, headMac, linkHash } from "./chain";
 import { ENTITY_TYPES } from "./entry";
 import * as storage from "./storage";
 
@@ -57,8 +58,9 @@ export interface Verification {
 /**
  * Recomputes the chain's links over a range (by default, all of it): from the anchor, or from the
  * entry before the range. The first link that does not hold is where the chain breaks: an entry
- * edited (its hash differs), deleted (a gap in seq, or a head past the last entry) or moved (the
- * link to its predecessor differs).
+ * edited (its hash differs), deleted (a gap in seq) or moved (the link to its predecessor differs).
+ * Both ends carry a MAC under the tenant's audit key, checked whatever the range: an anchor moved
+ * forward (a cut prefix) or a head moved back (a cut tail) is found, as is an entry past the head.
  */
 export async function verifyLogs(
   context: TenantContext,
@@ -68,7 +70,8 @@ export async function verifyLogs(
   const tenantId = principal.tenantId;
   const d1 = context.db.$client;
   const keys = await context.keys();
-  const chain = await storage.chainOf(d1, tenantId);
+  const end = await storage.chainEnd(d1, tenantId);
+  const { chain } = end;
   const anchorSeq = chain?.anchorSeq ?? 0;
   const headSeq = chain?.headSeq ?? 0;
   const result: Verification = {
@@ -86,9 +89,14 @@ export async function verifyLogs(
     result.broken_at = { seq, entry_id: entryId, reason };
     return result;
   };
-  if (chain?.anchorMac && chain.anchorMac !== (await anchorMac(keys, chain.anchorSeq, chain.anchorHash))) {
-    return broken(anchorSeq, null, "the chain's anchor was altered");
+  const endBroken = chain ? await brokenEnd(keys, chain, end.headEntryHash) : null;
+  if (endBroken) return broken(endBroken.seq, null, endBroken.reason);
+  if (end.pastHead) return broken(end.pastHead.seq, end.pastHead.id, "the entry lies past the chain's head: the head was moved back");
+  if (end.beforeAnchor) {
+    return broken(end.beforeAnchor.seq, end.beforeAnchor.id, "the entry lies before the chain's anchor: retention purged its place");
   }
+  // The link the writer chained onto a head it could not vouch for.
+  const unvouchedSeq = chain && chain.headMacSince > 0 ? chain.headMacSince + 1 : null;
   let afterSeq = anchorSeq;
   let previousHash = anchorSeq === 0 ? GENESIS : (chain?.anchorHash ?? GENESIS);
   if (range.startDate !== undefined) {
@@ -102,7 +110,7 @@ export async function verifyLogs(
     }
   }
   for (;;) {
-    const entries = await storage.entriesAfter(d1, tenantId, afterSeq, VERIFY_PAGE);
+    const entries = await storage.entriesAfter(d1, tenantId, afterSeq, headSeq, VERIFY_PAGE);
     for (const entry of entries) {
       if (range.endDate !== undefined && entry.created_at >= range.endDate) return result;
       if (result.checked >= AUDIT.verifyMaxEntries) {
@@ -114,6 +122,14 @@ export async function verifyLogs(
       if (hash !== (await linkHash(keys, previousHash, content))) {
         return broken(entry.seq, entry.id, "the entry was altered, or moved from its place in the chain");
       }
+      if (entry.seq === unvouchedSeq) {
+        return broken(
+          entry.seq,
+          entry.id,
+          `entries after seq ${entry.seq - 1} may have been deleted: the writer found the head there without a valid MAC ` +
+            "(a chain written before heads carried one, or a head moved in the database) and chained this entry after it",
+        );
+      }
       result.checked += 1;
       result.first_seq ??= entry.seq;
       result.last_seq = entry.seq;
@@ -124,6 +140,39 @@ export async function verifyLogs(
   }
   if (range.endDate === undefined && afterSeq < headSeq) return broken(afterSeq + 1, null, "the entry is missing");
   return result;
+}
+
+/** What is wrong with the chain's anchor or head, or null when both hold. */
+async function brokenEnd(
+  keys: TenantKeys,
+  chain: storage.Chain,
+  headEntryHash: string | null,
+): Promise<{ seq: number; reason: string } | null> {
+  const { anchorSeq, headSeq } = chain;
+  // The anchor before any purge is the chain's start, which the first entry's link already pins.
+  if (anchorSeq > 0) {
+    if (chain.anchorMac === null) {
+      return { seq: anchorSeq, reason: "the chain's anchor carries no MAC: entries before it may have been cut" };
+    }
+    if (chain.anchorMac !== (await anchorMac(keys, anchorSeq, chain.anchorHash))) {
+      return { seq: anchorSeq, reason: "the chain's anchor was altered" };
+    }
+  }
+  if (chain.headMac === null) {
+    return {
+      seq: headSeq,
+      reason:
+        "the chain's head carries no MAC (a chain written before heads carried one and not appended to since, or a MAC removed): " +
+        "entries after it may have been cut",
+    };
+  }
+  if (chain.headMac !== (await headMac(keys, { seq: headSeq, hash: chain.headHash, macSince: chain.headMacSince }))) {
+    return { seq: headSeq, reason: "the chain's head was altered: entries after it may have been cut" };
+  }
+  // Retention may purge through the head: the anchor is then the last entry.
+  const lastHash = headSeq === anchorSeq ? chain.anchorHash : headEntryHash;
+  if (lastHash !== chain.headHash) return { seq: headSeq, reason: "the chain's head does not match the entry at its seq" };
+  return null;
 }
 
 /**

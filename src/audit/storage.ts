@@ -13,6 +13,8 @@ import type { AuditEntry } from "./entry";
 export interface Chain {
   headSeq: number;
   headHash: string;
+  headMac: string | null;
+  headMacSince: number;
   anchorSeq: number;
   anchorHash: string;
   anchorMac: string | null;
@@ -29,11 +31,7 @@ export async function chainState(
   pendingLimit = 0,
 ): Promise<{ chain: Chain | null; written: Set<string>; pending: AuditEntry[] }> {
   const [chains, written, pending] = await d1.batch([
-    d1
-      .prepare(
-        "SELECT head_seq AS headSeq, head_hash AS headHash, anchor_seq AS anchorSeq, anchor_hash AS anchorHash, anchor_mac AS anchorMac FROM audit_chains WHERE tenant_id = ?",
-      )
-      .bind(tenantId),
+    d1.prepare(SELECT_CHAIN).bind(tenantId),
     d1
       // Waiting entries may be written already: a queue send can fail after the queue took it.
       .prepare(
@@ -50,6 +48,17 @@ export async function chainState(
   };
 }
 
+const SELECT_CHAIN = `SELECT head_seq AS headSeq, head_hash AS headHash, head_mac AS headMac, head_mac_since AS headMacSince,
+  anchor_seq AS anchorSeq, anchor_hash AS anchorHash, anchor_mac AS anchorMac FROM audit_chains WHERE tenant_id = ?`;
+
+/** A chain's head as the writer moves it: the new last entry, with its MAC. */
+export interface SealedHead {
+  seq: number;
+  hash: string;
+  macSince: number;
+  mac: string;
+}
+
 /**
  * Appends chained entries and moves the head, atomically. Two writers that read the same head
  * both number their first entry head+1, and (tenant_id, seq) is the primary key: the second
@@ -60,12 +69,14 @@ export async function append(
   tenantId: string,
   chain: Chain | null,
   entries: ChainedEntry[],
+  /** The head after the last of `entries` (null when none). */
+  head: SealedHead | null,
   /** Ids of audit_pending rows these entries chain, removed in the same batch. */
   pendingIds: string[],
 ): Promise<void> {
   await d1.batch([
     ...entries.map((entry) => d1.prepare(INSERT_ENTRY).bind(...chainedValues(entry), entry.hash)),
-    ...headMove(d1, tenantId, chain, entries.at(-1)),
+    ...headMove(d1, tenantId, chain, head),
     ...(pendingIds.length > 0
       ? [
           d1
@@ -78,16 +89,20 @@ export async function append(
 
 const INSERT_ENTRY = `INSERT INTO audit_log (${CHAINED_COLUMNS.join(", ")}, hash) VALUES (${CHAINED_COLUMNS.map(() => "?").join(", ")}, ?)`;
 
-/** The statement that moves the head to `last` (none when nothing is appended). */
-function headMove(d1: D1Database, tenantId: string, chain: Chain | null, last: ChainedEntry | undefined): D1PreparedStatement[] {
-  if (!last) return [];
+/** The statement that moves the head (none when nothing is appended). */
+function headMove(d1: D1Database, tenantId: string, chain: Chain | null, head: SealedHead | null): D1PreparedStatement[] {
+  if (!head) return [];
   if (!chain) {
-    return [d1.prepare("INSERT INTO audit_chains (tenant_id, head_seq, head_hash) VALUES (?, ?, ?)").bind(tenantId, last.seq, last.hash)];
+    return [
+      d1
+        .prepare("INSERT INTO audit_chains (tenant_id, head_seq, head_hash, head_mac, head_mac_since) VALUES (?, ?, ?, ?, ?)")
+        .bind(tenantId, head.seq, head.hash, head.mac, head.macSince),
+    ];
   }
   return [
     d1
-      .prepare("UPDATE audit_chains SET head_seq = ?, head_hash = ? WHERE tenant_id = ? AND head_seq = ?")
-      .bind(last.seq, last.hash, tenantId, chain.headSeq),
+      .prepare("UPDATE audit_chains SET head_seq = ?, head_hash = ?, head_mac = ?, head_mac_since = ? WHERE tenant_id = ? AND head_seq = ?")
+      .bind(head.seq, head.hash, head.mac, head.macSince, tenantId, chain.headSeq),
   ];
 }
 
@@ -108,15 +123,58 @@ export async function tenantsWithPending(d1: D1Database): Promise<string[]> {
   return results.map(({ tenantId }) => tenantId);
 }
 
-/** Entries of the chain in order, from `afterSeq` (exclusive), for verification. */
-export async function entriesAfter(d1: D1Database, tenantId: string, afterSeq: number, limit: number): Promise<ChainedEntry[]> {
+/** Entries of the chain in order, from `afterSeq` (exclusive) through `throughSeq`, for verification. */
+export async function entriesAfter(
+  d1: D1Database,
+  tenantId: string,
+  afterSeq: number,
+  throughSeq: number,
+  limit: number,
+): Promise<ChainedEntry[]> {
   const { results } = await d1
     .prepare(
-      "SELECT seq, id, tenant_id, actor_id, actor_type, credential_id, entity_type, entity_id, operation, message, status, trace_id, created_at, hash FROM audit_log WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+      "SELECT seq, id, tenant_id, actor_id, actor_type, credential_id, entity_type, entity_id, operation, message, status, trace_id, created_at, hash FROM audit_log WHERE tenant_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
     )
-    .bind(tenantId, afterSeq, limit)
+    .bind(tenantId, afterSeq, throughSeq, limit)
     .all<ChainedEntry>();
   return results;
+}
+
+/** The chain and what lies at its end, read in one batch so that a writer appending meanwhile cannot show entries past the head. */
+export interface ChainEnd {
+  chain: Chain | null;
+  /** The stored hash of the entry at the head's seq (null when there is none). */
+  headEntryHash: string | null;
+  /** The first entry past the head, which the writer never leaves. */
+  pastHead: { seq: number; id: string } | null;
+  /** The first entry at or before the anchor, which retention purged: one there is no part of the chain. */
+  beforeAnchor: { seq: number; id: string } | null;
+}
+
+export async function chainEnd(d1: D1Database, tenantId: string): Promise<ChainEnd> {
+  const [chains, headEntries, pastHead, beforeAnchor] = await d1.batch([
+    d1.prepare(SELECT_CHAIN).bind(tenantId),
+    d1
+      .prepare("SELECT hash FROM audit_log WHERE tenant_id = ?1 AND seq = (SELECT head_seq FROM audit_chains WHERE tenant_id = ?1)")
+      .bind(tenantId),
+    d1
+      .prepare(
+        "SELECT seq, id FROM audit_log WHERE tenant_id = ?1 AND seq > coalesce((SELECT head_seq FROM audit_chains WHERE tenant_id = ?1), 0) ORDER BY seq LIMIT 1",
+      )
+      .bind(tenantId),
+    d1
+      .prepare(
+        "SELECT seq, id FROM audit_log WHERE tenant_id = ?1 AND seq <= (SELECT anchor_seq FROM audit_chains WHERE tenant_id = ?1) ORDER BY seq LIMIT 1",
+      )
+      .bind(tenantId),
+  ]);
+  type EntryAt = { seq: number; id: string } | undefined;
+  return {
+    chain: (chains!.results[0] as Chain | undefined) ?? null,
+    headEntryHash: (headEntries!.results[0] as { hash: string } | undefined)?.hash ?? null,
+    pastHead: (pastHead!.results[0] as EntryAt) ?? null,
+    beforeAnchor: (beforeAnchor!.results[0] as EntryAt) ?? null,
+  };
 }
 
 /** The chain's first seq at or after a time, for verifying a range. */

@@ -18,9 +18,10 @@
  * of tenants that see no traffic.
  */
 import type { RequestContext } from "../context";
+import type { TenantKeys } from "../crypto/tenant-keys";
 import { ConfigurationError, NotFoundError, TenantMovingError } from "../http/problem";
 import { enqueueWebhookEvents } from "../webhooks/events";
-import { extend, GENESIS } from "./chain";
+import { type ChainedEntry, extend, GENESIS, headMac } from "./chain";
 import { type AuditEntry, byTenant, DEPLOYMENT_TENANT } from "./entry";
 import * as storage from "./storage";
 
@@ -114,12 +115,14 @@ export async function appendEntries(context: RequestContext, tenantId: string, e
     const fresh = raised.filter(({ id }) => !written.has(id));
     if (fresh.length === 0 && pending.length === 0) break;
     const chained = fresh.length > 0 ? await extend(keys, { seq: chain?.headSeq ?? 0, hash: chain?.headHash ?? GENESIS }, fresh) : [];
+    const last = chained.at(-1);
     try {
       await storage.append(
         d1,
         tenantId,
         chain,
         chained,
+        last ? await sealHead(keys, tenantId, chain, last) : null,
         pending.map(({ id }) => id),
       );
       break;
@@ -129,6 +132,28 @@ export async function appendEntries(context: RequestContext, tenantId: string, e
   }
   const events = raised.filter((entry) => entry.event !== undefined);
   if (events.length > 0 && tenantId !== DEPLOYMENT_TENANT) await enqueueWebhookEvents(context, events);
+}
+
+/**
+ * The head after `last`, with its MAC. A head whose own MAC does not hold (a chain written before
+ * heads carried one, or a head moved in the database) is chained after anyway, since dropping
+ * entries would be worse, but the new head records it: verification then reports the link after it
+ * as one a cut tail may hide, instead of the writer vouching for whatever head it found.
+ */
+async function sealHead(keys: TenantKeys, tenantId: string, chain: storage.Chain | null, last: ChainedEntry): Promise<storage.SealedHead> {
+  let macSince = 0;
+  if (chain) {
+    const found = { seq: chain.headSeq, hash: chain.headHash, macSince: chain.headMacSince };
+    const holds = chain.headMac !== null && chain.headMac === (await headMac(keys, found));
+    if (!holds) {
+      console.warn(
+        `audit: the head of tenant ${tenantId}'s chain (seq ${chain.headSeq}) has no valid MAC; verification will report the link after it`,
+      );
+    }
+    macSince = holds ? chain.headMacSince : chain.headSeq;
+  }
+  const head = { seq: last.seq, hash: last.hash, macSince };
+  return { ...head, mac: await headMac(keys, head) };
 }
 
 /**

@@ -29,6 +29,16 @@ export const tenants = sqliteTable("tenants", {
 });
 
 /**
+ * Tenants crypto-shredded and purged (control database), kept so that the id is never a tenant again:
+ * BOOTSTRAP_API_KEY's tenant id derives from the key, and would otherwise come back empty at the next
+ * isolate's bootstrap. Until the purge, the shredded tenant's own row holds its id.
+ */
+export const shreddedTenants = sqliteTable("shredded_tenants", {
+  tenantId: text("tenant_id").primaryKey(),
+  shreddedAt: integer("shredded_at").notNull(),
+});
+
+/**
  * A tenant's data keys, one row per version (control database): the encryption, blind-index,
  * fingerprint and audit keys, wrapped together by the keyring's key-encryption key `kek_version`.
  * The highest version writes; every version present reads. Destroying the rows crypto-shreds the tenant.
@@ -352,12 +362,20 @@ export const auditLog = sqliteTable(
 
 /**
  * Each tenant's chain: its head (the last entry written) and its anchor (the last entry retention
- * purged, with a MAC so that it cannot be moved). Verification runs from the anchor to the head.
+ * purged), each with a MAC under the tenant's audit key so that neither can be moved: a cut tail or
+ * a cut prefix breaks verification. Verification runs from the anchor to the head.
  */
 export const auditChains = sqliteTable("audit_chains", {
   tenantId: text("tenant_id").primaryKey(),
   headSeq: integer("head_seq").notNull(),
   headHash: text("head_hash").notNull(),
+  /** Null on chains written before heads carried a MAC, until their next append. */
+  headMac: text("head_mac"),
+  /**
+   * The head the writer last found without a valid MAC and chained after (0: none since the chain
+   * began): entries after it may have been cut before, so verification reports the link after it.
+   */
+  headMacSince: integer("head_mac_since").notNull().default(0),
   anchorSeq: integer("anchor_seq").notNull().default(0),
   anchorHash: text("anchor_hash").notNull().default(""),
   anchorMac: text("anchor_mac"),

@@ -32,7 +32,8 @@ const bootstrapped = new Map<string, Promise<void>>();
 /**
  * Makes BOOTSTRAP_API_KEY usable: a tenant and a management application holding it. Ids derive
  * from the key's hash and the whole thing is one batch that only inserts while that tenant does not
- * exist, so concurrent isolates agree, and a bootstrap key revoked later stays revoked.
+ * exist and was never shredded, so concurrent isolates agree, a bootstrap key revoked later stays
+ * revoked, and a shredded bootstrap tenant never comes back (its key answers 401).
  */
 export function ensureBootstrap(context: RequestContext, bootstrapKey: string): Promise<void> {
   let done = bootstrapped.get(bootstrapKey);
@@ -49,7 +50,7 @@ export function ensureBootstrap(context: RequestContext, bootstrapKey: string): 
 async function runBootstrap(context: RequestContext, bootstrapKey: string): Promise<void> {
   const hash = await sha256Hex(bootstrapKey);
   const tenantId = uuidFrom(await sha256Hex(`bootstrap-tenant/${hash}`));
-  await storage.insertBootstrapTenant(context.control, {
+  const { shreddedAt } = await storage.insertBootstrapTenant(context.control, {
     tenantId,
     // The first data database: every isolate must agree without reading anything.
     database: context.dataBindings()[0]!,
@@ -60,6 +61,12 @@ async function runBootstrap(context: RequestContext, bootstrapKey: string): Prom
     now: Date.now(),
     keys: await newTenantKeys(context, tenantId),
   });
+  if (shreddedAt !== null) {
+    console.warn(
+      `BOOTSTRAP_API_KEY names tenant ${tenantId}, shredded at ${isoTime(shreddedAt)}: it is not created again, and the key is refused. ` +
+        "Set another BOOTSTRAP_API_KEY to bootstrap a new tenant.",
+    );
+  }
 }
 
 /** Formats 32 hex digits of a digest as a version-8 (custom) UUID. */

@@ -2,7 +2,7 @@
  * Crypto-shredding: deleting a tenant destroys its wrapped data keys first, in the same batch that
  * removes everything that authenticates as it, so every ciphertext it left is unreadable at once.
  * Its rows in the data database are then purged by the cron in bounded batches, and the tenant's
- * directory row goes last.
+ * directory row goes last, leaving a tombstone (shredded_tenants) so that the id never comes back.
  */
 import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
@@ -75,7 +75,8 @@ async function remainingRows(d1: D1Database, tenantId: string): Promise<number> 
 
 /**
  * Called by the cron: one bounded purge step (purgeTenantData, as after a move) for each shredded
- * tenant; a tenant with nothing left leaves the directory. Answers how many rows went.
+ * tenant; a tenant with nothing left leaves the directory for a tombstone, in one batch. Answers how
+ * many rows went.
  */
 export async function purgeShreddedTenants(context: RequestContext): Promise<number> {
   const { results } = await context.control.$client
@@ -87,7 +88,15 @@ export async function purgeShreddedTenants(context: RequestContext): Promise<num
     deleted += step;
     // purgeTenantData answers exactly the limit while rows may remain.
     if (step !== SHRED_PURGE_BATCH) {
-      await context.control.$client.prepare("DELETE FROM tenants WHERE id = ? AND shredded_at IS NOT NULL").bind(id).run();
+      const control = context.control.$client;
+      await control.batch([
+        control
+          .prepare(
+            "INSERT OR IGNORE INTO shredded_tenants (tenant_id, shredded_at) SELECT id, shredded_at FROM tenants WHERE id = ? AND shredded_at IS NOT NULL",
+          )
+          .bind(id),
+        control.prepare("DELETE FROM tenants WHERE id = ? AND shredded_at IS NOT NULL").bind(id),
+      ]);
     }
   }
   return deleted;

@@ -25,12 +25,16 @@ export async function insertBootstrapTenant(
     now: number;
     keys: KeyRecord;
   },
-): Promise<void> {
+): Promise<{ shreddedAt: number | null }> {
   const { tenantId, database, applicationId, keyId, keyHash, permissions, now, keys } = bootstrap;
   const d1 = db.$client;
-  await d1.batch([
+  const [, , , , tombstones] = await d1.batch([
     d1
-      .prepare("INSERT INTO tenants (id, name, database, created_at, keys_derived) VALUES (?, 'bootstrap', ?, ?, 0) ON CONFLICT DO NOTHING")
+      .prepare(
+        `INSERT INTO tenants (id, name, database, created_at, keys_derived)
+         SELECT ?1, 'bootstrap', ?2, ?3, 0 WHERE NOT EXISTS (SELECT 1 FROM shredded_tenants WHERE tenant_id = ?1)
+         ON CONFLICT DO NOTHING`,
+      )
       .bind(tenantId, database, now),
     d1
       .prepare(
@@ -44,7 +48,13 @@ export async function insertBootstrapTenant(
     d1
       .prepare("INSERT INTO tenant_keys (tenant_id, version, kek_version, wrapped, created_at) SELECT ?, ?, ?, ?, ? WHERE changes() = 1")
       .bind(tenantId, keys.version, keys.kekVersion, keys.wrapped, keys.createdAt),
+    d1
+      .prepare(
+        "SELECT coalesce((SELECT shredded_at FROM tenants WHERE id = ?1), (SELECT shredded_at FROM shredded_tenants WHERE tenant_id = ?1)) AS shreddedAt",
+      )
+      .bind(tenantId),
   ]);
+  return { shreddedAt: (tombstones!.results[0] as { shreddedAt: number | null }).shreddedAt };
 }
 
 /** Where a tenant's data is, whether a move is blocking its writes, and whether it was shredded. */
