@@ -7,7 +7,7 @@ import { exports } from "cloudflare:workers";
 import type { Principal } from "../auth/access";
 import { utf8 } from "../crypto/encoding";
 import type { Bindings, Config } from "../env";
-import { ValidationError } from "../http/problem";
+import { ConfigurationError, ValidationError } from "../http/problem";
 import { SANDBOX } from "../limits";
 import type { BridgeProps } from "./bridge";
 import { deleteScript, dispatchEntrypoint, uploadScript } from "./dispatch-host";
@@ -112,6 +112,8 @@ async function withinWallClock(owner: ScriptOwner, limitMs: number, run: () => P
 
 /** The runtime itself ended the run: the script failed to load, hung, or its isolate was stopped. */
 function runtimeFailure(owner: ScriptOwner, error: unknown): Error {
+  // The host's configuration, not the script, is at fault: the operator must see which setting.
+  if (error instanceof ConfigurationError) return error;
   const message = error instanceof Error ? error.message : String(error);
   if (message.includes("hung and would never generate a response")) {
     return new ScriptFailedError(owner.kind, "never settled its result (a promise that never resolves)");

@@ -20,10 +20,17 @@ import {
  */
 export interface SandboxEntrypoint {
   run(inputJson: string, bridge: Fetcher | null): Promise<unknown>;
+  /** What `url` answers (null on failure), without running tenant code: the dispatch host's check of its outbound worker. */
+  checkEgress(url: string): Promise<string | null>;
 }
 
 /** Fetches and RPC calls a script may make per run (bridge calls included). */
 export const SUBREQUEST_LIMIT = SANDBOX.subrequests;
+
+/** The egress policy tenant code's fetches pass, on either host. */
+export function sandboxEgress(config: Config): EgressFetchOptions {
+  return { allowInsecure: config.ALLOW_INSECURE_DESTINATIONS, timeoutMs: config.SANDBOX_WALL_TIME_MS };
+}
 
 interface VaultEntrypoints {
   Egress(options: { props: EgressFetchOptions }): Fetcher;
@@ -42,10 +49,7 @@ export async function loaderEntrypoint(
   bridge: { applicationId: string; capability: Fetcher } | null,
 ): Promise<SandboxEntrypoint> {
   if (!env.LOADER) throw new ConfigurationError("SANDBOX_HOST=loader needs the LOADER worker loader binding");
-  const egress: EgressFetchOptions = {
-    allowInsecure: config.ALLOW_INSECURE_DESTINATIONS,
-    timeoutMs: config.SANDBOX_WALL_TIME_MS,
-  };
+  const egress = sandboxEgress(config);
   const id = await isolateId([
     WRAPPER_VERSION,
     owner.tenantId,

@@ -3,7 +3,7 @@
 import type { ScriptLimits, ScriptModule } from "./types";
 
 /** A digest of the modules below: part of every isolate id, so no isolate of another wrapper is reused. */
-export const WRAPPER_VERSION = "b01ebca1e4a4ab80";
+export const WRAPPER_VERSION = "7d52ea1c7c8d193b";
 
 /** The isolate's main module. */
 export const MAIN_MODULE = "sandbox.js";
@@ -116,6 +116,19 @@ var Sandbox = class extends WorkerEntrypoint {
       }
     }
   }
+  /**
+   * The text \`url\` answers with, or null when the request fails: the dispatch host's check that
+   * an outbound worker carries this isolate's fetches. No tenant function is called.
+   */
+  async checkEgress(url) {
+    const { fetch } = intrinsics;
+    try {
+      const response = await fetch(url);
+      return response.ok ? await response.text() : null;
+    } catch {
+      return null;
+    }
+  }
 };
 export {
   Sandbox as default
@@ -154,6 +167,8 @@ var intrinsics = Object.freeze({
   toNumber: Number,
   apply: Reflect.apply,
   construct: Reflect.construct,
+  /** The runtime's own fetch, before the sandbox's wraps it: what tenant code reaches the network with. */
+  fetch: globalThis.fetch,
   TypeError,
   RangeError,
   Error
@@ -205,7 +220,7 @@ define(TICK_GLOBAL, function tick() {
   }
   if (time - sliceStart > CPU_LIMIT_MS) stop();
 });
-var outboundFetch = globalThis.fetch;
+var outboundFetch = intrinsics.fetch;
 globalThis.fetch = async function fetch(...args) {
   const response = await outboundFetch(...args);
   const failure = response.headers.get(EGRESS_FAILURE_HEADER);
