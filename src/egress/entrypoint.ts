@@ -1,14 +1,26 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
-import type { Bindings } from "../env";
-import { answerThroughEgress } from "./answer";
+import { type SignedProps, verifiedProps } from "../crypto/entrypoint-props";
+import { Keyring } from "../crypto/keyring";
+import { type Bindings, configOf } from "../env";
+import { ProblemError } from "../http/problem";
+import { answerThroughEgress, egressFailure } from "./answer";
 import type { EgressFetchOptions } from "./policy";
 
+/** The egress was bound with props the vault did not sign: it refuses every request. */
+export class UnsignedEgressError extends ProblemError {
+  constructor() {
+    super(403, "Destination Refused", "The egress refused the request: its props were not made by the vault");
+  }
+}
+
 /**
- * The only network a sandboxed script has: its `globalOutbound`. The vault sets the props when it
- * loads the script, so tenant code cannot relax the policy.
+ * The only network a sandboxed script has: its `globalOutbound`. The vault sets and signs the
+ * props when it loads the script, so neither tenant code nor anything else can relax the policy.
  */
-export class Egress extends WorkerEntrypoint<Bindings, EgressFetchOptions> {
-  override fetch(request: Request): Promise<Response> {
-    return answerThroughEgress(request, this.ctx.props);
+export class Egress extends WorkerEntrypoint<Bindings, SignedProps<EgressFetchOptions>> {
+  override async fetch(request: Request): Promise<Response> {
+    const options = await verifiedProps<EgressFetchOptions>(Keyring.of(configOf(this.env).keyring), "Egress", this.ctx.props);
+    if (!options) return egressFailure(new UnsignedEgressError());
+    return answerThroughEgress(request, options);
   }
 }

@@ -6,6 +6,8 @@
 import { exports } from "cloudflare:workers";
 import type { Principal } from "../auth/access";
 import { utf8 } from "../crypto/encoding";
+import { type SignedProps, signProps } from "../crypto/entrypoint-props";
+import { Keyring } from "../crypto/keyring";
 import type { Bindings, Config } from "../env";
 import { ConfigurationError, ValidationError } from "../http/problem";
 import { SANDBOX } from "../limits";
@@ -66,7 +68,7 @@ export class Sandbox {
     const inputJson = JSON.stringify(request.input);
     if (utf8.encode(inputJson).byteLength > MAX_INPUT_BYTES) throw new ScriptInputTooLargeError(owner.kind, MAX_INPUT_BYTES);
 
-    const bridge = request.application ? bridgeFor(request.application) : null;
+    const bridge = request.application ? await bridgeFor(config, request.application) : null;
     // Awaited rather than returned: workerd reports a rejection adopted one microtask late as unhandled.
     const run = async () => {
       if (config.SANDBOX_HOST === "dispatch") {
@@ -82,12 +84,15 @@ export class Sandbox {
 }
 
 interface BridgeEntrypoints {
-  Bridge(options: { props: BridgeProps }): Fetcher;
+  Bridge(options: { props: SignedProps<BridgeProps> }): Fetcher;
 }
 
-/** The capability `bt` uses: its props, set here and never by tenant code, decide the principal. */
-function bridgeFor(application: Principal): { applicationId: string; capability: Fetcher } {
-  const props: BridgeProps = { tenantId: application.tenantId, applicationId: application.applicationId };
+/** The capability `bt` uses: its props, set and signed here and never by tenant code, decide the principal. */
+async function bridgeFor(config: Config, application: Principal): Promise<{ applicationId: string; capability: Fetcher }> {
+  const props = await signProps<BridgeProps>(Keyring.of(config.keyring), "Bridge", {
+    tenantId: application.tenantId,
+    applicationId: application.applicationId,
+  });
   return { applicationId: application.applicationId, capability: (exports as unknown as BridgeEntrypoints).Bridge({ props }) };
 }
 

@@ -1,5 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { toHex, utf8 } from "../crypto/encoding";
+import { type SignedProps, signProps } from "../crypto/entrypoint-props";
+import { Keyring } from "../crypto/keyring";
 import type { EgressFetchOptions } from "../egress/policy";
 import type { Bindings, Config } from "../env";
 import { ConfigurationError } from "../http/problem";
@@ -33,7 +35,7 @@ export function sandboxEgress(config: Config): EgressFetchOptions {
 }
 
 interface VaultEntrypoints {
-  Egress(options: { props: EgressFetchOptions }): Fetcher;
+  Egress(options: { props: SignedProps<EgressFetchOptions> }): Fetcher;
 }
 
 /**
@@ -60,7 +62,7 @@ export async function loaderEntrypoint(
     egress,
     code,
   ]);
-  const worker = env.LOADER.get(id, () => ({
+  const worker = env.LOADER.get(id, async () => ({
     compatibilityDate: SANDBOX_COMPATIBILITY_DATE,
     compatibilityFlags: SANDBOX_COMPATIBILITY_FLAGS,
     mainModule: MAIN_MODULE,
@@ -68,7 +70,9 @@ export async function loaderEntrypoint(
     // Nothing ambient: only the bridge, scoped to the application, and the network only via egress.
     // (The runtime of wrangler 4.86 cannot pass a service stub as a call argument, but can in env.)
     env: bridge ? { BRIDGE: bridge.capability } : {},
-    globalOutbound: (exports as unknown as VaultEntrypoints).Egress({ props: egress }),
+    globalOutbound: (exports as unknown as VaultEntrypoints).Egress({
+      props: await signProps(Keyring.of(config.keyring), "Egress", egress),
+    }),
     limits: { cpuMs: config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT },
   }));
   return worker.getEntrypoint() as unknown as SandboxEntrypoint;
