@@ -1,5 +1,24 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
+import { build } from "esbuild";
 import { defineConfig } from "vitest/config";
+
+/**
+ * The fake dispatch namespace (test/support/fake-namespace-worker.ts) as one module, with the
+ * outbound worker's own code bundled in: a worker beside the vault, as the namespace is.
+ */
+async function fakeNamespaceWorker(): Promise<string> {
+  const result = await build({
+    entryPoints: ["test/support/fake-namespace-worker.ts"],
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    target: "es2022",
+    external: ["cloudflare:workers"],
+    write: false,
+    logLevel: "warning",
+  });
+  return result.outputFiles[0]!.text;
+}
 
 export default defineConfig({
   plugins: [
@@ -25,6 +44,16 @@ export default defineConfig({
           ROTATION_BATCH_SIZE: "5",
           TEST_MIGRATIONS: await readD1Migrations("./migrations"),
         },
+        serviceBindings: { FAKE_NAMESPACE: { name: "fake-dispatch-namespace", entrypoint: "FakeNamespace" } },
+        workers: [
+          {
+            name: "fake-dispatch-namespace",
+            modules: [{ type: "ESModule", path: "fake-namespace-worker.mjs", contents: await fakeNamespaceWorker() }],
+            compatibilityDate: "2025-11-10",
+            compatibilityFlags: ["enable_ctx_exports"],
+            workerLoaders: { LOADER: {} },
+          },
+        ],
       },
     })),
   ],

@@ -1,5 +1,6 @@
 import type { KeyEncryptionKey } from "../env";
 import { ConfigurationError } from "../http/problem";
+import { deriveBytes, importMasterKey } from "./derive";
 import { fromBase64, fromBase64Url, toBase64Url, utf8 } from "./encoding";
 import { derivedMaterial } from "./tenant-keys";
 
@@ -10,6 +11,7 @@ import { derivedMaterial } from "./tenant-keys";
  */
 export class Keyring {
   private readonly keys = new Map<number, Promise<CryptoKey>>();
+  private entrypointPropsKey: Promise<CryptoKey> | undefined;
 
   private constructor(private readonly entries: KeyEncryptionKey[]) {}
 
@@ -67,6 +69,19 @@ export class Keyring {
       );
     }
     return derivedMaterial(fromBase64(first.key), tenantId);
+  }
+
+  /**
+   * The HMAC key that signs the props the vault gives its Bridge and Egress entrypoints, derived
+   * from the wrapping key once per keyring, and so once per isolate.
+   */
+  propsKey(): Promise<CryptoKey> {
+    this.entrypointPropsKey ??= (async () => {
+      const master = await importMasterKey(fromBase64(this.entries[0]!.key));
+      const bytes = await deriveBytes(master, "entrypoint-props", 32);
+      return crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+    })();
+    return this.entrypointPropsKey;
   }
 
   private key(version: number, tenantId?: string): Promise<CryptoKey> {

@@ -1,3 +1,4 @@
+import { deriveBytes, importMasterKey } from "./derive";
 import { fromBase64Url, fromUtf8, toBase64Url, utf8 } from "./encoding";
 
 /** The four keys of one data-key version, in the order their bytes are wrapped together. */
@@ -34,15 +35,10 @@ export function auditKeyOf(material: Uint8Array): Uint8Array {
  * fingerprints and audit chain stay valid once the material is stored wrapped.
  */
 export async function derivedMaterial(masterKey: Uint8Array, tenantId: string): Promise<Uint8Array> {
-  const master = await crypto.subtle.importKey("raw", masterKey, "HKDF", false, ["deriveBits"]);
+  const master = await importMasterKey(masterKey);
   const material = new Uint8Array(MATERIAL_BYTES);
   for (const purpose of PURPOSES) {
-    const bits = await crypto.subtle.deriveBits(
-      { name: "HKDF", hash: "SHA-256", salt: utf8.encode("token-vault/v1"), info: utf8.encode(`${purpose}/${tenantId}`) },
-      master,
-      DATA_KEY_BYTES * 8,
-    );
-    material.set(new Uint8Array(bits), offsetOf(purpose));
+    material.set(await deriveBytes(master, `${purpose}/${tenantId}`, DATA_KEY_BYTES), offsetOf(purpose));
   }
   return material;
 }

@@ -1,29 +1,26 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
-import type { Bindings } from "../env";
+import { type SignedProps, verifiedProps } from "../crypto/entrypoint-props";
+import { Keyring } from "../crypto/keyring";
+import { type Bindings, configOf } from "../env";
 import { ProblemError } from "../http/problem";
-import { type EgressFetchOptions, fetchThroughEgress } from "./policy";
+import { answerThroughEgress, egressFailure } from "./answer";
+import type { EgressFetchOptions } from "./policy";
+
+/** The egress was bound with props the vault did not sign: it refuses every request. */
+export class UnsignedEgressError extends ProblemError {
+  constructor() {
+    super(403, "Destination Refused", "The egress refused the request: its props were not made by the vault");
+  }
+}
 
 /**
- * Marks a response the egress made itself because it refused or could not complete the request.
- * The sandbox's `fetch` turns such a response into a thrown TypeError carrying the reason.
+ * The only network a sandboxed script has: its `globalOutbound`. The vault sets and signs the
+ * props when it loads the script, so neither tenant code nor anything else can relax the policy.
  */
-export const EGRESS_FAILURE_HEADER = "x-vault-egress-failure";
-
-/**
- * The only network a sandboxed script has: its `globalOutbound`. The vault sets the props when it
- * loads the script, so tenant code cannot relax the policy.
- */
-export class Egress extends WorkerEntrypoint<Bindings, EgressFetchOptions> {
+export class Egress extends WorkerEntrypoint<Bindings, SignedProps<EgressFetchOptions>> {
   override async fetch(request: Request): Promise<Response> {
-    try {
-      return await fetchThroughEgress(request, this.ctx.props);
-    } catch (error) {
-      // Answered, not thrown: an exception escaping an entrypoint is logged as uncaught.
-      if (!(error instanceof ProblemError)) throw error;
-      return new Response(error.message, {
-        status: error.status,
-        headers: { [EGRESS_FAILURE_HEADER]: error.message, "content-type": "text/plain" },
-      });
-    }
+    const options = await verifiedProps<EgressFetchOptions>(Keyring.of(configOf(this.env).keyring), "Egress", this.ctx.props);
+    if (!options) return egressFailure(new UnsignedEgressError());
+    return answerThroughEgress(request, options);
   }
 }

@@ -5,6 +5,8 @@ import type { Principal } from "../auth/access";
 import { principalForApplication } from "../auth/service";
 import { RequestContext, type TenantContext } from "../context";
 import { utf8 } from "../crypto/encoding";
+import { type SignedProps, verifiedProps } from "../crypto/entrypoint-props";
+import { Keyring } from "../crypto/keyring";
 import type { Bindings } from "../env";
 import { checkBodyText } from "../http/body";
 import { PayloadTooLargeError, type Problem, problemOf, UnauthenticatedError, ValidationError } from "../http/problem";
@@ -19,7 +21,7 @@ import { createToken, deleteToken, getToken, parseCreateToken, tokenize, updateT
 /** What the API answers when these operations succeed, for the audit log; 200 for the others. */
 const SUCCESS_STATUS: Record<string, number> = { "POST /tokens": 201, "POST /tokenize": 201, "DELETE /tokens/{id}": 204 };
 
-/** Set by the vault when it hands a script its bridge: the principal `bt` acts as. */
+/** Set and signed by the vault when it hands a script its bridge: the principal `bt` acts as. */
 export interface BridgeProps {
   tenantId: string;
   applicationId: string;
@@ -33,7 +35,7 @@ export type BridgeReply = { ok: true; value: unknown } | { ok: false; problem: P
  * argument arrives as JSON text (the wrapper serialises it in the tenant's isolate) and is held to
  * the limits of a request body before it is parsed, then validated as an API request would be.
  */
-export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
+export class Bridge extends WorkerEntrypoint<Bindings, SignedProps<BridgeProps>> {
   tokenize(payload: unknown): Promise<BridgeReply> {
     return this.reply("POST /tokenize", [payload], (context, principal, [value]) => tokenize(context, principal, value));
   }
@@ -77,15 +79,21 @@ export class Bridge extends WorkerEntrypoint<Bindings, BridgeProps> {
     action: (context: TenantContext, principal: Principal, values: unknown[]) => Promise<unknown>,
   ): Promise<BridgeReply> {
     const request = new RequestContext(this.env, crypto.randomUUID());
-    request.audit.tenantId = this.ctx.props.tenantId;
-    request.audit.actor = { id: this.ctx.props.applicationId, type: "application" };
+    // Nothing, not even the audit log, trusts props the vault did not sign.
+    const props = await verifiedProps<BridgeProps>(Keyring.of(request.config.keyring), "Bridge", this.ctx.props);
+    if (!props) {
+      const refused = new UnauthenticatedError("The bridge was not set up by the vault: its props carry no valid signature");
+      return { ok: false, problem: problemOf(refused, request.traceId, "bridge call").problem };
+    }
+    request.audit.tenantId = props.tenantId;
+    request.audit.actor = { id: props.applicationId, type: "application" };
     let reply: BridgeReply;
     let entityId: string | null = null;
     try {
       const values = argumentTexts.map(argumentValue);
       if (operation.includes("{id}") && typeof values[0] === "string") entityId = values[0].slice(0, 200);
-      const context = await request.forTenant(this.ctx.props.tenantId);
-      const principal = await principalForApplication(context, this.ctx.props.applicationId);
+      const context = await request.forTenant(props.tenantId);
+      const principal = await principalForApplication(context, props.applicationId);
       if (!principal) throw new UnauthenticatedError("The application this script acts as no longer exists");
       reply = { ok: true, value: await action(context, principal, values) };
     } catch (error) {

@@ -1,7 +1,8 @@
 import { toHex, utf8 } from "../crypto/encoding";
+import { EGRESS_CHECK_URL, OUTBOUND_PARAMETER, OUTBOUND_SERVICE, type OutboundParameters } from "../egress/outbound";
 import type { Bindings, Config } from "../env";
 import { ConfigurationError, ProblemError } from "../http/problem";
-import { type SandboxEntrypoint, SUBREQUEST_LIMIT } from "./loader-host";
+import { type SandboxEntrypoint, SUBREQUEST_LIMIT, sandboxEgress } from "./loader-host";
 import type { ScriptOwner } from "./types";
 import {
   buildScriptModules,
@@ -59,16 +60,52 @@ export async function deleteScript(config: Config, owner: ScriptOwner): Promise<
   if (!response.ok && response.status !== 404) throw new ScriptPublishError("remove", response.status, await reasonOf(response));
 }
 
+/** The namespace does not route tenant code's fetches through the outbound worker that applies the egress policy. */
+export class OutboundMissingError extends ConfigurationError {
+  constructor() {
+    super(
+      `SANDBOX_HOST=dispatch needs the DISPATCHER binding's outbound worker, so that tenant code's fetches pass the egress policy: ` +
+        `deploy wrangler.egress.toml and set outbound = { service = "${OUTBOUND_SERVICE}", parameters = ["${OUTBOUND_PARAMETER}"] } ` +
+        "in the binding's [[dispatch_namespaces]]. Tenant code does not run until then",
+    );
+  }
+}
+
+/**
+ * Namespace bindings whose outbound worker answered the check in this isolate. A binding's
+ * outbound worker is part of the vault's deployment, so one check per isolate holds for its life.
+ */
+const checkedNamespaces = new WeakSet<DispatchNamespace>();
+
+/** Calls into the script in the namespace; every fetch it makes goes through the outbound worker with the egress policy. */
 export async function dispatchEntrypoint(env: Bindings, config: Config, owner: ScriptOwner): Promise<SandboxEntrypoint> {
-  if (!env.DISPATCHER) throw new ConfigurationError("SANDBOX_HOST=dispatch needs the DISPATCHER dispatch namespace binding");
-  const worker = env.DISPATCHER.get(
-    await dispatchScriptName(owner),
-    {},
-    {
-      limits: { cpuMs: config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT },
-    },
-  );
+  const namespace = env.DISPATCHER;
+  if (!namespace) throw new ConfigurationError("SANDBOX_HOST=dispatch needs the DISPATCHER dispatch namespace binding");
+  const name = await dispatchScriptName(owner);
+  const limits = { cpuMs: config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT };
+  const egress: OutboundParameters = sandboxEgress(config);
+  if (!checkedNamespaces.has(namespace)) {
+    await checkOutbound(namespace, name, { limits, egress });
+    checkedNamespaces.add(namespace);
+  }
+  const worker = namespace.get(name, {}, { limits, outbound: { [OUTBOUND_PARAMETER]: egress } });
   return worker as unknown as SandboxEntrypoint;
+}
+
+/**
+ * Proves, before tenant code gets any input, that the script's fetches reach the outbound worker
+ * with the parameters passed here: only the outbound worker answers EGRESS_CHECK_URL, and only it
+ * knows the random value it echoes. Tenant code cannot forge it, whatever it does in its isolate.
+ */
+async function checkOutbound(
+  namespace: DispatchNamespace,
+  name: string,
+  options: { limits: DynamicDispatchLimits; egress: OutboundParameters },
+): Promise<void> {
+  const check = crypto.randomUUID();
+  const worker = namespace.get(name, {}, { limits: options.limits, outbound: { [OUTBOUND_PARAMETER]: { ...options.egress, check } } });
+  const answer = await (worker as unknown as SandboxEntrypoint).checkEgress(EGRESS_CHECK_URL);
+  if (answer !== check) throw new OutboundMissingError();
 }
 
 async function scriptUrl(config: Config, owner: ScriptOwner): Promise<string> {

@@ -6,8 +6,10 @@
 import { exports } from "cloudflare:workers";
 import type { Principal } from "../auth/access";
 import { utf8 } from "../crypto/encoding";
+import { type SignedProps, signProps } from "../crypto/entrypoint-props";
+import { Keyring } from "../crypto/keyring";
 import type { Bindings, Config } from "../env";
-import { ValidationError } from "../http/problem";
+import { ConfigurationError, ValidationError } from "../http/problem";
 import type { RevealedValues } from "../http/redaction";
 import { SANDBOX } from "../limits";
 import type { BridgeProps } from "./bridge";
@@ -69,7 +71,7 @@ export class Sandbox {
     const inputJson = JSON.stringify(request.input);
     if (utf8.encode(inputJson).byteLength > MAX_INPUT_BYTES) throw new ScriptInputTooLargeError(owner.kind, MAX_INPUT_BYTES);
 
-    const bridge = request.application ? bridgeFor(request.application) : null;
+    const bridge = request.application ? await bridgeFor(config, request.application) : null;
     // Awaited rather than returned: workerd reports a rejection adopted one microtask late as unhandled.
     const run = async () => {
       if (config.SANDBOX_HOST === "dispatch") {
@@ -85,12 +87,15 @@ export class Sandbox {
 }
 
 interface BridgeEntrypoints {
-  Bridge(options: { props: BridgeProps }): Fetcher;
+  Bridge(options: { props: SignedProps<BridgeProps> }): Fetcher;
 }
 
-/** The capability `bt` uses: its props, set here and never by tenant code, decide the principal. */
-function bridgeFor(application: Principal): { applicationId: string; capability: Fetcher } {
-  const props: BridgeProps = { tenantId: application.tenantId, applicationId: application.applicationId };
+/** The capability `bt` uses: its props, set and signed here and never by tenant code, decide the principal. */
+async function bridgeFor(config: Config, application: Principal): Promise<{ applicationId: string; capability: Fetcher }> {
+  const props = await signProps<BridgeProps>(Keyring.of(config.keyring), "Bridge", {
+    tenantId: application.tenantId,
+    applicationId: application.applicationId,
+  });
   return { applicationId: application.applicationId, capability: (exports as unknown as BridgeEntrypoints).Bridge({ props }) };
 }
 
@@ -115,6 +120,8 @@ async function withinWallClock(owner: ScriptOwner, limitMs: number, run: () => P
 
 /** The runtime itself ended the run: the script failed to load, hung, or its isolate was stopped. */
 function runtimeFailure(owner: ScriptOwner, error: unknown): Error {
+  // The host's configuration, not the script, is at fault: the operator must see which setting.
+  if (error instanceof ConfigurationError) return error;
   const message = error instanceof Error ? error.message : String(error);
   if (message.includes("hung and would never generate a response")) {
     return new ScriptFailedError(owner.kind, "never settled its result (a promise that never resolves)");

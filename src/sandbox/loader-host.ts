@@ -1,5 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { toHex, utf8 } from "../crypto/encoding";
+import { type SignedProps, signProps } from "../crypto/entrypoint-props";
+import { Keyring } from "../crypto/keyring";
 import type { EgressFetchOptions } from "../egress/policy";
 import type { Bindings, Config } from "../env";
 import { ConfigurationError } from "../http/problem";
@@ -20,13 +22,20 @@ import {
  */
 export interface SandboxEntrypoint {
   run(inputJson: string, bridge: Fetcher | null): Promise<unknown>;
+  /** What `url` answers (null on failure), without running tenant code: the dispatch host's check of its outbound worker. */
+  checkEgress(url: string): Promise<string | null>;
 }
 
 /** Fetches and RPC calls a script may make per run (bridge calls included). */
 export const SUBREQUEST_LIMIT = SANDBOX.subrequests;
 
+/** The egress policy tenant code's fetches pass, on either host. */
+export function sandboxEgress(config: Config): EgressFetchOptions {
+  return { allowInsecure: config.ALLOW_INSECURE_DESTINATIONS, timeoutMs: config.SANDBOX_WALL_TIME_MS };
+}
+
 interface VaultEntrypoints {
-  Egress(options: { props: EgressFetchOptions }): Fetcher;
+  Egress(options: { props: SignedProps<EgressFetchOptions> }): Fetcher;
 }
 
 /**
@@ -42,10 +51,7 @@ export async function loaderEntrypoint(
   bridge: { applicationId: string; capability: Fetcher } | null,
 ): Promise<SandboxEntrypoint> {
   if (!env.LOADER) throw new ConfigurationError("SANDBOX_HOST=loader needs the LOADER worker loader binding");
-  const egress: EgressFetchOptions = {
-    allowInsecure: config.ALLOW_INSECURE_DESTINATIONS,
-    timeoutMs: config.SANDBOX_WALL_TIME_MS,
-  };
+  const egress = sandboxEgress(config);
   const id = await isolateId([
     WRAPPER_VERSION,
     owner.tenantId,
@@ -56,7 +62,7 @@ export async function loaderEntrypoint(
     egress,
     code,
   ]);
-  const worker = env.LOADER.get(id, () => ({
+  const worker = env.LOADER.get(id, async () => ({
     compatibilityDate: SANDBOX_COMPATIBILITY_DATE,
     compatibilityFlags: SANDBOX_COMPATIBILITY_FLAGS,
     mainModule: MAIN_MODULE,
@@ -64,7 +70,9 @@ export async function loaderEntrypoint(
     // Nothing ambient: only the bridge, scoped to the application, and the network only via egress.
     // (The runtime of wrangler 4.86 cannot pass a service stub as a call argument, but can in env.)
     env: bridge ? { BRIDGE: bridge.capability } : {},
-    globalOutbound: (exports as unknown as VaultEntrypoints).Egress({ props: egress }),
+    globalOutbound: (exports as unknown as VaultEntrypoints).Egress({
+      props: await signProps(Keyring.of(config.keyring), "Egress", egress),
+    }),
     limits: { cpuMs: config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT },
   }));
   return worker.getEntrypoint() as unknown as SandboxEntrypoint;

@@ -3,7 +3,7 @@
 import type { ScriptLimits, ScriptModule } from "./types";
 
 /** A digest of the modules below: part of every isolate id, so no isolate of another wrapper is reused. */
-export const WRAPPER_VERSION = "a1ffed2a5fbc6050";
+export const WRAPPER_VERSION = "f4a429fe59a696cf";
 
 /** The isolate's main module. */
 export const MAIN_MODULE = "sandbox.js";
@@ -133,6 +133,19 @@ var Sandbox = class extends WorkerEntrypoint {
       return revealed.length > 0 ? { ...outcome, revealed: stringify(revealed) } : outcome;
     }
   }
+  /**
+   * The text \`url\` answers with, or null when the request fails: the dispatch host's check that
+   * an outbound worker carries this isolate's fetches. No tenant function is called.
+   */
+  async checkEgress(url) {
+    const { fetch } = intrinsics;
+    try {
+      const response = await fetch(url);
+      return response.ok ? await response.text() : null;
+    } catch {
+      return null;
+    }
+  }
 };
 export {
   Sandbox as default
@@ -171,6 +184,8 @@ var intrinsics = Object.freeze({
   toNumber: Number,
   apply: Reflect.apply,
   construct: Reflect.construct,
+  /** The runtime's own fetch, before the sandbox's wraps it: what tenant code reaches the network with. */
+  fetch: globalThis.fetch,
   TypeError,
   RangeError,
   Error
@@ -222,7 +237,7 @@ define(TICK_GLOBAL, function tick() {
   }
   if (time - sliceStart > CPU_LIMIT_MS) stop();
 });
-var outboundFetch = globalThis.fetch;
+var outboundFetch = intrinsics.fetch;
 globalThis.fetch = async function fetch(...args) {
   const response = await outboundFetch(...args);
   const failure = response.headers.get(EGRESS_FAILURE_HEADER);

@@ -1,7 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { OUTBOUND_PARAMETER, OUTBOUND_SERVICE } from "../../src/egress/outbound";
 import { type Bindings, configOf } from "../../src/env";
 import { RevealedValues } from "../../src/http/redaction";
 import { Sandbox, ScriptFailedError, type ScriptOwner } from "../../src/sandbox";
+import outboundConfig from "../../wrangler.egress.toml?raw";
+import vaultConfig from "../../wrangler.toml?raw";
 import { FAKE_API_BASE, type FakeCloudflare, fakeCloudflare } from "../support/fake-cloudflare";
 import { scriptOwner } from "../support/sandbox";
 
@@ -76,13 +79,34 @@ describe("Workers for Platforms host", () => {
     expect(first).toMatch(/^request-transform-[0-9a-f]{40}$/);
   });
 
-  it("a published script runs through the dispatch namespace with the CPU and subrequest limits", async () => {
+  it("a published script runs through the dispatch namespace with the limits and the egress policy for its outbound worker", async () => {
     const owner = scriptOwner();
     await sandboxOf(cloudflare.env).publish(owner, CODE);
     expect(await runDispatched(cloudflare, owner)).toEqual({ raw: { doubled: 42 } });
+    const name = cloudflare.calls[0]!.url.split("/").at(-1);
+    const limits = { cpuMs: 200, subRequests: 50 };
+    const egress = { allowInsecure: true, timeoutMs: 30_000 };
+    // First the check that the outbound worker carries the script's fetches, then the run.
     expect(cloudflare.dispatches).toEqual([
-      { name: cloudflare.calls[0]!.url.split("/").at(-1), options: { limits: { cpuMs: 200, subRequests: 50 } } },
+      { name, options: { limits, outbound: { EGRESS: { ...egress, check: expect.any(String) } } } },
+      { name, options: { limits, outbound: { EGRESS: egress } } },
     ]);
+  });
+
+  it("the outbound worker's own configuration and the binding the vault documents name the service and parameter it uses", () => {
+    expect(outboundConfig).toContain(`name = "${OUTBOUND_SERVICE}"`);
+    expect(outboundConfig).toContain('main = "src/egress/outbound-worker.ts"');
+    expect(vaultConfig).toContain(`# outbound = { service = "${OUTBOUND_SERVICE}", parameters = ["${OUTBOUND_PARAMETER}"] }`);
+  });
+
+  it("the outbound worker is checked once per namespace binding and isolate, not on every run", async () => {
+    const owner = scriptOwner();
+    await sandboxOf(cloudflare.env).publish(owner, CODE);
+    await runDispatched(cloudflare, owner);
+    await runDispatched(cloudflare, owner);
+    const checks = cloudflare.dispatches.filter((dispatch) => dispatch.options?.outbound?.EGRESS?.check !== undefined);
+    expect(checks).toHaveLength(1);
+    expect(cloudflare.dispatches).toHaveLength(3);
   });
 
   it("a script run through the namespace keeps the sandbox's contracts and errors", async () => {

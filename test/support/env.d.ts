@@ -1,4 +1,5 @@
 import type { D1Migration } from "cloudflare:test";
+import type { FakeNamespace } from "./fake-namespace-worker";
 
 declare global {
   namespace Cloudflare {
@@ -7,6 +8,8 @@ declare global {
       DB_1: D1Database;
       DB_2: D1Database;
       TEST_MIGRATIONS: D1Migration[];
+      /** The fake dispatch namespace, a worker beside the vault (vitest.config.ts). */
+      FAKE_NAMESPACE: Service<FakeNamespace>;
       VAULT_MASTER_KEYS: string;
       BOOTSTRAP_API_KEY: string;
       OPERATOR_API_KEY: string;

@@ -1,7 +1,8 @@
 import { env } from "cloudflare:test";
-import { exports } from "cloudflare:workers";
 import { vi } from "vitest";
+import { OUTBOUND_PARAMETER } from "../../src/egress/outbound";
 import type { Bindings } from "../../src/env";
+import type { DispatchedScript } from "./fake-namespace-worker";
 
 /** Where the fake Cloudflare API answers; nothing is ever sent there for real. */
 export const FAKE_API_BASE = "https://api.cloudflare.test/client/v4";
@@ -19,32 +20,40 @@ export interface FakeCloudflare {
   /** Every call the vault made to the API, in order. */
   calls: ApiCall[];
   /** Every `get` on the dispatch namespace: script name and options. */
-  dispatches: { name: string; options: unknown }[];
+  dispatches: { name: string; options: DynamicDispatchOptions | undefined }[];
   /** The next API call answers with this status and these error messages instead. */
   failNext(status: number, messages: string[]): void;
   /** The vault's environment with the dispatch host configured against the fakes. */
   env: Bindings;
 }
 
-interface StoredScript {
-  metadata: { main_module: string; compatibility_date: string; compatibility_flags: string[] };
-  modules: Record<string, WorkerLoaderModule>;
-}
+type StoredScript = Omit<DispatchedScript, "outbound">;
 
 const MODULE_KINDS: Record<string, keyof WorkerLoaderModule> = {
   "application/javascript+module": "js",
   "application/javascript": "cjs",
 };
 
+export interface FakeNamespaceOptions {
+  /**
+   * The parameters the DISPATCHER binding's outbound worker declares (`outbound = { service,
+   * parameters }` in wrangler.toml), or null for a binding without an outbound worker. By default
+   * it is bound as the README says.
+   */
+  outboundParameters?: string[] | null;
+}
+
 /**
  * There is no Cloudflare account or dispatch namespace here. The fake API stores uploaded scripts
- * (global fetch is intercepted for FAKE_API_BASE only); the fake namespace runs a stored script
- * through the Worker Loader, with the egress entrypoint standing in for the namespace's outbound
- * worker, as the real namespace would run it.
+ * (global fetch is intercepted for FAKE_API_BASE only); the fake namespace (fake-namespace-worker.ts,
+ * a worker of its own) runs a stored script as the real namespace would: its fetches go to the
+ * outbound worker's own code with the declared parameters `DISPATCHER.get` passed as its env, or
+ * straight to the network when the binding has no outbound worker.
  */
-export function fakeCloudflare(): FakeCloudflare {
+export function fakeCloudflare(options: FakeNamespaceOptions = {}): FakeCloudflare {
+  const outboundParameters = options.outboundParameters === undefined ? [OUTBOUND_PARAMETER] : options.outboundParameters;
   const calls: ApiCall[] = [];
-  const dispatches: { name: string; options: unknown }[] = [];
+  const dispatches: FakeCloudflare["dispatches"] = [];
   const scripts = new Map<string, StoredScript>();
   let failure: { status: number; messages: string[] } | null = null;
   let generation = 0;
@@ -80,28 +89,31 @@ export function fakeCloudflare(): FakeCloudflare {
       parts.filter((part) => part.name !== "metadata").map((part) => [part.name, { [MODULE_KINDS[part.type]!]: part.text }]),
     );
     generation += 1;
-    scripts.set(name, { metadata, modules });
+    scripts.set(name, { id: `${name}-${generation}`, metadata, modules });
     return Response.json({ success: true, errors: [], result: { id: name } });
   });
 
   const dispatcher = {
-    get(name: string, _args: unknown, options: unknown) {
-      dispatches.push({ name, options });
-      const script = scripts.get(name);
-      if (!script) return { run: () => Promise.reject(new Error(`Worker not found: ${name}`)) };
-      const egress = (exports as unknown as { Egress(options: { props: object }): Fetcher }).Egress({
-        props: { allowInsecure: false, timeoutMs: 1000 },
-      });
-      return env
-        .LOADER!.get(`fake-dispatch-${name}-${generation}`, () => ({
-          compatibilityDate: script.metadata.compatibility_date,
-          compatibilityFlags: script.metadata.compatibility_flags,
-          mainModule: script.metadata.main_module,
-          modules: script.modules,
-          env: {},
-          globalOutbound: egress,
-        }))
-        .getEntrypoint();
+    get(name: string, _args: unknown, getOptions?: DynamicDispatchOptions) {
+      dispatches.push({ name, options: getOptions });
+      const stored = scripts.get(name);
+      if (!stored) {
+        const missing = () => Promise.reject(new Error(`Worker not found: ${name}`));
+        return { run: missing, checkEgress: missing };
+      }
+      const passed: Record<string, unknown> = getOptions?.outbound ?? {};
+      const script: DispatchedScript = {
+        ...stored,
+        outbound:
+          outboundParameters && Object.fromEntries(outboundParameters.filter((key) => key in passed).map((key) => [key, passed[key]])),
+      };
+      return {
+        run(inputJson: string, bridge: Fetcher | null) {
+          if (bridge) return Promise.reject(new Error("The fake dispatch namespace cannot pass the bridge to a user worker"));
+          return env.FAKE_NAMESPACE.run(script, inputJson);
+        },
+        checkEgress: (url: string) => env.FAKE_NAMESPACE.checkEgress(script, url),
+      };
     },
   };
 

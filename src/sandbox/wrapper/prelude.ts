@@ -30,6 +30,8 @@ export const intrinsics = Object.freeze({
   toNumber: Number,
   apply: Reflect.apply,
   construct: Reflect.construct,
+  /** The runtime's own fetch, before the sandbox's wraps it: what tenant code reaches the network with. */
+  fetch: globalThis.fetch,
   TypeError,
   RangeError,
   Error,
@@ -93,7 +95,7 @@ define(TICK_GLOBAL, function tick() {
 
 // A response the egress made because it refused or could not complete the request becomes the
 // TypeError a failed fetch throws, with the policy's reason.
-const outboundFetch = globalThis.fetch;
+const outboundFetch = intrinsics.fetch;
 globalThis.fetch = async function fetch(...args: Parameters<typeof outboundFetch>): Promise<Response> {
   const response = await outboundFetch(...args);
   const failure = response.headers.get(EGRESS_FAILURE_HEADER);

@@ -148,4 +148,18 @@ export default class Sandbox extends WorkerEntrypoint<{ BRIDGE?: BridgeCapabilit
       return revealed.length > 0 ? { ...outcome, revealed: stringify(revealed) } : outcome;
     }
   }
+
+  /**
+   * The text `url` answers with, or null when the request fails: the dispatch host's check that
+   * an outbound worker carries this isolate's fetches. No tenant function is called.
+   */
+  async checkEgress(url: string): Promise<string | null> {
+    const { fetch } = intrinsics;
+    try {
+      const response = await fetch(url);
+      return response.ok ? await response.text() : null;
+    } catch {
+      return null;
+    }
+  }
 }

@@ -6,7 +6,7 @@
 import { SANDBOX } from "../../limits";
 import { unknownModuleMessage } from "../tenant-code";
 
-export { EGRESS_FAILURE_HEADER } from "../../egress/entrypoint";
+export { EGRESS_FAILURE_HEADER } from "../../egress/answer";
 export { TOO_DEEP_RESULT } from "../outcome";
 export { ALLOWED_BUILTINS, ERRORS_MODULE, ORIGINAL_ERRORS_MODULE, REQUIRE, TICK_GLOBAL } from "../tenant-code";
 
