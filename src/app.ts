@@ -9,7 +9,8 @@ import type { AppEnv } from "./http/context";
 import { handleError } from "./http/errors";
 import { authenticate, limitBody, traceAndConfigure } from "./http/middleware";
 import { MethodNotAllowedError, NotFoundError, problemResponse } from "./http/problem";
-import { createRouter, HTTP_METHODS } from "./http/router";
+import { createRouter, documentEveryOperation, HTTP_METHODS } from "./http/router";
+import { problemResponses } from "./http/schemas";
 import { keyRoutes } from "./keys/routes";
 import { isInvocationPath } from "./proxies/destination";
 import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
@@ -98,6 +99,8 @@ export function buildApp() {
   api.route("/", reactorRoutes);
   api.route("/", logRoutes);
   api.route("/", webhookRoutes);
+  // Authentication counts every request against its key (src/auth/rate-limits.ts).
+  documentEveryOperation(api, problemResponses(429));
   app.route("/", api);
 
   app.notFound((c) => notFoundOrWrongMethod(app, c));

@@ -47,6 +47,16 @@ export class RequestContext {
     return this.env.ROTATION_QUEUE;
   }
 
+  /** Counts every request of a key (src/auth/rate-limits.ts). */
+  get keyRateLimit(): RateLimit {
+    return this.env.KEY_RATE_LIMIT;
+  }
+
+  /** Counts a public key's requests from each client address (src/auth/rate-limits.ts). */
+  get publicClientRateLimit(): RateLimit {
+    return this.env.PUBLIC_CLIENT_RATE_LIMIT;
+  }
+
   /**
    * The control database: the directory of tenants, their applications and keys, proxies, reactors
    * and formulas; everything that resolves a credential before its tenant's data is reached.

@@ -7,7 +7,10 @@ import { ConfigurationError } from "./http/problem";
  * namespace instead, which wrangler.toml does not declare. Configuration values are parsed
  * separately by `configOf`.
  */
-export type Bindings = Pick<Cloudflare.Env, "DB" | "AUDIT_QUEUE" | "WEBHOOK_QUEUE" | "ROTATION_QUEUE"> &
+export type Bindings = Pick<
+  Cloudflare.Env,
+  "DB" | "AUDIT_QUEUE" | "WEBHOOK_QUEUE" | "ROTATION_QUEUE" | "KEY_RATE_LIMIT" | "PUBLIC_CLIENT_RATE_LIMIT"
+> &
   Partial<Pick<Cloudflare.Env, "LOADER">> & { DISPATCHER?: DispatchNamespace };
 
 const flag = (fallback: "true" | "false" = "false") =>

@@ -24,6 +24,9 @@ export interface Principal {
   credentialExpiresAt?: number | null;
 }
 
+/** The principal of a request authenticated by an API key: it always names the key. */
+export type KeyPrincipal = Principal & { credentialId: string };
+
 /** Default transform of plain permissions (no rules): data is revealed only to detokenize it. */
 const DEFAULT_TRANSFORM: Record<TokenPermission, Transform> = {
   "token:create": "mask",

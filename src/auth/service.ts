@@ -1,7 +1,7 @@
 import type { RequestContext, TenantContext } from "../context";
 import { SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
 import { UnauthenticatedError, ValidationError } from "../http/problem";
-import type { AccessRule, Principal } from "./access";
+import type { AccessRule, KeyPrincipal, Principal } from "./access";
 import { LookupCache } from "./lookup-cache";
 import type { Permission } from "./permissions";
 import type { PrincipalColumns } from "./storage";
@@ -12,7 +12,7 @@ import * as storage from "./storage";
  * that a reused lookup costs no hashing. An application may hold long rules, so entries are weighed
  * by their characters as well as counted.
  */
-const recentPrincipals = new LookupCache<Principal | null>(
+const recentPrincipals = new LookupCache<KeyPrincipal | null>(
   { entries: 10_000, weight: 4_000_000 },
   (principal) => JSON.stringify(principal).length,
 );
@@ -22,7 +22,7 @@ const recentPrincipals = new LookupCache<Principal | null>(
  * which an isolate reuses for CREDENTIAL_CACHE_TTL_MS (0: never; see LookupCache for how staleness
  * is bounded). An expired key is a 401 of its own, checked on every use, cached or not.
  */
-export async function principalForKey(context: RequestContext, apiKey: string): Promise<Principal | null> {
+export async function principalForKey(context: RequestContext, apiKey: string): Promise<KeyPrincipal | null> {
   if (apiKey.length > SECRET_MAX_LENGTH) return null;
   const principal = await recentPrincipals.lookup(
     apiKey,

@@ -1,4 +1,4 @@
-import type { Principal } from "../auth/access";
+import type { KeyPrincipal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
 import type { Bindings, Config } from "../env";
 
@@ -11,6 +11,6 @@ export type AppEnv = {
     request: RequestContext;
     /** Set by authenticate: the request acting for the caller's tenant. */
     context: TenantContext;
-    principal: Principal;
+    principal: KeyPrincipal;
   };
 };

@@ -2,8 +2,9 @@ import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { holdsPermission } from "../auth/access";
 import type { Permission } from "../auth/permissions";
+import { countKeyRequests } from "../auth/rate-limits";
 import { principalForKey } from "../auth/service";
-import { RequestContext } from "../context";
+import { RequestContext, type TenantContext } from "../context";
 import { configOf } from "../env";
 import { BODY } from "../limits";
 import { isInvocationPath } from "../proxies/destination";
@@ -46,17 +47,27 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const principal = await principalForKey(c.var.request, apiKey);
   if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
   c.var.request.audit.actingAs(principal);
-  const bookmark = c.req.header(headers.consistencyBookmark);
-  if (bookmark !== undefined && !BOOKMARK.test(bookmark)) {
-    throw ValidationError.field(`header ${headers.consistencyBookmark}`, "must be a bookmark this vault answered");
-  }
-  const context = await c.var.request.forTenant(principal.tenantId, bookmark);
+  // Counted while the tenant is found: both only read, and a request over the limit goes no further.
+  const [context] = await Promise.all([
+    tenantContextOf(c, principal.tenantId),
+    countKeyRequests(c.var.request, principal, c.req.raw.headers),
+  ]);
   c.set("principal", principal);
   c.set("context", context);
   await next();
   const reached = context.bookmark();
   if (reached !== null) c.res.headers.set(headers.consistencyBookmark, reached);
 };
+
+/** The request acting for the caller's tenant, at least as fresh as the caller's bookmark. */
+async function tenantContextOf(c: Context<AppEnv>, tenantId: string): Promise<TenantContext> {
+  const header = c.var.config.headers.consistencyBookmark;
+  const bookmark = c.req.header(header);
+  if (bookmark !== undefined && !BOOKMARK.test(bookmark)) {
+    throw ValidationError.field(`header ${header}`, "must be a bookmark this vault answered");
+  }
+  return c.var.request.forTenant(tenantId, bookmark);
+}
 
 /** For reads that may come from the nearest replica (list, get, search): see TenantContext.allowStaleReads. */
 export const staleReadsAllowed: MiddlewareHandler<AppEnv> = async (c, next) => {

@@ -105,6 +105,15 @@ export class UnsupportedMediaTypeError extends ProblemError {
   }
 }
 
+/** A key over its rate limit (src/auth/rate-limits.ts): nothing was done; Retry-After is the limit's period. */
+export class TooManyRequestsError extends ProblemError {
+  constructor(detail: string, retryAfterSeconds: number) {
+    super(429, "Too Many Requests", `${detail}; retry in ${retryAfterSeconds} s`, undefined, {
+      "Retry-After": String(retryAfterSeconds),
+    });
+  }
+}
+
 export class MethodNotAllowedError extends ProblemError {
   constructor(allowed: string[]) {
     super(405, "Method Not Allowed", `Allowed methods: ${allowed.join(", ")}`, undefined, {

@@ -1,4 +1,4 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { AppEnv } from "./context";
 import { validationErrorOf } from "./validation";
 
@@ -18,3 +18,13 @@ export function createRouter() {
 }
 
 export type Router = ReturnType<typeof createRouter>;
+
+/**
+ * Adds responses to every operation registered on the router so far: what a middleware of the whole
+ * router may answer is documented where that middleware is attached.
+ */
+export function documentEveryOperation(router: Router, responses: RouteConfig["responses"]): void {
+  for (const definition of router.openAPIRegistry.definitions) {
+    if (definition.type === "route") definition.route = { ...definition.route, responses: { ...definition.route.responses, ...responses } };
+  }
+}

@@ -94,6 +94,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   409: "Conflict",
   413: "Body too large",
   415: "Unsupported content type",
+  429: "Too many requests with this API key (or with this public key from this address): nothing was done; retry after Retry-After",
   503: "The tenant is being moved to another database; retry after Retry-After",
 };
 

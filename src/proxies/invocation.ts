@@ -1,4 +1,5 @@
 import { holdsPermission, type Principal } from "../auth/access";
+import { countAnonymousProxyCall, countKeyRequests } from "../auth/rate-limits";
 import { principalForKey } from "../auth/service";
 import type { RequestContext, TenantContext } from "../context";
 import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../egress/policy";
@@ -82,9 +83,12 @@ async function authoriseProxy(context: RequestContext, request: Request, proxyKe
   // The proxy's tenant logs the call; an open proxy's partner is anonymous.
   context.audit.tenantId = proxy.tenantId;
   context.audit.describe({ entityId: proxy.id });
+  if (!proxy.requireAuth) {
+    // Counted while the tenant is found: both only read, and a call over the limit goes no further.
+    const [tenant] = await Promise.all([context.forTenant(proxy.tenantId), countAnonymousProxyCall(context, proxy.id, request.headers)]);
+    return { context: tenant, proxy, destinationUrl: proxy.destinationUrl, target, detokenizer: proxy.application };
+  }
   const invocation = { context: await context.forTenant(proxy.tenantId), proxy, destinationUrl: proxy.destinationUrl, target };
-  if (!proxy.requireAuth) return { ...invocation, detokenizer: proxy.application };
-
   const caller = await callerOf(context, request, "This proxy requires");
   if (caller.tenantId !== proxy.tenantId) {
     throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
@@ -120,13 +124,14 @@ function isAbsoluteUrl(text: string): boolean {
   }
 }
 
-/** The principal of the caller's `{P}-API-KEY` (401 when it is missing or unknown). */
+/** The principal of the caller's `{P}-API-KEY` (401 when it is missing or unknown), the call counted against the key. */
 async function callerOf(context: RequestContext, request: Request, requirer: string): Promise<Principal> {
   const { config } = context;
   const apiKey = request.headers.get(config.headers.apiKey);
   if (!apiKey) throw new UnauthenticatedError(`${requirer} the ${config.HEADER_PREFIX}-API-KEY header`);
   const caller = await principalForKey(context, apiKey);
   if (!caller) throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
+  await countKeyRequests(context, caller, request.headers);
   return caller;
 }
 

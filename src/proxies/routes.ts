@@ -212,6 +212,12 @@ for (const method of HTTP_METHODS) {
     },
     responses: {
       default: { description: "The destination's response, unchanged" },
+      429: {
+        description:
+          "Too many calls with the caller's API key, or with the proxy key from this address when the proxy is called " +
+          "anonymously: nothing was forwarded; retry after Retry-After",
+        content: { "application/json": { schema: ProxyErrorSchema } },
+      },
       "4XX": { description: "A failure inside the vault", content: { "application/json": { schema: ProxyErrorSchema } } },
       "5XX": { description: "A failure inside the vault", content: { "application/json": { schema: ProxyErrorSchema } } },
     },

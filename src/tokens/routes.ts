@@ -1,4 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import { countKeyRequests } from "../auth/rate-limits";
+import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
 import { idempotent } from "../http/idempotency";
 import { requireBody, requireContentType, requirePermission, staleReadsAllowed } from "../http/middleware";
@@ -25,10 +28,29 @@ import {
   UpdateTokenBody,
 } from "./schema";
 import * as tokens from "./service";
+import { findTokenRequests } from "./tokenize";
 
 const tags = ["Tokens"];
 const security = [{ ApiKey: [] }];
 const json = requireContentType("application/json");
+
+/**
+ * A deduplicating create tells whether its value is stored already, so each one a public key sends
+ * counts as a request (authentication counted the first): a tokenize of many confirms no more guesses
+ * than as many POST /tokens. It runs before `idempotent`, which would keep a 429 as the answer.
+ */
+const countDeduplicatingCreates: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const { principal } = c.var;
+  if (principal.applicationType === "public") {
+    // Malformed JSON counts nothing here: the body validator answers it.
+    const payload: unknown = await c.req.json().catch(() => null);
+    const deduplicating = findTokenRequests(payload).filter(
+      ({ request }) => (request as { deduplicate_token?: unknown }).deduplicate_token === true,
+    ).length;
+    if (deduplicating > 1) await countKeyRequests(c.var.request, principal, c.req.raw.headers, deduplicating - 1);
+  }
+  await next();
+};
 
 const create = createRoute({
   method: "post",
@@ -126,7 +148,7 @@ const tokenize = createRoute({
     "Needs token:create on every container of every token. An object with `type` and `data` is created as POST /tokens would " +
     "(deduplicate_token included); any other string, number or boolean becomes a `token`-type token, and null stays null. " +
     "When one value is refused, nothing is stored.",
-  middleware: [requirePermission("token:create"), json, requireBody, idempotent] as const,
+  middleware: [requirePermission("token:create"), json, requireBody, countDeduplicatingCreates, idempotent] as const,
   request: jsonBody(TokenizePayload, TOKENIZE_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(

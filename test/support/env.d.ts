@@ -14,6 +14,9 @@ declare global {
       BOOTSTRAP_API_KEY: string;
       OPERATOR_API_KEY: string;
       HEADER_PREFIX: string;
+      /** Low rate limits that test/security/4-rate-limits.test.ts swaps in (vitest.config.ts). */
+      LOW_KEY_RATE_LIMIT: RateLimit;
+      DEFAULT_PUBLIC_CLIENT_RATE_LIMIT: RateLimit;
     }
   }
 }

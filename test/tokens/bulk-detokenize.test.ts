@@ -135,6 +135,6 @@ describe("POST /detokenize", () => {
     const document = (await call("GET", "/openapi.json")).body;
     const operation = document.paths["/detokenize"].post;
     expect(operation.requestBody.content).toHaveProperty(["application/json"]);
-    expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "403", "413", "415"]);
+    expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "403", "413", "415", "429"]);
   });
 });

@@ -183,7 +183,7 @@ describe("GET /tokens", () => {
       "query:type",
     ]);
     expect(operation.description).toContain("metadata.<key>=<value>");
-    expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "403"]);
+    expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "403", "429"]);
     expect(operation.responses["200"].content["application/json"].schema.properties).toHaveProperty("pagination");
   });
 });

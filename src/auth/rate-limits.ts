@@ -1,0 +1,81 @@
+import type { RequestContext } from "../context";
+import { TooManyRequestsError } from "../http/problem";
+import type { KeyPrincipal } from "./access";
+
+/*
+ * Rate limits per key (README "Rate limits"), counted by Cloudflare's Workers Rate Limiting bindings
+ * (wrangler.toml [[ratelimits]]). A binding keeps its counters per Cloudflare location, and they are
+ * approximate: the limits stop floods and guessing, not the last few requests of a window. A key is
+ * counted by its id, never by its secret.
+ */
+
+/**
+ * The period, in seconds, each binding counts over, which a 429 states as Retry-After: a binding
+ * cannot tell its own, so wrangler.toml keeps these and leaves only `limit` to the deployment.
+ */
+export const RATE_LIMIT_PERIODS = { key: 10, publicClient: 60 } as const;
+
+/**
+ * Counts `requests` by an API key (authentication counts each request once): against the key, and a
+ * public key's also against the key from the client's address, both at once. Over either limit, a
+ * 429 before the request does anything.
+ */
+export async function countKeyRequests(context: RequestContext, principal: KeyPrincipal, headers: Headers, requests = 1): Promise<void> {
+  const key = `key:${principal.credentialId}`;
+  if (principal.applicationType !== "public") {
+    if (!(await counted(context.keyRateLimit, key, requests))) throw overKeyLimit();
+    return;
+  }
+  const [withinKey, withinClient] = await Promise.all([
+    counted(context.keyRateLimit, key, requests),
+    counted(context.publicClientRateLimit, `${key}@${clientOf(headers)}`, requests),
+  ]);
+  if (!withinClient) {
+    throw new TooManyRequestsError("This public key has made too many requests from this address", RATE_LIMIT_PERIODS.publicClient);
+  }
+  if (!withinKey) throw overKeyLimit();
+}
+
+/**
+ * Counts an anonymous call of a pre-configured proxy against its key from the client's address:
+ * nothing else tells its callers apart, and one of them must not use up the calls of all the others.
+ */
+export async function countAnonymousProxyCall(context: RequestContext, proxyId: string, headers: Headers): Promise<void> {
+  if (!(await counted(context.keyRateLimit, `proxy:${proxyId}@${clientOf(headers)}`, 1))) {
+    throw new TooManyRequestsError("This proxy key has been called too often from this address", RATE_LIMIT_PERIODS.key);
+  }
+}
+
+function overKeyLimit(): TooManyRequestsError {
+  return new TooManyRequestsError("This API key has made too many requests", RATE_LIMIT_PERIODS.key);
+}
+
+/** Counts `requests` under the key; false when any of them is over the limit. */
+async function counted(limiter: RateLimit, key: string, requests: number): Promise<boolean> {
+  if (requests === 1) return (await limiter.limit({ key })).success;
+  const outcomes = await Promise.all(Array.from({ length: requests }, () => limiter.limit({ key })));
+  return outcomes.every((outcome) => outcome.success);
+}
+
+/**
+ * The client as counted: its CF-Connecting-IP, an IPv6 address cut to its /64, which one client
+ * commonly holds whole. A request that did not come through Cloudflare's edge has no address: all
+ * such requests count as one client.
+ */
+function clientOf(headers: Headers): string {
+  const address = headers.get("cf-connecting-ip");
+  if (address === null) return "unknown";
+  if (!address.includes(":")) return address;
+  // An IPv4 address mapped into IPv6 (::ffff:192.0.2.1) is that IPv4 address.
+  if (address.includes(".")) return address.slice(address.lastIndexOf(":") + 1);
+  const [head = "", tail] = address.split("::");
+  const groups = head === "" ? [] : head.split(":");
+  if (tail !== undefined) {
+    const tailGroups = tail === "" ? [] : tail.split(":");
+    groups.push(...Array<string>(Math.max(0, 8 - groups.length - tailGroups.length)).fill("0"), ...tailGroups);
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((group) => Number.parseInt(group, 16).toString(16))
+    .join(":")}::/64`;
+}
