@@ -6,13 +6,9 @@
 //      rate at which the same vault created them (POST /tokenize, 100 a call); and the p50 of reads
 //      and creates while the job runs, next to the same calls before it started.
 //   npm run bench keys [--iterations=400] [--duration=3000] [--tokens=20000] [--parts=envelope,rotation]
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, rmSync, symlinkSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { buildCommit } from "./lib/builds.mjs";
 import { interleavedLatency, interleavedThroughput, send, startEcho } from "./lib/measure.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** The last commit before envelope encryption (e13f13c, "Keys: envelope encryption"). */
 const PRE_ENVELOPE = "e13f13c^";
 const SSN_BASE = 100_000_000;
@@ -35,7 +31,7 @@ async function envelopeCost(bench, destinationUrl, iterations, durationMs) {
   // Auditing off on both: the audit send changed after PRE_ENVELOPE (one sendBatch per isolate),
   // and this comparison is of the keys alone.
   const bindings = { AUDIT_LOG: "false" };
-  const before = await bench.startVault({ buildDir: buildCommit(PRE_ENVELOPE), bindings });
+  const before = await bench.startVault({ buildDir: buildCommit(PRE_ENVELOPE).buildDir, bindings });
   const after = await bench.startVault({ bindings });
   try {
     const [envelope, derived] = await Promise.all([scenarios(after, destinationUrl), scenarios(before, destinationUrl)]);
@@ -95,29 +91,6 @@ async function scenarios(vault, destinationUrl) {
     "data: search": () => post("/tokens/search", auth, { query: `data:${created[probe++ % created.length].data}` }, 200),
     "proxy, 1 reference": () => post("/proxy/charges", { "SVC-PROXY-KEY": proxy.key, ...auth }, { ssn: `{{ ${token.id} }}` }, 200),
   };
-}
-
-/**
- * The worker bundle of an earlier commit, built once into .bench/: its tree from `git archive`, this
- * checkout's node_modules beside it.
- */
-function buildCommit(revision) {
-  const commit = execFileSync("git", ["rev-parse", "--short", revision], { cwd: root, encoding: "utf8" }).trim();
-  const source = join(root, ".bench", `src-${commit}`);
-  const outdir = join(root, ".bench", `build-${commit}`);
-  if (existsSync(join(outdir, "index.js"))) return outdir;
-  rmSync(source, { recursive: true, force: true });
-  mkdirSync(source, { recursive: true });
-  execFileSync("sh", ["-c", `git archive ${commit} | tar -x -C "${source}"`], { cwd: root });
-  symlinkSync(join(root, "node_modules"), join(source, "node_modules"));
-  console.log(`  building ${commit} (${revision})…`);
-  execFileSync("npm", ["run", "--silent", "build:wrapper"], { cwd: source, stdio: ["ignore", "ignore", "inherit"] });
-  execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], {
-    cwd: source,
-    stdio: "ignore",
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-  });
-  return outdir;
 }
 
 async function rotation(bench, count, iterations) {

@@ -3,12 +3,16 @@
 // memory, Worker Loader), each figure printed next to a baseline measured in the same run.
 //   npm run bench                 every benchmark
 //   npm run bench auth search     the named ones; extra --flags are passed to them as bench.args
+//   npm run bench proxy -- --against=<commit> [--rounds=2]
+//                                 each named benchmark on this build and on <commit>'s, turn about in
+//                                 rounds, then every figure of both side by side with its ratio
 import { randomBytes } from "node:crypto";
 import { readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { buildWorker, startLocalVault } from "../scripts/local-vault.mjs";
 import { readReply } from "../test/support/reply.mjs";
+import { buildCommit } from "./lib/builds.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const benchDir = join(root, "bench");
@@ -63,90 +67,98 @@ const READ_AND_FORWARD_SCRIPT = `export default {
   },
 };`;
 
-const vault = await startLocalVault({
-  buildDir,
-  workers: [
-    { name: "bench-forward", modules: true, script: FORWARD_SCRIPT },
-    { name: "bench-read-forward", modules: true, script: READ_AND_FORWARD_SCRIPT, d1Databases: { DB: "vault" } },
-  ],
-});
-const { db, masterKey, operatorKey, baseUrl } = vault;
-const forwarderUrl = await vault.urlOf("bench-forward");
-const readForwarderUrl = await vault.urlOf("bench-read-forward");
+/**
+ * A vault of the bundle in `buildDir` with the runtime's floors beside it, and the `bench` object a
+ * benchmark drives it through. Each report is printed and, with `reports`, also collected.
+ */
+async function startBench(buildDir, reports) {
+  const vault = await startLocalVault({
+    buildDir,
+    workers: [
+      { name: "bench-forward", modules: true, script: FORWARD_SCRIPT },
+      { name: "bench-read-forward", modules: true, script: READ_AND_FORWARD_SCRIPT, d1Databases: { DB: "vault" } },
+    ],
+  });
+  const { db, masterKey, operatorKey, baseUrl } = vault;
+  const forwarderUrl = await vault.urlOf("bench-forward");
+  const readForwarderUrl = await vault.urlOf("bench-read-forward");
 
-const bench = {
-  args,
-  db,
-  /** Another vault from the same bundle (startLocalVault options, e.g. dataDatabases), to dispose when done. */
-  startVault: (options = {}) => startLocalVault({ buildDir, ...options }),
-  masterKey,
-  operatorKey,
-  url: (path) => `${baseUrl}${path}`,
-  /** The URL that reaches `target` through a worker that only forwards: the runtime's floor. */
-  forwardUrl: (target) => `${forwarderUrl}/?to=${encodeURIComponent(target)}`,
-  /** Reaches `target` through a worker that reads one token row by primary key, then forwards. */
-  readForwardUrl: (target, tenantId, tokenId) =>
-    `${readForwarderUrl}/?to=${encodeURIComponent(target)}&tenant=${encodeURIComponent(tenantId)}&id=${encodeURIComponent(tokenId)}`,
-  async request(method, path, { key, body, headers = {}, raw } = {}) {
-    const sent = { ...headers };
-    if (key) sent["SVC-API-KEY"] = key;
-    let payload = raw;
-    if (body !== undefined) payload = JSON.stringify(body);
-    if (payload !== undefined && !Object.keys(sent).some((h) => h.toLowerCase() === "content-type")) {
-      sent["content-type"] = "application/json";
-    }
-    return readReply(await fetch(`${baseUrl}${path}`, { method, headers: sent, body: payload }));
-  },
-  async seedTenant(name = `bench-${randomBytes(4).toString("hex")}`) {
-    const reply = await bench.request("POST", "/tenants", { body: { name }, headers: { "SVC-OPERATOR-KEY": operatorKey } });
-    if (reply.status !== 201) throw new Error(`tenant creation failed: ${reply.status} ${JSON.stringify(reply.body)}`);
-    return {
-      tenantId: reply.body.tenant.id,
-      managementKey: reply.body.application.keys[0].key,
-      managementApplicationId: reply.body.application.id,
-    };
-  },
-  async createApplication(tenant, { type, permissions = [], rules = [], name = `${type} app` }) {
-    const reply = await bench.request("POST", "/applications", {
-      key: tenant.managementKey,
-      body: { name, type, permissions, rules },
-    });
-    if (reply.status !== 201) throw new Error(`application creation failed: ${reply.status} ${JSON.stringify(reply.body)}`);
-    return { id: reply.body.id, key: reply.body.keys[0].key };
-  },
-  async latency(fn, { iterations = 500, warmup = 50 } = {}) {
-    for (let i = 0; i < warmup; i++) await fn(i);
-    const samples = [];
-    for (let i = 0; i < iterations; i++) {
+  const bench = {
+    args,
+    db,
+    /** Another vault from the same bundle (startLocalVault options, e.g. dataDatabases), to dispose when done. */
+    startVault: (options = {}) => startLocalVault({ buildDir, ...options }),
+    masterKey,
+    operatorKey,
+    url: (path) => `${baseUrl}${path}`,
+    /** The URL that reaches `target` through a worker that only forwards: the runtime's floor. */
+    forwardUrl: (target) => `${forwarderUrl}/?to=${encodeURIComponent(target)}`,
+    /** Reaches `target` through a worker that reads one token row by primary key, then forwards. */
+    readForwardUrl: (target, tenantId, tokenId) =>
+      `${readForwarderUrl}/?to=${encodeURIComponent(target)}&tenant=${encodeURIComponent(tenantId)}&id=${encodeURIComponent(tokenId)}`,
+    async request(method, path, { key, body, headers = {}, raw } = {}) {
+      const sent = { ...headers };
+      if (key) sent["SVC-API-KEY"] = key;
+      let payload = raw;
+      if (body !== undefined) payload = JSON.stringify(body);
+      if (payload !== undefined && !Object.keys(sent).some((h) => h.toLowerCase() === "content-type")) {
+        sent["content-type"] = "application/json";
+      }
+      return readReply(await fetch(`${baseUrl}${path}`, { method, headers: sent, body: payload }));
+    },
+    async seedTenant(name = `bench-${randomBytes(4).toString("hex")}`) {
+      const reply = await bench.request("POST", "/tenants", { body: { name }, headers: { "SVC-OPERATOR-KEY": operatorKey } });
+      if (reply.status !== 201) throw new Error(`tenant creation failed: ${reply.status} ${JSON.stringify(reply.body)}`);
+      return {
+        tenantId: reply.body.tenant.id,
+        managementKey: reply.body.application.keys[0].key,
+        managementApplicationId: reply.body.application.id,
+      };
+    },
+    async createApplication(tenant, { type, permissions = [], rules = [], name = `${type} app` }) {
+      const reply = await bench.request("POST", "/applications", {
+        key: tenant.managementKey,
+        body: { name, type, permissions, rules },
+      });
+      if (reply.status !== 201) throw new Error(`application creation failed: ${reply.status} ${JSON.stringify(reply.body)}`);
+      return { id: reply.body.id, key: reply.body.keys[0].key };
+    },
+    async latency(fn, { iterations = 500, warmup = 50 } = {}) {
+      for (let i = 0; i < warmup; i++) await fn(i);
+      const samples = [];
+      for (let i = 0; i < iterations; i++) {
+        const start = performance.now();
+        await fn(i);
+        samples.push(performance.now() - start);
+      }
+      return summarize(samples);
+    },
+    async throughput(fn, { concurrency = 32, durationMs = 3000 } = {}) {
+      const deadline = performance.now() + durationMs;
+      let completed = 0;
+      let i = 0;
       const start = performance.now();
-      await fn(i);
-      samples.push(performance.now() - start);
-    }
-    return summarize(samples);
-  },
-  async throughput(fn, { concurrency = 32, durationMs = 3000 } = {}) {
-    const deadline = performance.now() + durationMs;
-    let completed = 0;
-    let i = 0;
-    const start = performance.now();
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (performance.now() < deadline) {
-          await fn(i++);
-          completed++;
-        }
-      }),
-    );
-    return { rps: completed / ((performance.now() - start) / 1000) };
-  },
-  report(label, figure, baselineLabel, baseline, unit) {
-    const ratio = baseline === 0 ? Infinity : figure / baseline;
-    console.log(
-      `  ${label.padEnd(44)} ${format(figure).padStart(10)} ${unit.padEnd(9)}` +
-        ` | ${baselineLabel.padEnd(36)} ${format(baseline).padStart(10)} ${unit.padEnd(9)} | ratio ${ratio.toFixed(2)}`,
-    );
-  },
-};
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (performance.now() < deadline) {
+            await fn(i++);
+            completed++;
+          }
+        }),
+      );
+      return { rps: completed / ((performance.now() - start) / 1000) };
+    },
+    report(label, figure, baselineLabel, baseline, unit) {
+      const ratio = baseline === 0 ? Infinity : figure / baseline;
+      reports?.push({ label: label.trim(), figure, baselineLabel, baseline, unit });
+      console.log(
+        `  ${label.padEnd(44)} ${format(figure).padStart(10)} ${unit.padEnd(9)}` +
+          ` | ${baselineLabel.padEnd(36)} ${format(baseline).padStart(10)} ${unit.padEnd(9)} | ratio ${ratio.toFixed(2)}`,
+      );
+    },
+  };
+  return { bench, vault };
+}
 
 function summarize(samples) {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -154,25 +166,93 @@ function summarize(samples) {
   return { p50: at(0.5), p95: at(0.95), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
 }
 
+function mean(values) {
+  return values.reduce((sum, value) => sum + value, 0) / values.length;
+}
+
 function format(value) {
   return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(3);
 }
 
-let failed = false;
-try {
-  for (const name of selected) {
-    console.log(`\n## ${name}`);
-    const started = performance.now();
-    try {
-      const module = await import(pathToFileURL(join(benchDir, `${name}.mjs`)).href);
-      await module.default(bench);
-      console.log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
-    } catch (error) {
-      failed = true;
-      console.error(`  benchmark ${name} failed:`, error);
-    }
+/** Runs one benchmark; false when it failed. */
+async function runBenchmark(name, bench) {
+  const started = performance.now();
+  try {
+    const module = await import(pathToFileURL(join(benchDir, `${name}.mjs`)).href);
+    await module.default(bench);
+    console.log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+    return true;
+  } catch (error) {
+    console.error(`  benchmark ${name} failed:`, error);
+    return false;
   }
-} finally {
-  await vault.dispose();
 }
-process.exit(failed ? 1 : 0);
+
+/**
+ * Each benchmark on both builds, turn about (the order swaps every round), each on a fresh vault
+ * of its build; then every figure's mean over the rounds, this build next to the other, with the
+ * ratio of the two and each one's ratio to its own same-run baseline.
+ */
+async function compareBuilds(against, rounds) {
+  const other = buildCommit(against);
+  const builds = [
+    { name: "this build", buildDir },
+    { name: other.commit, buildDir: other.buildDir },
+  ];
+  let ok = true;
+  for (const name of selected) {
+    const reports = builds.map(() => []);
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? [1, 0] : [0, 1];
+      for (const index of order) {
+        console.log(`\n## ${name} on ${builds[index].name} (round ${round + 1} of ${rounds})`);
+        const { bench, vault } = await startBench(builds[index].buildDir, reports[index]);
+        try {
+          ok = (await runBenchmark(name, bench)) && ok;
+        } finally {
+          await vault.dispose();
+        }
+      }
+    }
+    printComparison(name, builds, reports);
+  }
+  return ok;
+}
+
+function printComparison(name, builds, reports) {
+  console.log(`\n## ${name}: ${builds[0].name} ÷ ${builds[1].name}, means of the rounds`);
+  const labels = [...new Set(reports[0].map((report) => report.label))];
+  for (const label of labels) {
+    const [now, then] = reports.map((list) => {
+      const matching = list.filter((report) => report.label === label);
+      return matching.length === 0
+        ? null
+        : {
+            figure: mean(matching.map((report) => report.figure)),
+            ratio: mean(matching.map((report) => report.figure / report.baseline)),
+            unit: matching[0].unit,
+          };
+    });
+    if (!now || !then) continue;
+    console.log(
+      `  ${label.padEnd(44)} ${format(now.figure).padStart(10)} ${now.unit.padEnd(7)} | ${format(then.figure).padStart(10)} ${then.unit.padEnd(7)}` +
+        ` | ratio ${(now.figure / then.figure).toFixed(2)} | to baseline ${now.ratio.toFixed(2)} vs ${then.ratio.toFixed(2)}`,
+    );
+  }
+}
+
+let ok = true;
+if (args.against) {
+  ok = await compareBuilds(args.against, Number(args.rounds ?? 2));
+} else {
+  const { bench, vault } = await startBench(buildDir);
+  try {
+    for (const name of selected) {
+      console.log(`\n## ${name}`);
+      ok = (await runBenchmark(name, bench)) && ok;
+    }
+  } finally {
+    await vault.dispose();
+  }
+}
+process.exit(ok ? 0 : 1);
