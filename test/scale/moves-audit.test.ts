@@ -44,7 +44,7 @@ describe("moving a tenant with its audit log", () => {
     const verification = await verifyLog(tenant);
     expect(verification).toMatchObject({ verified: true, first_seq: 1 });
     expect(verification.checked).toBe(verification.head_seq);
-  });
+  }, 30_000);
 
   it("loses and doubles no entry of requests made while the move runs", async () => {
     const tenant = await seedTokenTenantIn("DB_1");
