@@ -5,7 +5,7 @@ import { purgeOldLogs } from "./audit/service";
 import { chainPendingEntries, keepDeadEntries, writeAuditBatch } from "./audit/writer";
 import { RequestContext } from "./context";
 import type { Bindings } from "./env";
-import { purgeIdempotencyRecords } from "./idempotency/service";
+import { purgeExpiredReplyCvcs, purgeIdempotencyRecords } from "./idempotency/service";
 import { driveRotations, type RotationMessage, resumeRotations } from "./keys/rotation";
 import { purgeShreddedTenants } from "./tenants/shred";
 import { purgeExpiredCvcs } from "./tokens/cvc";
@@ -36,6 +36,7 @@ export default {
       purgeIdempotencyRecords(context, controller.scheduledTime),
       purgeExpiredTokens(context, controller.scheduledTime),
       purgeExpiredCvcs(context, controller.scheduledTime),
+      purgeExpiredReplyCvcs(context, controller.scheduledTime),
       chainPendingEntries(context),
       purgeOldLogs(context, controller.scheduledTime),
       purgeShreddedTenants(context),

@@ -138,10 +138,13 @@ export const idempotencyRecords = sqliteTable(
     /** The first response, encrypted under the tenant key (it may hold a new API key or token data). */
     response: text("response"),
     createdAt: integer("created_at").notNull(),
+    /** When the earliest card cvc in the response must be gone from it (PCI DSS 3.3.1); null when it holds none. */
+    cvcExpiresAt: integer("cvc_expires_at"),
   },
   (table) => [
     primaryKey({ columns: [table.tenantId, table.applicationId, table.key] }),
     index("idempotency_records_created").on(table.createdAt),
+    index("idempotency_records_cvc_expires").on(table.cvcExpiresAt).where(sql`cvc_expires_at IS NOT NULL`),
   ],
 );
 

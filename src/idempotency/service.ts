@@ -2,12 +2,15 @@
  * `{P}-IDEMPOTENCY-KEY` on a creating request: the same key with the same request within 24 hours
  * returns the first response (status and body); with another request, or while the first is still
  * running, 409. Responses are stored encrypted, since they may hold a new key or token data. A 5xx
- * is not remembered, so the client can retry it.
+ * is not remembered, so the client can retry it. A card's cvc leaves a stored response when it
+ * leaves the card (src/tokens/cvc.ts): replays omit it from its deadline on, and the cron rewrites
+ * the response without it.
  */
 import type { Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
 import { ConflictError } from "../http/problem";
 import { IDEMPOTENCY_WINDOW_MS } from "../limits";
+import { CVC_PURGE_CHUNK, cvcDeadlineInReply, replyWithoutCvcs } from "../tokens/cvc";
 import * as storage from "./storage";
 
 /** A response given before under the same key. */
@@ -42,7 +45,10 @@ export async function claimIdempotencyKey(
     throw new ConflictError("A request with this idempotency key is still being processed");
   }
   const keys = await context.keys();
-  return { status: record.status, body: await keys.decrypt(record.response, sealingContext(key)) };
+  const body = await keys.decrypt(record.response, sealingContext(key));
+  // The cron may not have rewritten it yet.
+  const cvcsExpired = record.cvcExpiresAt !== null && record.cvcExpiresAt <= now;
+  return { status: record.status, body: cvcsExpired ? replyWithoutCvcs(body) : body };
 }
 
 /** Keeps the response for replays; a 5xx releases the key instead, so the client can retry. */
@@ -56,10 +62,32 @@ export async function rememberResponse(
   const scope = scopeOf(principal, key);
   if (status >= 500) return storage.releaseKey(context.db, scope);
   const keys = await context.keys();
-  await storage.saveResponse(context.db, scope, status, await keys.encrypt(body, sealingContext(key)));
+  const cvcExpiresAt = cvcDeadlineInReply(body, Date.now(), context.config);
+  await storage.saveResponse(context.db, scope, status, await keys.encrypt(body, sealingContext(key)), cvcExpiresAt);
 }
 
 /** Called by the scheduled handler: records older than the window are useless. */
 export async function purgeIdempotencyRecords(context: RequestContext, now = Date.now()): Promise<void> {
   for (const db of context.dataDatabases()) await storage.purgeRecordsBefore(db, now - IDEMPOTENCY_WINDOW_MS);
+}
+
+/**
+ * Called by the scheduled handler, as purgeExpiredCvcs is for tokens: re-encrypts every stored
+ * response whose cvc deadline has passed without its cvcs, in bounded chunks. A response replaced
+ * meanwhile (a key rotation re-sealed it) is read again.
+ */
+export async function purgeExpiredReplyCvcs(context: RequestContext, now = Date.now()): Promise<number> {
+  let purged = 0;
+  for (const db of context.dataDatabases()) {
+    for (;;) {
+      const due = await storage.responsesWithCvcDue(db, now, CVC_PURGE_CHUNK);
+      for (const record of due) {
+        const keys = await context.keysOf(record.tenantId);
+        const body = replyWithoutCvcs(await keys.decrypt(record.response, sealingContext(record.key)));
+        purged += await storage.replaceResponseWithoutCvcs(db, record, await keys.encrypt(body, sealingContext(record.key)));
+      }
+      if (due.length < CVC_PURGE_CHUNK) break;
+    }
+  }
+  return purged;
 }

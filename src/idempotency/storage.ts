@@ -1,4 +1,4 @@
-import { and, eq, lt } from "drizzle-orm";
+import { and, eq, lt, lte } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { idempotencyRecords } from "../db/schema";
 
@@ -40,12 +40,50 @@ export async function findRecord(db: Database, scope: IdempotencyScope): Promise
   return record;
 }
 
-export async function saveResponse(db: Database, scope: IdempotencyScope, status: number, sealedBody: string): Promise<void> {
-  await db.update(idempotencyRecords).set({ status, response: sealedBody }).where(recordOf(scope));
+export async function saveResponse(
+  db: Database,
+  scope: IdempotencyScope,
+  status: number,
+  sealedBody: string,
+  cvcExpiresAt: number | null,
+): Promise<void> {
+  await db.update(idempotencyRecords).set({ status, response: sealedBody, cvcExpiresAt }).where(recordOf(scope));
 }
 
 export async function releaseKey(db: Database, scope: IdempotencyScope): Promise<void> {
   await db.delete(idempotencyRecords).where(recordOf(scope));
+}
+
+/** A stored response, sealed, with the record it belongs to. */
+export interface SealedResponse extends IdempotencyScope {
+  response: string;
+}
+
+/** Responses whose cvcs must be gone by `now`, earliest deadline first. */
+export async function responsesWithCvcDue(db: Database, now: number, limit: number): Promise<SealedResponse[]> {
+  const due = await db
+    .select({
+      tenantId: idempotencyRecords.tenantId,
+      applicationId: idempotencyRecords.applicationId,
+      key: idempotencyRecords.key,
+      response: idempotencyRecords.response,
+    })
+    .from(idempotencyRecords)
+    .where(lte(idempotencyRecords.cvcExpiresAt, now))
+    .orderBy(idempotencyRecords.cvcExpiresAt, idempotencyRecords.tenantId, idempotencyRecords.applicationId, idempotencyRecords.key)
+    .limit(limit);
+  // A deadline is only ever saved with the response it was computed from.
+  return due.map((record) => ({ ...record, response: record.response! }));
+}
+
+/** Writes the response without its cvcs, unless it changed since it was read; 1 or 0. */
+export async function replaceResponseWithoutCvcs(db: Database, read: SealedResponse, sealedBody: string): Promise<number> {
+  const replaced = await db
+    .update(idempotencyRecords)
+    .set({ response: sealedBody, cvcExpiresAt: null })
+    .where(and(recordOf(read), eq(idempotencyRecords.response, read.response)))
+    .returning({ key: idempotencyRecords.key });
+  return replaced.length;
 }
 
 export async function purgeRecordsBefore(db: Database, expiredBefore: number): Promise<void> {

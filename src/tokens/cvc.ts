@@ -6,10 +6,12 @@ import * as storage from "./storage";
 /*
  * A card's security code may not be kept after authorization (PCI DSS 3.3.1). A card written with
  * a `cvc` carries the time its cvc must be gone (CARD_CVC_RETENTION_S after the data was written);
- * reads leave the cvc out from then on, and the cron rewrites the ciphertext without it.
+ * reads leave the cvc out from then on, and the cron rewrites the ciphertext without it. Replies kept
+ * for idempotent replays get the same treatment (src/idempotency/service.ts), with the functions below.
  */
 
-const PURGE_CHUNK = 100;
+/** Rows one query of a cvc purge reads (tokens here, stored replies in src/idempotency/service.ts). */
+export const CVC_PURGE_CHUNK = 100;
 
 /** When the definition's cvc must be gone, or null when it holds none. */
 export function cvcDeadlineOf(
@@ -26,6 +28,46 @@ export function withoutCvc(data: unknown): unknown {
   return rest;
 }
 
+/**
+ * When the earliest card cvc in a reply must be gone, or null when it holds none. A card's window
+ * starts at its `created_at`, or at `repliedAt` for a card object without one (a reactor's result).
+ */
+export function cvcDeadlineInReply(body: string, repliedAt: number, config: Pick<Config, "CARD_CVC_RETENTION_S">): number | null {
+  const starts = cardsWithCvcIn(parsedReply(body)).map((card) => {
+    const createdAt = typeof card.created_at === "string" ? Date.parse(card.created_at) : Number.NaN;
+    return Number.isNaN(createdAt) ? repliedAt : createdAt;
+  });
+  return starts.length === 0 ? null : Math.min(...starts) + config.CARD_CVC_RETENTION_S * 1000;
+}
+
+/** The reply with the cvc of every card in it left out, wherever the card is. */
+export function replyWithoutCvcs(body: string): string {
+  const reply = parsedReply(body);
+  const cards = cardsWithCvcIn(reply);
+  if (cards.length === 0) return body;
+  for (const card of cards) card.data = withoutCvc(card.data);
+  return JSON.stringify(reply);
+}
+
+/** The card objects (`type: "card"`, a `data` with a `cvc`) anywhere in a parsed reply. */
+function cardsWithCvcIn(value: unknown): Record<string, unknown>[] {
+  if (Array.isArray(value)) return value.flatMap(cardsWithCvcIn);
+  if (value === null || typeof value !== "object") return [];
+  const object = value as Record<string, unknown>;
+  const card = object.type === "card" && hasCvc(object.data) ? [object] : [];
+  // Bodies are held to MAX_JSON_DEPTH, which bounds the recursion.
+  return [...card, ...Object.values(object).flatMap(cardsWithCvcIn)];
+}
+
+/** A reply that is not JSON (an empty 204) holds no card. */
+function parsedReply(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return null;
+  }
+}
+
 function hasCvc(data: unknown): data is { cvc: unknown } & Record<string, unknown> {
   return data !== null && typeof data === "object" && Object.hasOwn(data, "cvc");
 }
@@ -38,7 +80,7 @@ export async function purgeExpiredCvcs(context: RequestContext, now = Date.now()
   let purged = 0;
   for (const db of context.dataDatabases()) {
     for (;;) {
-      const due = await storage.tokensWithCvcDue(db.$client, now, PURGE_CHUNK);
+      const due = await storage.tokensWithCvcDue(db.$client, now, CVC_PURGE_CHUNK);
       for (const row of due) {
         const keys = await context.keysOf(row.tenantId);
         const data = withoutCvc(JSON.parse(await keys.decrypt(row.ciphertext, row.id)));
@@ -46,7 +88,7 @@ export async function purgeExpiredCvcs(context: RequestContext, now = Date.now()
         const ciphertext = await keys.encrypt(JSON.stringify(data), row.id, ciphertextVersion(row.ciphertext));
         purged += await storage.replaceCiphertextWithoutCvc(db.$client, row, ciphertext);
       }
-      if (due.length < PURGE_CHUNK) break;
+      if (due.length < CVC_PURGE_CHUNK) break;
     }
   }
   return purged;

@@ -14,12 +14,13 @@ export async function callConfigured(
   options: { headers?: Record<string, string>; body?: unknown } = {},
 ): Promise<Reply> {
   const headers: Record<string, string> = { ...options.headers };
-  if (options.body !== undefined) headers["content-type"] ??= "application/json";
-  const request = new Request(`${BASE}${path}`, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-  });
+  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+  if (body !== undefined) {
+    headers["content-type"] ??= "application/json";
+    // As the request would arrive over HTTP: routes that require a body look for its length.
+    headers["content-length"] ??= String(new TextEncoder().encode(body).length);
+  }
+  const request = new Request(`${BASE}${path}`, { method, headers, body });
   const ctx = createExecutionContext();
   const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, ...overrides }, ctx);
   await waitOnExecutionContext(ctx);

@@ -1,0 +1,2 @@
+ALTER TABLE `idempotency_records` ADD `cvc_expires_at` integer;--> statement-breakpoint
+CREATE INDEX `idempotency_records_cvc_expires` ON `idempotency_records` (`cvc_expires_at`) WHERE cvc_expires_at IS NOT NULL;
