@@ -41,6 +41,9 @@ for (const tag of Object.keys(engine.tags)) delete engine.tags[tag];
 registerFilters(engine);
 // `raw` would skip the output escape, and with it the output's charge.
 delete engine.filters.raw;
+// These evaluate an expression per element, and that expression sees the whole scope: one call of
+// `where_exp: "a", "data contains 'x'"` reads the whole array once per element.
+for (const name of ["where_exp", "reject_exp", "group_by_exp", "has_exp", "find_exp", "find_index_exp"]) delete engine.filters[name];
 for (const [name, filter] of Object.entries(engine.filters)) engine.registerFilter(name, counted(filter));
 
 /** Every filter call is charged to the evaluation's budget before it runs. */
