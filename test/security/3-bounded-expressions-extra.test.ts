@@ -71,3 +71,27 @@ describe("rule 3 (extra): each evaluation bounds what its filters read, not only
     expect(elapsed, `${elapsed} ms`).toBeLessThan(1000);
   });
 });
+
+/**
+ * A token has up to 23 evaluations (fingerprint, mask, 20 search indexes, alias id), each with a
+ * budget of its own, so a token is as costly as 23 full budgets over the same data.
+ */
+describe("rule 3 (extra): a token's expressions share one bound", () => {
+  it("twenty search indexes that each slugify a 900 KB string answer within a second", async () => {
+    const tenant = await seedTokenTenant();
+    const browser = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
+    const data = JSON.stringify(Array.from({ length: 450_000 }, () => 0));
+    const started = Date.now();
+    const reply = await call("POST", "/tokens", {
+      key: browser.key,
+      body: {
+        type: "token",
+        data,
+        fingerprint_expression: "{{ data | slugify | size }}",
+        search_indexes: Array.from({ length: 20 }, (_, i) => `{{ data | slugify | size }}${i}`),
+      },
+    });
+    const elapsed = Date.now() - started;
+    expect(elapsed, `${reply.status} after ${elapsed} ms`).toBeLessThan(1000);
+  });
+});
