@@ -66,7 +66,10 @@ describe("rule 2 (extra): an idempotent replay is a presentation too", () => {
     // The window has passed: a fresh read of the card has no cvc, a replay must not have one either.
     const headers = { "SVC-API-KEY": caller.key, ...IDEMPOTENT };
     const later = { CARD_CVC_RETENTION_S: "0" };
-    const fresh = await callConfigured(later, "POST", `/reactors/${reactor.id}/react`, { headers: { "SVC-API-KEY": caller.key }, body: { args } });
+    const fresh = await callConfigured(later, "POST", `/reactors/${reactor.id}/react`, {
+      headers: { "SVC-API-KEY": caller.key },
+      body: { args },
+    });
     expect(fresh.status).toBe(200);
     const replay = await callConfigured(later, "POST", `/reactors/${reactor.id}/react`, { headers, body: { args } });
     expect(replay.text).not.toContain(CARD.cvc);
