@@ -41,14 +41,23 @@ for (const tag of Object.keys(engine.tags)) delete engine.tags[tag];
 registerFilters(engine);
 // `raw` would skip the output escape, and with it the output's charge.
 delete engine.filters.raw;
+// These evaluate an expression per element, and that expression sees the whole scope: one call of
+// `where_exp: "a", "data contains 'x'"` reads the whole array once per element.
+for (const name of ["where_exp", "reject_exp", "group_by_exp", "has_exp", "find_exp", "find_index_exp"]) delete engine.filters[name];
 for (const [name, filter] of Object.entries(engine.filters)) engine.registerFilter(name, counted(filter));
 
-/** Every filter call is charged to the evaluation's budget before it runs. */
+/**
+ * Every filter call is charged to the evaluation's budget before it runs, and the text it returns to
+ * the render's memory limit: some of Liquid's filters (url_encode, slugify, stringify …) charge
+ * nothing themselves, and url_encode triples every `%`, so a chain of them could grow without bound.
+ */
 function counted(filter: FilterImplOptions): FilterImplOptions {
   const handler = typeof filter === "function" ? filter : filter.handler;
   const charged = function (this: { context: Context }, ...args: unknown[]) {
     budgetOf(this.context).chargeFilterCall();
-    return handler.apply(this as never, args as never);
+    const result = handler.apply(this as never, args as never);
+    if (typeof result === "string") this.context.memoryLimit.use(result.length);
+    return result;
   };
   return typeof filter === "function" ? charged : { ...filter, handler: charged };
 }

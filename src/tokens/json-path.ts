@@ -47,6 +47,8 @@ const seenPaths = new Set<string>();
 export function selectJsonPath(value: unknown, path: string, budget: Budget): unknown {
   if (path.length > JSON_PATH_MAX_LENGTH) throw new ExpressionError(`json needs a path of at most ${JSON_PATH_MAX_LENGTH} characters`);
   if (!path.trimStart().startsWith("$")) throw new ExpressionError("json needs a path that starts with $");
+  // Parsing reads the whole text on each call: charged like any other read of the data.
+  if (typeof value === "string") budget.use(value.length);
   const data = typeof value === "string" ? parseJsonText(value) : value;
   // jsonpath-plus does not walk a scalar; only the root path selects one.
   if (data === null || typeof data !== "object") return path.trim() === "$" ? data : null;
