@@ -52,6 +52,13 @@ export const EXPRESSIONS = {
   /** Output one evaluation may write: this many characters, plus the next figure per character of its input. */
   outputBaseCharacters: 1024,
   outputPerInputCharacter: 4,
+  /**
+   * What the filters of all the evaluations of one token (its fingerprint, search indexes, mask and
+   * alias id), or of one request's detokenization, may read and allocate together: this many
+   * characters, plus the next figure per character of the data.
+   */
+  workBaseCharacters: 100_000,
+  workPerInputCharacter: 2,
 } as const;
 
 export const SEARCH = {

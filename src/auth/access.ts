@@ -110,7 +110,8 @@ export function requireOnEveryContainer(principal: Principal, permission: TokenP
 
 const TRANSFORM_RESTRICTIVENESS: Transform[] = ["redact", "mask", "reveal"];
 
-function stricter(a: Transform, b: Transform): Transform {
+/** The stricter of two transforms: redact over mask over reveal. */
+export function stricter(a: Transform, b: Transform): Transform {
   return TRANSFORM_RESTRICTIVENESS.indexOf(a) <= TRANSFORM_RESTRICTIVENESS.indexOf(b) ? a : b;
 }
 

@@ -26,6 +26,8 @@ interface Invocation {
   destinationUrl: string;
   /** Whose `token:use` detokenization acts with: the caller, the proxy's application, or nobody. */
   detokenizer: Principal | null;
+  /** The detokenizer is the caller; false for an open proxy's anonymous partner, who never sees the data. */
+  forCaller: boolean;
   target: CallerTarget;
   /** Decrypted once, when the first transform needs it. */
   configuration?: Promise<ProxyConfiguration>;
@@ -86,7 +88,7 @@ async function authoriseProxy(context: RequestContext, request: Request, proxyKe
   if (!proxy.requireAuth) {
     // Counted while the tenant is found: both only read, and a call over the limit goes no further.
     const [tenant] = await Promise.all([context.forTenant(proxy.tenantId), countAnonymousProxyCall(context, proxy.id, request.headers)]);
-    return { context: tenant, proxy, destinationUrl: proxy.destinationUrl, target, detokenizer: proxy.application };
+    return { context: tenant, proxy, destinationUrl: proxy.destinationUrl, target, detokenizer: proxy.application, forCaller: false };
   }
   const invocation = { context: await context.forTenant(proxy.tenantId), proxy, destinationUrl: proxy.destinationUrl, target };
   const caller = await callerOf(context, request, "This proxy requires");
@@ -95,7 +97,7 @@ async function authoriseProxy(context: RequestContext, request: Request, proxyKe
   }
   context.audit.actingAs(caller);
   if (!holdsPermission(caller, "token:use")) throw ForbiddenError.missing("token:use");
-  return { ...invocation, detokenizer: caller };
+  return { ...invocation, detokenizer: caller, forCaller: true };
 }
 
 /**
@@ -112,7 +114,14 @@ async function authoriseEphemeral(context: RequestContext, request: Request, pro
   if (!isAbsoluteUrl(proxyUrl)) throw ValidationError.field(`headers.${config.headers.proxyUrl}`, "must be an absolute URL");
   const refusal = egressRefusal(proxyUrl, { allowInsecure: config.ALLOW_INSECURE_DESTINATIONS });
   if (refusal !== null) throw new EgressRefusedError(refusal);
-  return { context: await context.forTenant(caller.tenantId), proxy: null, destinationUrl: proxyUrl, detokenizer: caller, target };
+  return {
+    context: await context.forTenant(caller.tenantId),
+    proxy: null,
+    destinationUrl: proxyUrl,
+    detokenizer: caller,
+    forCaller: true,
+    target,
+  };
 }
 
 function isAbsoluteUrl(text: string): boolean {
@@ -149,7 +158,7 @@ async function outgoingRequest(invocation: Invocation, request: Request): Promis
     context,
     invocation.detokenizer,
     { headers: forwardableRequestHeaders(request.headers, context.config), body: body.read ? body.value : undefined },
-    "",
+    { root: "", forCaller: invocation.forCaller },
   )) as { headers: Record<string, unknown>; body: unknown };
 
   if (proxy && transformCode !== null) {

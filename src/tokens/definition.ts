@@ -1,6 +1,6 @@
 import { addFieldError, type FieldErrors } from "../http/problem";
 import { fieldPath } from "../http/validation";
-import { ExpressionError, type ExpressionScope, evaluateExpression } from "./expressions";
+import { ExpressionError, type ExpressionScope, evaluateExpression, type WorkBudget } from "./expressions";
 import { checkMask } from "./masks";
 import type { CreateToken } from "./schema";
 import { type JsonPath, jsonPath } from "./tokenize";
@@ -41,11 +41,14 @@ export function definitionOf(input: CreateToken): TokenDefinition {
   };
 }
 
-/** Renders the token's expressions; each failure is reported against the member that holds it. */
-export function evaluate(definition: TokenDefinition, report: Report): Evaluated {
+/**
+ * Renders the token's expressions on one work budget (its alias id, when it has one, shares it);
+ * each failure is reported against the member that holds it.
+ */
+export function evaluate(definition: TokenDefinition, report: Report, work: WorkBudget): Evaluated {
   const render = (field: (string | number)[], source: string, scope: ExpressionScope): string => {
     try {
-      return evaluateExpression(source, scope);
+      return evaluateExpression(source, scope, work);
     } catch (error) {
       if (!(error instanceof ExpressionError)) throw error;
       report(field, error.message);
@@ -62,7 +65,7 @@ export function evaluate(definition: TokenDefinition, report: Report): Evaluated
     if (value.trim() === "") report(["search_indexes", i], `must evaluate to one value that is neither null nor empty: ${source}`);
     return value;
   });
-  if (definition.mask !== null) checkMask(definition.mask, definition.data, report);
+  if (definition.mask !== null) checkMask(definition.mask, definition.data, report, work);
   return { fingerprintSource, searchValues };
 }
 

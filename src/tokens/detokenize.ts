@@ -4,7 +4,7 @@ import { addFieldError, type FieldErrors, ForbiddenError, ValidationError } from
 import type { RevealedValues } from "../http/redaction";
 import { fieldPath } from "../http/validation";
 import { TOKENS } from "../limits";
-import { Evaluation, ExpressionError, expressionProblem } from "./expressions";
+import { Evaluation, ExpressionError, expressionProblem, WorkBudget } from "./expressions";
 import { normalTokenId, tokenIdProblem } from "./ids";
 import { useTokens } from "./service";
 
@@ -52,14 +52,26 @@ interface Plan {
  * included) before any token is read, and each distinct token is read and decrypted once.
  *
  * `principal` null means nobody may detokenize: a value holding expressions is refused with 403.
- * Errors name the JSON path of the string, under `root`.
+ * Errors name the JSON path of the string, under `root`. The expressions of one call share one work
+ * budget, in proportion to the data they read.
+ *
+ * `forCaller` false: the principal is not the caller (an open proxy detokenizes as its own
+ * application for an anonymous partner, who must not see the data). Then an expression that fails
+ * on the data gives null like any other empty result, and nothing tells which one failed: an error
+ * that depends on the data would be an oracle of it. Expressions that do not parse are refused either way.
  */
-export async function detokenizeJson(context: TenantContext, principal: Principal | null, value: unknown, root = "body"): Promise<unknown> {
+export async function detokenizeJson(
+  context: TenantContext,
+  principal: Principal | null,
+  value: unknown,
+  { root = "body", forCaller = true }: { root?: string; forCaller?: boolean } = {},
+): Promise<unknown> {
   const plan = planOf(value, root);
   if (plan.tokenIds.size === 0) return value;
   const data = await reveal(context, principal, [...plan.tokenIds]);
   const errors: FieldErrors = {};
-  const substituted = substitute(value, [], new Substitution(plan, data, root, errors, context.revealed));
+  const substitution = new Substitution(plan, data, { root, errors, quiet: !forCaller, revealed: context.revealed });
+  const substituted = substitute(value, [], substitution);
   if (Object.keys(errors).length > 0) {
     throw new ValidationError("A detokenization expression could not be evaluated", errors);
   }
@@ -152,41 +164,51 @@ function walkStrings(value: unknown, path: PropertyKey[], visit: (text: string, 
 
 type Outcome = { value: unknown } | { problem: string };
 
+interface SubstitutionOptions {
+  root: string;
+  /** Where failures are recorded, by path. */
+  errors: FieldErrors;
+  /** Failures give null and are not recorded (see detokenizeJson's `forCaller`). */
+  quiet: boolean;
+  revealed: RevealedValues;
+}
+
 /** The revealed data and the results of the expressions: each distinct expression is evaluated once. */
 class Substitution {
   private readonly outcomes = new Map<string, Outcome>();
+  private readonly work: WorkBudget;
 
   constructor(
     readonly plan: Plan,
     private readonly data: Map<string, unknown>,
-    private readonly root: string,
-    private readonly errors: FieldErrors,
-    private readonly revealed: RevealedValues,
-  ) {}
+    private readonly options: SubstitutionOptions,
+  ) {
+    this.work = WorkBudget.of([...data.values()]);
+  }
 
-  /** The expression's result; a failure is recorded under the path and gives null. */
+  /** The expression's result; a failure is recorded under the path (unless quiet) and gives null. */
   resultOf(expression: Expression, path: PropertyKey[]): unknown {
     const data = this.data.get(expression.tokenId);
     if (expression.source === null) return data;
     const key = `${expression.source}\u0000${expression.tokenId}`;
     let outcome = this.outcomes.get(key);
     if (!outcome) {
-      outcome = evaluate(expression, data);
-      if ("value" in outcome) this.revealed.add(outcome.value);
+      outcome = this.evaluate(expression, data);
+      if ("value" in outcome) this.options.revealed.add(outcome.value);
       this.outcomes.set(key, outcome);
     }
     if ("value" in outcome) return outcome.value;
-    addFieldError(this.errors, fieldPath(path, this.root), outcome.problem);
+    if (!this.options.quiet) addFieldError(this.options.errors, fieldPath(path, this.options.root), outcome.problem);
     return null;
   }
-}
 
-function evaluate(expression: Expression, data: unknown): Outcome {
-  try {
-    return { value: new Evaluation({ data }).value(expression.source!) };
-  } catch (error) {
-    if (!(error instanceof ExpressionError)) throw error;
-    return { problem: `the expression ${echo(expression.text)} ${error.message}` };
+  private evaluate(expression: Expression, data: unknown): Outcome {
+    try {
+      return { value: new Evaluation({ data }, this.work).value(expression.source!) };
+    } catch (error) {
+      if (!(error instanceof ExpressionError)) throw error;
+      return { problem: `the expression ${echo(expression.text)} ${error.message}` };
+    }
   }
 }
 

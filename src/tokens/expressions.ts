@@ -8,7 +8,9 @@ import { canonicalJson, registerFilters, textOf } from "./filters";
  * detokenization filters. Tenants and public keys write them, so an expression is output markup
  * (`{{ … }}` with filters) and literal text only: the engine has no tags at all (no loops, no
  * assignments, no files), sees only own properties, refuses unknown filters at parse time, and
- * each evaluation runs on a budget of filter calls and of output relative to its input.
+ * each evaluation runs on a budget of filter calls and of output relative to its input. What the
+ * filters read and allocate is charged to a work budget that all the evaluations of one token (or
+ * of one request's detokenization) share, in proportion to the data.
  */
 
 export { ExpressionError } from "./expression-error";
@@ -17,8 +19,7 @@ export { ExpressionError } from "./expression-error";
 export class BudgetExceededError extends ExpressionError {}
 
 export const EXPRESSION_MAX_LENGTH = TOKENS.expressionMaxLength;
-/** Per evaluation: characters or items liquidjs's own filters may allocate (ranges, strings). */
-const RENDER_OPTIONS = { memoryLimit: 1_000_000, sync: true };
+const RENDER_OPTIONS = { sync: true };
 
 export interface ExpressionScope {
   data: unknown;
@@ -39,8 +40,10 @@ const engine = new Liquid({
 });
 for (const tag of Object.keys(engine.tags)) delete engine.tags[tag];
 registerFilters(engine);
-// `raw` would skip the output escape, and with it the output's charge.
+// `raw` would skip the output escape, and with it the output's charge; `sample` shuffles its input
+// (a fingerprint must not be random) and costs more per character than any other filter.
 delete engine.filters.raw;
+delete engine.filters.sample;
 // These evaluate an expression per element, and that expression sees the whole scope: one call of
 // `where_exp: "a", "data contains 'x'"` reads the whole array once per element.
 for (const name of ["where_exp", "reject_exp", "group_by_exp", "has_exp", "find_exp", "find_index_exp"]) delete engine.filters[name];
@@ -89,6 +92,41 @@ class Budget {
   }
 }
 
+/**
+ * The characters the filters of several evaluations may read and allocate together (liquidjs's
+ * memory limit, which its filters charge; this module charges every filter's text result and the
+ * json filter the text it parses): all the expressions of one token, or one request's
+ * detokenization, share one, so their work is linear in the data however many there are.
+ */
+export class WorkBudget {
+  private used = 0;
+  private readonly limit: number;
+
+  constructor(inputSize: number) {
+    this.limit = EXPRESSIONS.workBaseCharacters + EXPRESSIONS.workPerInputCharacter * inputSize;
+  }
+
+  /** The budget for expressions over this data. */
+  static of(data: unknown): WorkBudget {
+    return new WorkBudget(sizeOf(data));
+  }
+
+  /** liquidjs's Limiter: charges `count` characters. */
+  use(count: number): void {
+    if (!(+count > 0)) return;
+    this.used += +count;
+    if (this.used > this.limit) {
+      throw new BudgetExceededError(`reads and writes more than its budget (${this.limit} characters for this data)`);
+    }
+  }
+
+  /** liquidjs's Limiter: whether `count` characters could be charged at all. */
+  check(count: number): void {
+    if (+count > this.limit)
+      throw new BudgetExceededError(`reads and writes more than its budget (${this.limit} characters for this data)`);
+  }
+}
+
 const budgets = new WeakMap<Context, Budget>();
 
 function budgetOf(context: Context): Budget {
@@ -133,14 +171,17 @@ const WHOLE_OUTPUT = /^\s*\{\{(?!-)([\s\S]*?)(?<!-)\}\}\s*$/;
 const values = new Map<string, Value>();
 
 /**
- * One evaluation over one scope: every expression it renders shares one budget (the leaves of an
- * object mask are one evaluation).
+ * One evaluation over one scope: every expression it renders shares one budget of filter calls and
+ * output (the leaves of an object mask are one evaluation).
  */
 export class Evaluation {
   private readonly context: Context;
 
-  constructor(scope: ExpressionScope) {
-    this.context = new Context(scope, engine.options, RENDER_OPTIONS, { liquid: engine });
+  /** `work` is shared with the other evaluations of the same token or request, when there are any. */
+  constructor(scope: ExpressionScope, work: WorkBudget = WorkBudget.of(scope.data)) {
+    // liquidjs calls only use() and check() of its memory limiter, which WorkBudget implements.
+    const memoryLimit = work as unknown as Context["memoryLimit"];
+    this.context = new Context(scope, engine.options, RENDER_OPTIONS, { liquid: engine, memoryLimit });
     budgets.set(this.context, new Budget(sizeOf(scope.data)));
   }
 
@@ -180,8 +221,8 @@ export class Evaluation {
 }
 
 /** The source rendered over the scope, as one evaluation. */
-export function evaluateExpression(source: string, scope: ExpressionScope): string {
-  return new Evaluation(scope).text(source);
+export function evaluateExpression(source: string, scope: ExpressionScope, work?: WorkBudget): string {
+  return new Evaluation(scope, work).text(source);
 }
 
 /** Characters of a value as text; objects are measured once however often an evaluation meets them. */

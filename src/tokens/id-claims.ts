@@ -1,5 +1,6 @@
 import type { Database } from "../db/client";
 import type { Report } from "./definition";
+import type { WorkBudget } from "./expressions";
 import { isAliasExpression, normalTokenId, renderAliasId } from "./ids";
 import type { CreateToken } from "./schema";
 import * as storage from "./storage";
@@ -22,10 +23,10 @@ export interface ClaimedId {
 /** How often a taken alias is drawn again before a random UUID stands in. */
 const ALIAS_DRAWS = 5;
 
-export function wantedIdOf(input: CreateToken, data: unknown, report: Report): WantedId {
+export function wantedIdOf(input: CreateToken, data: unknown, report: Report, work: WorkBudget): WantedId {
   if (input.id === undefined || input.id === null) return { id: crypto.randomUUID(), chosen: false };
   if (!isAliasExpression(input.id)) return { id: normalTokenId(input.id), chosen: true };
-  const rendered = renderAliasId(input.id, data);
+  const rendered = renderAliasId(input.id, data, work);
   if ("problem" in rendered) report(["id"], rendered.problem);
   return { id: "id" in rendered ? rendered.id : "", chosen: true, alias: input.id };
 }

@@ -1,5 +1,5 @@
 import { TOKENS } from "../limits";
-import { ExpressionError, evaluateExpression } from "./expressions";
+import { ExpressionError, evaluateExpression, type WorkBudget } from "./expressions";
 
 /**
  * Token ids. The vault gives a token a random UUID; a client may choose its own id (or an alias
@@ -46,10 +46,10 @@ export function normalTokenId(id: string): string {
 }
 
 /** The id an alias expression renders for the token's data, or why that cannot be a token id. */
-export function renderAliasId(source: string, data: unknown): { id: string } | { problem: string } {
+export function renderAliasId(source: string, data: unknown, work?: WorkBudget): { id: string } | { problem: string } {
   let rendered: string;
   try {
-    rendered = evaluateExpression(source, { data });
+    rendered = evaluateExpression(source, { data }, work);
   } catch (error) {
     if (!(error instanceof ExpressionError)) throw error;
     return { problem: error.message };

@@ -1,5 +1,5 @@
 import { MAX_JSON_DEPTH } from "../http/body";
-import { BudgetExceededError, Evaluation, ExpressionError } from "./expressions";
+import { BudgetExceededError, Evaluation, ExpressionError, type WorkBudget } from "./expressions";
 import type { Mask } from "./types";
 
 /*
@@ -25,8 +25,8 @@ export function applyMask(mask: Mask, data: unknown): unknown {
 }
 
 /** Renders every expression of the mask over the data, reporting each failure at its path. */
-export function checkMask(mask: Mask, data: unknown, report: (path: (string | number)[], message: string) => void): void {
-  const evaluation = new Evaluation({ data });
+export function checkMask(mask: Mask, data: unknown, report: (path: (string | number)[], message: string) => void, work: WorkBudget): void {
+  const evaluation = new Evaluation({ data }, work);
   let exhausted = false;
   const render = (source: string, path: (string | number)[], typed: boolean) => {
     if (exhausted) return null;

@@ -1,6 +1,7 @@
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { withoutCvc } from "./cvc";
 import { type Evaluated, evaluate, type TokenDefinition } from "./definition";
+import { WorkBudget } from "./expressions";
 import { maskColumnOf, maskOf } from "./masks";
 import { containersOf, metadataOf, searchIndexesOf } from "./presentation";
 import type { SealedToken, TokenRow } from "./storage";
@@ -65,7 +66,7 @@ export async function resealToken(keys: TenantKeys, row: TokenRow): Promise<Seal
     expiresAt: row.expiresAt,
   };
   // These expressions rendered when the token was written, so nothing is reported here.
-  const evaluated = evaluate(definition, () => {});
+  const evaluated = evaluate(definition, () => {}, WorkBudget.of(definition.data));
   const { id, tenantId, createdBy, createdAt, modifiedBy, modifiedAt, cvcExpiresAt } = row;
   return keepPreviousFingerprint(
     await sealToken(keys, definition, evaluated, { id, tenantId, createdBy, createdAt, modifiedBy, modifiedAt, cvcExpiresAt }),

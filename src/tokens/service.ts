@@ -1,4 +1,12 @@
-import { accessTo, grantedContainers, type Principal, requireOnEveryContainer, useTransform } from "../auth/access";
+import {
+  accessTo,
+  grantedContainers,
+  type Principal,
+  requireOnEveryContainer,
+  stricter,
+  type Transform,
+  useTransform,
+} from "../auth/access";
 import type { TokenPermission } from "../auth/permissions";
 import type { RequestContext, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
@@ -9,6 +17,7 @@ import { validationErrorOf } from "../http/validation";
 import { cvcDeadlineOf } from "./cvc";
 import { answerLostRaces, deduplicate, duplicateOfUpdate } from "./deduplication";
 import { definitionOf, evaluate, fieldErrorCollector, type TokenDefinition } from "./definition";
+import { WorkBudget } from "./expressions";
 import { canonicalJson } from "./filters";
 import { claimTokenIds, wantedIdOf } from "./id-claims";
 import { normalTokenId } from "./ids";
@@ -116,7 +125,7 @@ export async function updateToken(
     requireOnEveryContainer(principal, "token:create", added);
     requireSightOfData(principal, row, stored, definition, patch);
     const errors: FieldErrors = {};
-    const evaluated = evaluate(definition, fieldErrorCollector(errors));
+    const evaluated = evaluate(definition, fieldErrorCollector(errors), WorkBudget.of(definition.data));
     if (Object.keys(errors).length > 0) throw ValidationError.summarised("The token was not updated", errors);
     const sealed = keepPreviousFingerprint(
       await sealToken(keys, definition, evaluated, {
@@ -329,8 +338,9 @@ async function createTokens(context: TenantContext, principal: Principal, reques
   }
   const errors: FieldErrors = {};
   const reports = requests.map((request) => fieldErrorCollector(errors, request.path));
-  const evaluated = definitions.map((definition, i) => evaluate(definition, reports[i]!));
-  const wanted = requests.map((request, i) => wantedIdOf(request.input, definitions[i]!.data, reports[i]!));
+  const work = definitions.map((definition) => WorkBudget.of(definition.data));
+  const evaluated = definitions.map((definition, i) => evaluate(definition, reports[i]!, work[i]!));
+  const wanted = requests.map((request, i) => wantedIdOf(request.input, definitions[i]!.data, reports[i]!, work[i]!));
   if (Object.keys(errors).length > 0) {
     throw ValidationError.summarised(requests[0]!.path ? "Nothing was tokenized" : "The token was not created", errors);
   }
@@ -378,11 +388,22 @@ async function createTokens(context: TenantContext, principal: Principal, reques
 
   return Promise.all(
     outcomes.map(async ({ row, data, inserted }) => {
-      const transform = accessTo(principal, "token:create", containersOf(row)) ?? "redact";
-      const token = await present(row, transform, data ?? (() => decryptData(keys, row)));
+      const token = await present(row, createdTransform(principal, row, inserted !== undefined), data ?? (() => decryptData(keys, row)));
       return { ...token, deduplicated: inserted === undefined };
     }),
   );
+}
+
+/**
+ * How a create answers a token: a new one under the caller's token:create rule (it supplied the
+ * data); an existing one that deduplication answered also under its token:read rule, whichever is
+ * stricter (none is redact), since only its fingerprint matched what the caller sent: its other
+ * members (a card's cvc and expiry) the caller never supplied.
+ */
+function createdTransform(principal: Principal, row: TokenRow, created: boolean): Transform {
+  const containers = containersOf(row);
+  const create = accessTo(principal, "token:create", containers) ?? "redact";
+  return created ? create : stricter(create, accessTo(principal, "token:read", containers) ?? "redact");
 }
 
 async function findLiveToken(context: TenantContext, id: string, now: number): Promise<TokenRow> {

@@ -121,12 +121,20 @@ describe("deduplication", () => {
     expect(reply.body.id).not.toBe(hidden.id);
   });
 
-  it("the returned duplicate shows data per the caller's create transform", async () => {
+  it("the returned duplicate shows data per the stricter of the caller's create and read transforms", async () => {
     const tenant = await seedTokenTenant();
     const original = await createToken(tenant.key, { type: "card_number", data: VISA });
-    const masking = await createApplication(tenant, { type: "private", permissions: ["token:create"] });
+    const masking = await createApplication(tenant, { type: "private", permissions: ["token:create", "token:read"] });
     const reply = await call("POST", "/tokens", { key: masking.key, body: { type: "card_number", data: VISA, deduplicate_token: true } });
     expect(reply.body).toMatchObject({ id: original.id, data: "XXXXXXXXXXXX4242", deduplicated: true });
+    // Without token:read the existing token's data is redacted: only its fingerprint matched.
+    const creating = await createApplication(tenant, { type: "private", permissions: ["token:create"] });
+    const redacted = await call("POST", "/tokens", {
+      key: creating.key,
+      body: { type: "card_number", data: VISA, deduplicate_token: true },
+    });
+    expect(redacted.body).toMatchObject({ id: original.id, deduplicated: true });
+    expect(redacted.body.data).toBeUndefined();
   });
 
   it("within one tokenize request, a later duplicate reuses the token created by an earlier entry", async () => {
