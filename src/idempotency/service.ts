@@ -10,7 +10,7 @@ import type { Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
 import { ConflictError } from "../http/problem";
 import { IDEMPOTENCY_WINDOW_MS } from "../limits";
-import { CVC_PURGE_CHUNK, cvcDeadlineInReply, replyWithoutCvcs } from "../tokens/cvc";
+import { CVC_PURGE_CHUNK, cvcDeadlineInReply, keysUnlessShredded, replyWithoutCvcs } from "../tokens/cvc";
 import * as storage from "./storage";
 
 /** A response given before under the same key. */
@@ -82,7 +82,11 @@ export async function purgeExpiredReplyCvcs(context: RequestContext, now = Date.
     for (;;) {
       const due = await storage.responsesWithCvcDue(db, now, CVC_PURGE_CHUNK);
       for (const record of due) {
-        const keys = await context.keysOf(record.tenantId);
+        const keys = await keysUnlessShredded(context, record.tenantId);
+        if (keys === null) {
+          await storage.forgetReplyCvcDeadlines(db, record.tenantId);
+          continue;
+        }
         const body = replyWithoutCvcs(await keys.decrypt(record.response, sealingContext(record.key)));
         purged += await storage.replaceResponseWithoutCvcs(db, record, await keys.encrypt(body, sealingContext(record.key)));
       }

@@ -1,4 +1,4 @@
-import { and, eq, lt, lte } from "drizzle-orm";
+import { and, eq, isNotNull, lt, lte } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { idempotencyRecords } from "../db/schema";
 
@@ -88,4 +88,12 @@ export async function replaceResponseWithoutCvcs(db: Database, read: SealedRespo
 
 export async function purgeRecordsBefore(db: Database, expiredBefore: number): Promise<void> {
   await db.delete(idempotencyRecords).where(lt(idempotencyRecords.createdAt, expiredBefore));
+}
+
+/** Clears the cvc deadlines of a crypto-shredded tenant's replies: nobody can read them any more. */
+export async function forgetReplyCvcDeadlines(db: Database, tenantId: string): Promise<void> {
+  await db
+    .update(idempotencyRecords)
+    .set({ cvcExpiresAt: null })
+    .where(and(eq(idempotencyRecords.tenantId, tenantId), isNotNull(idempotencyRecords.cvcExpiresAt)));
 }

@@ -1,6 +1,7 @@
 import type { RequestContext } from "../context";
-import { ciphertextVersion } from "../crypto/tenant-keys";
+import { ciphertextVersion, type TenantKeys } from "../crypto/tenant-keys";
 import type { Config } from "../env";
+import { NotFoundError } from "../http/problem";
 import * as storage from "./storage";
 
 /*
@@ -82,7 +83,11 @@ export async function purgeExpiredCvcs(context: RequestContext, now = Date.now()
     for (;;) {
       const due = await storage.tokensWithCvcDue(db.$client, now, CVC_PURGE_CHUNK);
       for (const row of due) {
-        const keys = await context.keysOf(row.tenantId);
+        const keys = await keysUnlessShredded(context, row.tenantId);
+        if (keys === null) {
+          await storage.forgetCvcDeadlines(db.$client, row.tenantId);
+          continue;
+        }
         const data = withoutCvc(JSON.parse(await keys.decrypt(row.ciphertext, row.id)));
         // Under the row's own version: its fingerprint and blind indexes were made with it.
         const ciphertext = await keys.encrypt(JSON.stringify(data), row.id, ciphertextVersion(row.ciphertext));
@@ -92,4 +97,14 @@ export async function purgeExpiredCvcs(context: RequestContext, now = Date.now()
     }
   }
   return purged;
+}
+
+/** The tenant's keys, or null when they were destroyed (the tenant was crypto-shredded). */
+export async function keysUnlessShredded(context: RequestContext, tenantId: string): Promise<TenantKeys | null> {
+  try {
+    return await context.keysOf(tenantId);
+  } catch (error) {
+    if (error instanceof NotFoundError) return null;
+    throw error;
+  }
 }

@@ -301,6 +301,14 @@ export async function replaceCiphertextWithoutCvc(
   return result.meta.changes;
 }
 
+/**
+ * Clears the cvc deadlines of a tenant whose keys were destroyed (crypto-shredded): its cvcs can no
+ * longer be read by anyone, and its rows must not stand in the way of other tenants' purge.
+ */
+export async function forgetCvcDeadlines(d1: D1Database, tenantId: string): Promise<void> {
+  await d1.prepare("UPDATE tokens SET cvc_expires_at = NULL WHERE tenant_id = ? AND cvc_expires_at IS NOT NULL").bind(tenantId).run();
+}
+
 function insertSideRows(d1: D1Database, sealed: SealedToken[], guard?: { condition: string; params: unknown[] }): D1PreparedStatement[] {
   // `sealed` (not a column) lets a guard match the side row to the token row written with it.
   const containers = sealed.flatMap(({ row }) =>

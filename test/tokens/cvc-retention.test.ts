@@ -4,7 +4,7 @@ import worker from "../../src/index";
 import { callConfigured } from "../support/configured";
 import { dataDatabaseOf, keysOfTenant } from "../support/context";
 import { call } from "../support/harness";
-import { createToken, patchToken, seedTokenTenant } from "../support/tokens";
+import { createToken, patchToken, seedTokenTenant, seedTokenTenantIn } from "../support/tokens";
 
 const CARD = { number: "4242424242424242", expiration_month: 11, expiration_year: 2030, cvc: "123" };
 const { cvc: _cvc, ...CARD_WITHOUT_CVC } = CARD;
@@ -134,5 +134,17 @@ describe("card security codes are dropped after CARD_CVC_RETENTION_S (PCI DSS 3.
     expect(rows.map((row) => row.cvc_expires_at)).toEqual([null, null]);
     await runCronAt(Date.now() + RETENTION_MS + 1000);
     expect([await storedRow(tenant.tenantId, other.id), await storedRow(tenant.tenantId, plainCard.id)]).toEqual(rows);
+  });
+
+  it("a crypto-shredded tenant's cards never hold up another tenant's purge: its cvcs are unreadable already", async () => {
+    const shredded = await seedTokenTenantIn("DB_1");
+    const kept = await seedTokenTenantIn("DB_1");
+    await cardPastItsWindow(shredded.key);
+    const card = await cardPastItsWindow(kept.key);
+    const shred = await call("DELETE", `/tenants/${shredded.tenantId}`, { headers: { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY } });
+    expect(shred.status, JSON.stringify(shred.body)).toBe(200);
+
+    await runCronAt(Date.now());
+    expect(await storedData(kept.tenantId, card)).toEqual(CARD_WITHOUT_CVC);
   });
 });
