@@ -1,6 +1,6 @@
 import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
 import type { Bindings } from "../env";
-import { ConfigurationError } from "../http/problem";
+import { ConfigurationError } from "../errors";
 import * as schema from "./schema";
 
 export type Database = DrizzleD1Database<typeof schema> & { $client: D1Database };

@@ -2,7 +2,7 @@ import { WorkerEntrypoint } from "cloudflare:workers";
 import { type SignedProps, verifiedProps } from "../crypto/entrypoint-props";
 import { Keyring } from "../crypto/keyring";
 import { type Bindings, configOf } from "../env";
-import { ProblemError } from "../http/problem";
+import { ProblemError } from "../errors";
 import { answerThroughEgress, egressFailure } from "./answer";
 import type { EgressFetchOptions } from "./policy";
 

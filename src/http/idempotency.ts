@@ -1,8 +1,8 @@
 import type { MiddlewareHandler } from "hono";
 import { sha256Hex } from "../crypto/secrets";
+import { ValidationError } from "../errors";
 import { claimIdempotencyKey, rememberResponse } from "../idempotency/service";
 import type { AppEnv } from "./context";
-import { ValidationError } from "./problem";
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 

@@ -6,11 +6,11 @@ import { countKeyRequests } from "../auth/rate-limits";
 import { principalForKey } from "../auth/service";
 import { RequestContext, type TenantContext } from "../context";
 import { configOf } from "../env";
+import { ForbiddenError, PayloadTooLargeError, UnauthenticatedError, UnsupportedMediaTypeError, ValidationError } from "../errors";
 import { BODY } from "../limits";
 import { isInvocationPath } from "../proxies/destination";
 import { checkBodyText } from "./body";
 import type { AppEnv } from "./context";
-import { ForbiddenError, PayloadTooLargeError, UnauthenticatedError, UnsupportedMediaTypeError, ValidationError } from "./problem";
 
 const TRACE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 

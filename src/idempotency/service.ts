@@ -8,7 +8,7 @@
  */
 import type { Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
-import { ConflictError } from "../http/problem";
+import { ConflictError } from "../errors";
 import { IDEMPOTENCY_WINDOW_MS } from "../limits";
 import { CVC_PURGE_CHUNK, cvcDeadlineInReply, keysUnlessShredded, replyWithoutCvcs } from "../tokens/cvc";
 import * as storage from "./storage";

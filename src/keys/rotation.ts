@@ -23,7 +23,7 @@ import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext, TenantContext } from "../context";
 import { Keyring } from "../crypto/keyring";
 import { auditKeyOf, newMaterial, type TenantKeys } from "../crypto/tenant-keys";
-import { ConflictError, NotFoundError } from "../http/problem";
+import { ConflictError, NotFoundError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { sealingContext } from "../idempotency/service";
 import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";

@@ -1,7 +1,7 @@
 import { toHex, utf8 } from "../crypto/encoding";
 import { EGRESS_CHECK_URL, OUTBOUND_PARAMETER, OUTBOUND_SERVICE, type OutboundParameters } from "../egress/outbound";
 import type { Bindings, Config } from "../env";
-import { ConfigurationError, ProblemError } from "../http/problem";
+import { ConfigurationError, ProblemError } from "../errors";
 import { type SandboxEntrypoint, SUBREQUEST_LIMIT, sandboxEgress } from "./loader-host";
 import type { ScriptOwner } from "./types";
 import {

@@ -1,4 +1,4 @@
-import { type FieldErrors, ProblemError, ResponseError } from "../http/problem";
+import { type FieldErrors, ProblemError, ResponseError } from "../errors";
 import type { ScriptKind } from "./types";
 
 const KIND_NAMES: Record<ScriptKind, string> = {

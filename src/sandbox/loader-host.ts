@@ -4,7 +4,7 @@ import { type SignedProps, signProps } from "../crypto/entrypoint-props";
 import { Keyring } from "../crypto/keyring";
 import type { EgressFetchOptions } from "../egress/policy";
 import type { Bindings, Config } from "../env";
-import { ConfigurationError } from "../http/problem";
+import { ConfigurationError } from "../errors";
 import { SANDBOX } from "../limits";
 import type { ScriptOwner } from "./types";
 import {

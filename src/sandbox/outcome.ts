@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { utf8 } from "../crypto/encoding";
+import type { RevealedValues } from "../errors";
 import { jsonDepthOf, MAX_JSON_DEPTH } from "../http/body";
 import { isPlainObject } from "../http/json";
-import type { RevealedValues } from "../http/redaction";
 import { SANDBOX } from "../limits";
 import { CustomResponseError, ScriptFailedError, TENANT_ERRORS, TenantError } from "./errors";
 import type { ScriptKind } from "./types";

@@ -1,6 +1,6 @@
 import { grantedContainers, holdsPermission, type Principal } from "../auth/access";
 import type { TenantContext } from "../context";
-import { ForbiddenError } from "../http/problem";
+import { ForbiddenError } from "../errors";
 import { type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { SEARCH } from "../limits";

@@ -15,7 +15,7 @@
  */
 import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
-import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
+import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { findRotation } from "../keys/storage";
 import * as copy from "./data-copy";
 import { requireDataBinding } from "./directory";

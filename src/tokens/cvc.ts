@@ -1,7 +1,7 @@
 import type { RequestContext } from "../context";
 import { ciphertextVersion, type TenantKeys } from "../crypto/tenant-keys";
 import type { Config } from "../env";
-import { NotFoundError } from "../http/problem";
+import { NotFoundError } from "../errors";
 import * as storage from "./storage";
 
 /*

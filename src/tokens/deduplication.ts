@@ -6,7 +6,7 @@
 import { accessTo, type Principal } from "../auth/access";
 import type { TokenPermission } from "../auth/permissions";
 import type { Database } from "../db/client";
-import { ConflictError } from "../http/problem";
+import { ConflictError } from "../errors";
 import { containersOf } from "./presentation";
 import type { SealedToken, TokenRow } from "./storage";
 import * as storage from "./storage";

@@ -1,4 +1,4 @@
-import { addFieldError, type FieldErrors } from "../http/problem";
+import { addFieldError, type FieldErrors } from "../errors";
 import { fieldPath } from "../http/validation";
 import { ExpressionError, type ExpressionScope, evaluateExpression, type WorkBudget } from "./expressions";
 import { checkMask } from "./masks";

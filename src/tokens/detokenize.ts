@@ -1,7 +1,6 @@
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
-import { addFieldError, type FieldErrors, ForbiddenError, ValidationError } from "../http/problem";
-import type { RevealedValues } from "../http/redaction";
+import { addFieldError, type FieldErrors, ForbiddenError, type RevealedValues, ValidationError } from "../errors";
 import { fieldPath } from "../http/validation";
 import { TOKENS } from "../limits";
 import { Evaluation, ExpressionError, expressionProblem, WorkBudget } from "./expressions";

@@ -10,8 +10,8 @@ import {
 import type { TokenPermission } from "../auth/permissions";
 import type { RequestContext, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
+import { addFieldError, ConflictError, type FieldErrors, ForbiddenError, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
-import { addFieldError, ConflictError, type FieldErrors, ForbiddenError, NotFoundError, ValidationError } from "../http/problem";
 import { isoTime, type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { cvcDeadlineOf } from "./cvc";

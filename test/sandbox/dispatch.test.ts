@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { OUTBOUND_PARAMETER, OUTBOUND_SERVICE } from "../../src/egress/outbound";
 import { type Bindings, configOf } from "../../src/env";
-import { RevealedValues } from "../../src/http/redaction";
+import { RevealedValues } from "../../src/errors";
 import { Sandbox, ScriptFailedError, type ScriptOwner } from "../../src/sandbox";
 import outboundConfig from "../../wrangler.egress.toml?raw";
 import vaultConfig from "../../wrangler.toml?raw";
