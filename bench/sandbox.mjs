@@ -20,9 +20,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const workDir = join(root, ".bench", "sandbox");
 
 const ENTRY = `
-import { RequestContext } from "../../src/context";
-export { Egress } from "../../src/egress/entrypoint";
-export { Bridge } from "../../src/sandbox/bridge";
+import { requestContextOf } from "../../src/runtime/context";
+export { Egress } from "../../src/runtime/egress";
+export { Bridge } from "../../src/runtime/bridge";
 
 const CODE = "module.exports = async function (req) { return { body: req.args.body, headers: req.args.headers }; };";
 async function inProcess(req) {
@@ -32,7 +32,7 @@ const INPUT = { args: { body: { amount: 100, currency: "EUR" }, headers: { "cont
 
 function once(env, mode, owner) {
   if (mode === "in-process") return inProcess(JSON.parse(JSON.stringify(INPUT)));
-  const { sandbox } = new RequestContext(env, "bench").forTenant("bench");
+  const { sandbox } = requestContextOf(env, "bench").forTenant("bench");
   return sandbox.run({ owner: { tenantId: "bench", id: owner, kind: "request-transform" }, code: CODE, input: INPUT, application: null });
 }
 

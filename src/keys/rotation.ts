@@ -28,11 +28,11 @@ import { isoTime } from "../http/schemas";
 import { sealingContext } from "../idempotency/service";
 import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";
 import { configurationContext as reactorConfigurationContext } from "../reactors/configuration";
-import { findMove, placementOf } from "../tenants/storage";
+import { findMove, readPlacement } from "../tenants/storage";
 import { resealToken } from "../tokens/sealing";
 import * as tokenStorage from "../tokens/storage";
 import { secretContext } from "../webhooks/service";
-import { storedTenantKeys, tenantKeysOf } from "./service";
+import { storedTenantKeys } from "./service";
 import * as storage from "./storage";
 
 /** One message of a rotation's chain. */
@@ -120,7 +120,7 @@ export async function rotationStatus(context: RequestContext, tenantId: string):
  */
 export async function startRotation(context: RequestContext, tenantId: string): Promise<RotationStatus> {
   const { control } = context;
-  const placement = await placementOf(control, tenantId);
+  const placement = await readPlacement(control, tenantId);
   if (!placement || placement.shredded) throw new NotFoundError(`Tenant ${tenantId}`);
   const running = await storage.findRotation(control, tenantId);
   if (running && running.state !== "done") {
@@ -128,7 +128,7 @@ export async function startRotation(context: RequestContext, tenantId: string): 
   }
   if (await findMove(control, tenantId)) throw new ConflictError(`Tenant ${tenantId} is being moved; finish the move first`);
   // Stores a tenant's derived keys first, if it predates envelope encryption.
-  await tenantKeysOf(context, tenantId);
+  await context.keysOf(tenantId);
   const [current, ...older] = await storage.keyRecords(control, tenantId);
   if (!current || older.length > 0) throw new ConflictError(`Tenant ${tenantId} holds ${older.length + 1} data-key versions`);
   const keyring = Keyring.of(context.config.keyring);

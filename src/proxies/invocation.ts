@@ -1,12 +1,12 @@
 import { holdsPermission, type Principal } from "../auth/access";
 import { countAnonymousProxyCall, countKeyRequests } from "../auth/rate-limits";
 import { principalForKey } from "../auth/service";
-import type { RequestContext, TenantContext } from "../context";
+import type { RequestContext, ScriptKind, TenantContext } from "../context";
 import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../egress/policy";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../errors";
 import { utf8TextOf } from "../http/body";
 import { HTTP_METHODS } from "../http/router";
-import { ScriptFailedError, type ScriptKind, type TransformResult } from "../sandbox";
+import { ScriptFailedError, type TransformResult } from "../sandbox";
 import { detokenizeJson } from "../tokens/detokenize";
 import { mightHoldReferences, parseStructured, type StructuredMediaType, serialiseStructured, structuredMediaTypeOf } from "./bodies";
 import { type CallerTarget, callerTarget, destinationFor, proxyKeyInQuery } from "./destination";

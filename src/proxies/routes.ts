@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
 import { idempotent } from "../http/idempotency";
-import { limitBody, optionalJson, requireContentType, requirePermission } from "../http/middleware";
+import { limitBody, optionalJson, requireContentType } from "../http/middleware";
 import { createRouter, HTTP_METHODS } from "../http/router";
 import {
   IdParams,

@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
 import { idempotent } from "../http/idempotency";
-import { requireContentType, requirePermission } from "../http/middleware";
+import { requireContentType } from "../http/middleware";
 import { createRouter } from "../http/router";
 import {
   IdParams,

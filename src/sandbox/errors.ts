@@ -1,5 +1,5 @@
+import type { ScriptKind } from "../context";
 import { type FieldErrors, ProblemError, ResponseError } from "../errors";
-import type { ScriptKind } from "./types";
 
 const KIND_NAMES: Record<ScriptKind, string> = {
   "request-transform": "request transform",

@@ -1,8 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
+import { requirePermission } from "../auth/middleware";
 import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
-import { requireContentType, requirePermission, staleReadsAllowed } from "../http/middleware";
+import { requireContentType, staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, paginated, problemResponses } from "../http/schemas";
 import { TokenSchema } from "../tokens/schema";

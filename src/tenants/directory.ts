@@ -22,7 +22,7 @@ export function placementOf(control: Database, tenantId: string, ttlMs: number):
   return placements.lookup(
     tenantId,
     ttlMs,
-    () => storage.placementOf(control, tenantId),
+    () => storage.readPlacement(control, tenantId),
     (placement) => placement !== null,
   );
 }

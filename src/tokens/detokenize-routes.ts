@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { requireBody, requireContentType, requirePermission } from "../http/middleware";
+import { requirePermission } from "../auth/middleware";
+import { requireBody, requireContentType } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, problemResponses } from "../http/schemas";
 import { detokenizeJson } from "./detokenize";
