@@ -4,10 +4,10 @@ import { requirePermission } from "../auth/middleware";
 import { countKeyRequests } from "../auth/rate-limits";
 import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
-import { idempotent } from "../http/idempotency";
 import { requireBody, requireContentType, staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, mergePatchBody, paginated, problemResponses } from "../http/schemas";
+import { idempotent } from "../idempotency/middleware";
 import {
   CARD_TOKEN_EXAMPLE,
   CARD_TOKEN_PATCH_EXAMPLE,

@@ -1,10 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
-import { idempotent } from "../http/idempotency";
 import { requireContentType } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, paginated, problemResponses } from "../http/schemas";
+import { idempotent } from "../idempotency/middleware";
 import { WEBHOOK_EVENT_TYPES } from "./events";
 import {
   CREATED_WEBHOOK_EXAMPLE,
