@@ -12,7 +12,16 @@ export const REDACTED = "[redacted]";
  */
 const MIN_REDACTED_LENGTH = 3;
 
+/** How a request showed a token it detokenized for its caller. */
+export interface ShownToken {
+  transform: "reveal" | "mask";
+  /** The token's cvc deadline when what was shown held its cvc; null otherwise. */
+  cvcExpiresAt: number | null;
+}
+
 export class RevealedValues {
+  /** The tokens the request detokenized for its caller, by id: a replay of its answer checks them again. */
+  readonly tokens = new Map<string, ShownToken>();
   private readonly values = new Set<string>();
   /** The values longest first, so that a value inside a longer one never leaves part of it behind. */
   private ordered: string[] | null = null;
