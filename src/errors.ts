@@ -201,12 +201,21 @@ export const REDACTED = "[redacted]";
  */
 const MIN_REDACTED_LENGTH = 3;
 
+/** How a request showed a token it detokenized for its caller. */
+export interface ShownToken {
+  transform: "reveal" | "mask";
+  /** The token's cvc deadline when what was shown held its cvc; null otherwise. */
+  cvcExpiresAt: number | null;
+}
+
 /**
  * Values a request revealed (detokenized data and what its expressions made of it). A request's
  * errors and log lines may be read by someone the data was never revealed to (the partner calling
  * an open proxy, an operator reading logs), so every such value is written as [redacted] there.
  */
 export class RevealedValues {
+  /** The tokens the request detokenized for its caller, by id: a replay of its answer checks them again. */
+  readonly tokens = new Map<string, ShownToken>();
   private readonly values = new Set<string>();
   /** The values longest first, so that a value inside a longer one never leaves part of it behind. */
   private ordered: string[] | null = null;

@@ -100,6 +100,8 @@ export const SANDBOX = {
   /** One allocation inside tenant code (production isolates have 128 MB in all). */
   allocationMaxBytes: 128 * MiB,
   errorMessageMaxLength: 2000,
+  /** The name of an error tenant code threw, the only part of an untyped error the vault repeats. */
+  errorNameMaxLength: 50,
 } as const;
 
 /** How long an idempotency key's response is replayed. */

@@ -140,6 +140,11 @@ export const idempotencyRecords = sqliteTable(
     createdAt: integer("created_at").notNull(),
     /** When the earliest card cvc in the response must be gone from it (PCI DSS 3.3.1); null when it holds none. */
     cvcExpiresAt: integer("cvc_expires_at"),
+    /**
+     * The tokens the request detokenized and how it showed them, encrypted like the response (an id
+     * chosen by an alias expression can be derived from data): a replay checks them again. Null when none.
+     */
+    detokenized: text("detokenized"),
   },
   (table) => [
     primaryKey({ columns: [table.tenantId, table.applicationId, table.key] }),

@@ -43,20 +43,22 @@ export async function findRecord(db: Database, scope: IdempotencyScope): Promise
 export async function saveResponse(
   db: Database,
   scope: IdempotencyScope,
-  status: number,
-  sealedBody: string,
-  cvcExpiresAt: number | null,
+  saved: { status: number; sealedBody: string; cvcExpiresAt: number | null; sealedDetokenized: string | null },
 ): Promise<void> {
-  await db.update(idempotencyRecords).set({ status, response: sealedBody, cvcExpiresAt }).where(recordOf(scope));
+  await db
+    .update(idempotencyRecords)
+    .set({ status: saved.status, response: saved.sealedBody, cvcExpiresAt: saved.cvcExpiresAt, detokenized: saved.sealedDetokenized })
+    .where(recordOf(scope));
 }
 
 export async function releaseKey(db: Database, scope: IdempotencyScope): Promise<void> {
   await db.delete(idempotencyRecords).where(recordOf(scope));
 }
 
-/** A stored response, sealed, with the record it belongs to. */
+/** A stored response, sealed, with the record it belongs to and the tokens its request detokenized. */
 export interface SealedResponse extends IdempotencyScope {
   response: string;
+  detokenized: string | null;
 }
 
 /** Responses whose cvcs must be gone by `now`, earliest deadline first. */
@@ -67,6 +69,7 @@ export async function responsesWithCvcDue(db: Database, now: number, limit: numb
       applicationId: idempotencyRecords.applicationId,
       key: idempotencyRecords.key,
       response: idempotencyRecords.response,
+      detokenized: idempotencyRecords.detokenized,
     })
     .from(idempotencyRecords)
     .where(lte(idempotencyRecords.cvcExpiresAt, now))
@@ -76,8 +79,8 @@ export async function responsesWithCvcDue(db: Database, now: number, limit: numb
   return due.map((record) => ({ ...record, response: record.response! }));
 }
 
-/** Writes the response without its cvcs, unless it changed since it was read; 1 or 0. */
-export async function replaceResponseWithoutCvcs(db: Database, read: SealedResponse, sealedBody: string): Promise<number> {
+/** Writes the response without its cvcs (null: withdrawn), unless it changed since it was read; 1 or 0. */
+export async function replaceResponseWithoutCvcs(db: Database, read: SealedResponse, sealedBody: string | null): Promise<number> {
   const replaced = await db
     .update(idempotencyRecords)
     .set({ response: sealedBody, cvcExpiresAt: null })

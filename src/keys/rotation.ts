@@ -25,7 +25,7 @@ import { Keyring } from "../crypto/keyring";
 import { auditKeyOf, newMaterial, type TenantKeys } from "../crypto/tenant-keys";
 import { ConflictError, NotFoundError } from "../errors";
 import { isoTime } from "../http/schemas";
-import { sealingContext } from "../idempotency/service";
+import { detokenizedContext, sealingContext } from "../idempotency/service";
 import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";
 import { configurationContext as reactorConfigurationContext } from "../reactors/configuration";
 import { findMove, readPlacement } from "../tenants/storage";
@@ -89,6 +89,13 @@ const SEALED_COLUMNS: SealedColumn[] = [
     column: "response",
     key: ["application_id", "key"],
     context: (row) => sealingContext(row.key!),
+  },
+  {
+    database: "data",
+    table: "idempotency_records",
+    column: "detokenized",
+    key: ["application_id", "key"],
+    context: (row) => detokenizedContext(row.key!),
   },
 ];
 

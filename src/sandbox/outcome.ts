@@ -11,6 +11,13 @@ import { CustomResponseError, ScriptFailedError, TENANT_ERRORS, TenantError } fr
 const MAX_MESSAGE_LENGTH = SANDBOX.errorMessageMaxLength;
 const message = z.string().transform((text) => (text.length > MAX_MESSAGE_LENGTH ? `${text.slice(0, MAX_MESSAGE_LENGTH)}…` : text));
 
+/**
+ * An error's name as the vault repeats it: an identifier, as error classes are named. Tenant code
+ * can set any name, so anything else (a value it was handling) is answered as "an error".
+ */
+const ERROR_NAME = new RegExp(`^[A-Za-z_$][A-Za-z0-9_$]{0,${SANDBOX.errorNameMaxLength - 1}}$`);
+const errorName = z.unknown().transform((name) => (typeof name === "string" && ERROR_NAME.test(name) ? name : "an error"));
+
 /** The data of the tokens the run read through `bt`, as JSON: its errors must not repeat it. */
 const revealed = z.string().optional();
 
@@ -21,8 +28,9 @@ const OutcomeSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("memory-limit"), message }),
   z.object({ kind: z.literal("invalid-result"), message }),
   z.object({ kind: z.literal("custom-response"), status: z.unknown(), headers: z.unknown(), json: z.string() }),
-  z.object({ kind: z.literal("typed-error"), name: z.string(), errors: z.record(z.string(), z.array(message)), revealed }),
-  z.object({ kind: z.literal("threw"), message, revealed }),
+  z.object({ kind: z.literal("typed-error"), name: errorName, errors: z.record(z.string(), z.array(message)), revealed }),
+  // Only the name: the message of an untyped error is not the tenant's answer, and may quote data.
+  z.object({ kind: z.literal("threw"), name: errorName, revealed }),
   z.object({ kind: z.literal("refused"), message }),
 ]);
 
@@ -71,7 +79,7 @@ export function resultOf(kind: ScriptKind, report: unknown, revealedValues: Reve
       throw new TenantError(known.status, known.title, outcome.errors);
     }
     case "threw":
-      throw new ScriptFailedError(kind, `threw ${outcome.message}`);
+      throw new ScriptFailedError(kind, `threw ${outcome.name}`);
     case "refused":
       throw new ScriptFailedError(kind, `could not run: ${outcome.message}`);
   }

@@ -3,7 +3,7 @@
 import type { ScriptLimits, ScriptModule } from "./types";
 
 /** A digest of the modules below: part of every isolate id, so no isolate of another wrapper is reused. */
-export const WRAPPER_VERSION = "f4a429fe59a696cf";
+export const WRAPPER_VERSION = "ccad3f5503747ea2";
 
 /** The isolate's main module. */
 export const MAIN_MODULE = "sandbox.js";
@@ -93,12 +93,13 @@ function toJson(value) {
     throw error;
   }
 }
-function messageOf(error) {
+function nameOf(error) {
   try {
-    if (error instanceof Error) return error.name + ": " + error.message;
-    return String(error);
+    if (!(error instanceof intrinsics.Error)) return void 0;
+    const { name } = error;
+    return typeof name === "string" ? name : void 0;
   } catch {
-    return "a value that cannot be described";
+    return void 0;
   }
 }
 function outcomeOf(error) {
@@ -109,7 +110,7 @@ function outcomeOf(error) {
     return { kind: "custom-response", status: error.status, headers: error.headers, json: toJson(error.body) };
   }
   if (error instanceof errors.ScriptError) return { kind: "typed-error", name: error.name, errors: error.errors };
-  return { kind: "threw", message: messageOf(error) };
+  return { kind: "threw", name: nameOf(error) };
 }
 var Sandbox = class extends WorkerEntrypoint {
   async run(inputJson, bridge) {
@@ -128,7 +129,11 @@ var Sandbox = class extends WorkerEntrypoint {
       try {
         outcome = outcomeOf(error);
       } catch (reportError) {
-        outcome = outcomeOf(reportError);
+        try {
+          outcome = outcomeOf(reportError);
+        } catch {
+          outcome = { kind: "threw" };
+        }
       }
       return revealed.length > 0 ? { ...outcome, revealed: stringify(revealed) } : outcome;
     }

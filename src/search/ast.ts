@@ -100,6 +100,11 @@ export function termsOf(query: Query): Term[] {
   }
 }
 
+/** The distinct values the query's `data:` terms compare: each one tests a guess against every token in reach. */
+export function dataValuesOf(query: Query): string[] {
+  return [...new Set(termsOf(query).flatMap((term) => (term.field === "data" ? [term.value] : [])))];
+}
+
 /** What `data:` values become in the audit log, which never holds a searched value. */
 export const REDACTED = "[redacted]";
 

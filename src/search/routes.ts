@@ -1,13 +1,18 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { requirePermission } from "../auth/middleware";
+import { countKeyRequests } from "../auth/rate-limits";
 import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
+import { isPlainObject } from "../http/json";
 import { requireContentType, staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, paginated, problemResponses } from "../http/schemas";
 import { TokenSchema } from "../tokens/schema";
+import { dataValuesOf } from "./ast";
+import { InvalidQueryError } from "./errors";
 import { SEARCH_REQUEST_EXAMPLE, SEARCHED_TOKEN_EXAMPLE } from "./examples";
+import { parseQuery } from "./parse";
 import { SearchTokensBody } from "./schema";
 import { searchTokens } from "./service";
 
@@ -18,6 +23,29 @@ const timeSearch: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.res.headers.set("Server-Timing", `search;dur=${(performance.now() - started).toFixed(2)}`);
 };
 
+/**
+ * Each distinct `data:` value after the first counts as one more request (authentication counted
+ * the first): it tests one guessed value against every token in the key's reach, so a query of
+ * many confirms no more guesses than as many searches. It runs before the search does anything.
+ */
+const countDataGuesses: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const guesses = dataGuessesIn(await c.req.json().catch(() => null));
+  if (guesses > 1) await countKeyRequests(c.var.request, c.var.principal, c.req.raw.headers, guesses - 1);
+  await next();
+};
+
+/** A body or query that is not valid counts nothing here: the search answers it with a 400. */
+function dataGuessesIn(body: unknown): number {
+  if (!isPlainObject(body) || typeof body.query !== "string") return 0;
+  try {
+    const query = parseQuery(body.query);
+    return query ? dataValuesOf(query).length : 0;
+  } catch (error) {
+    if (error instanceof InvalidQueryError) return 0;
+    throw error;
+  }
+}
+
 const search = createRoute({
   method: "post",
   path: "/tokens/search",
@@ -27,8 +55,15 @@ const search = createRoute({
   description:
     "Terms `field:value` joined by AND, OR, NOT (also `!`, `-`) and grouped with parentheses; fields id, type, " +
     "fingerprint, data, container, metadata.<key>, created_by, created_at, modified_by, modified_at. Results are " +
-    "newest first, limited to the containers where the caller holds token:search, with data per its access transform.",
-  middleware: [requirePermission("token:search"), requireContentType("application/json"), staleReadsAllowed, timeSearch] as const,
+    "newest first, limited to the containers where the caller holds token:search, with data per its access transform. " +
+    "Each distinct `data:` value after the first counts as one more request against the key's rate limits.",
+  middleware: [
+    requirePermission("token:search"),
+    requireContentType("application/json"),
+    countDataGuesses,
+    staleReadsAllowed,
+    timeSearch,
+  ] as const,
   request: jsonBody(SearchTokensBody, SEARCH_REQUEST_EXAMPLE),
   responses: {
     200: jsonContent(paginated(TokenSchema), "A page of tokens, newest first", examplePage(SEARCHED_TOKEN_EXAMPLE)),

@@ -5,7 +5,7 @@ import { type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { SEARCH } from "../limits";
 import { presentTokens, type TokenResponse } from "../tokens/service";
-import { type Query, redactedQuery, termsOf } from "./ast";
+import { dataValuesOf, type Query, redactedQuery } from "./ast";
 import { compileSearch } from "./compile";
 import { parseQuery } from "./parse";
 import { type SearchRequest, SearchTokensBody } from "./schema";
@@ -51,7 +51,7 @@ export async function searchTokens(context: TenantContext, principal: Principal,
  * re-encrypts the tenant's tokens, it compares the value's blind index under each key version held.
  */
 async function blindIndexesOf(context: TenantContext, query: Query | null): Promise<Map<string, string[]>> {
-  const values = query ? termsOf(query).flatMap((term) => (term.field === "data" ? [term.value] : [])) : [];
+  const values = query ? dataValuesOf(query) : [];
   if (values.length === 0) return new Map();
   const keys = await context.keys();
   return new Map(await Promise.all(values.map(async (value) => [value, await keys.blindIndexes(value)] as const)));

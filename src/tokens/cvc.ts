@@ -69,7 +69,7 @@ function parsedReply(body: string): unknown {
   }
 }
 
-function hasCvc(data: unknown): data is { cvc: unknown } & Record<string, unknown> {
+export function hasCvc(data: unknown): data is { cvc: unknown } & Record<string, unknown> {
   return data !== null && typeof data === "object" && Object.hasOwn(data, "cvc");
 }
 

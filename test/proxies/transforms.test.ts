@@ -242,10 +242,10 @@ describe("proxy transforms: bt and errors", () => {
     expect(await destinationSaw("typed-error-marker")).toBe(0);
   });
 
-  it("answers any other error thrown by a transform as proxy_error 500 with its message", async () => {
+  it("answers any other error thrown by a transform as proxy_error 500 naming the error, without its message", async () => {
     const { proxy } = await proxyWith({ response_transform: { code: transform("throw new Error('partner format changed');") } });
-    const reply = await expectLoggedError(/partner format changed/, () => invoke("GET", "", { proxyKey: proxy.key }));
-    expect(expectProxyError(reply, 500).detail).toContain("partner format changed");
+    const reply = await expectLoggedError(/The response transform threw Error$/, () => invoke("GET", "", { proxyKey: proxy.key }));
+    expect(expectProxyError(reply, 500).detail).toBe("The response transform threw Error");
   });
 
   it("returns a CustomHttpResponseError to the caller as given", async () => {

@@ -355,10 +355,10 @@ describe("react: errors thrown by the code", () => {
     expect(reply.body).toEqual({ brewed: false });
   });
 
-  it("any other throw is a 500 carrying the code's own message", async () => {
+  it("any other throw is a 500 naming the error, without its message in the answer or the log line", async () => {
     const { caller, reactor } = await reactorRunning('module.exports = async () => { throw new Error("boom"); };');
-    const reply = await expectLoggedError(/The reactor threw Error: boom/, () => react(caller.key, reactor.id, {}));
-    expect(expectProblem(reply, 500).detail).toContain("boom");
+    const reply = await expectLoggedError(/The reactor threw Error$/, () => react(caller.key, reactor.id, {}));
+    expect(expectProblem(reply, 500).detail).toBe("The reactor threw Error");
   });
 
   it("a result that is not {raw, tokenize} is a 500", async () => {

@@ -192,17 +192,40 @@ describe("errors thrown by tenant code", () => {
     await expect(run(code)).rejects.toMatchObject({ status: 500, message: expect.stringContaining("status outside 200-599") });
   });
 
-  it("anything else thrown is a 500 with its message", async () => {
+  it("anything else thrown is a 500 naming the error, without its message, which may quote data", async () => {
     const failure = run("module.exports = () => { throw new TypeError('card.number is undefined'); };");
     await expect(failure).rejects.toBeInstanceOf(ScriptFailedError);
-    await expect(failure).rejects.toMatchObject({ status: 500, message: "The reactor threw TypeError: card.number is undefined" });
+    await expect(failure).rejects.toMatchObject({ status: 500, message: "The reactor threw TypeError" });
   });
 
-  it("a thrown non-Error value is a 500 describing it", async () => {
+  it("a thrown non-Error value is a 500 that does not repeat it", async () => {
     await expect(run("module.exports = async () => { throw 'plain string'; };")).rejects.toMatchObject({
       status: 500,
-      message: "The reactor threw plain string",
+      message: "The reactor threw an error",
     });
+  });
+
+  it.each([
+    ["a value", "4242424242424242 expired"],
+    ["a name longer than 50 characters", "E".repeat(51)],
+  ])("an error whose name is not an identifier of at most 50 characters (%s) is answered as an error", async (_, name) => {
+    const code = `module.exports = () => { const error = new Error("x"); error.name = ${JSON.stringify(name)}; throw error; };`;
+    await expect(run(code)).rejects.toMatchObject({ status: 500, message: "The reactor threw an error" });
+  });
+
+  it("a typed error renamed to a value is answered as an error", async () => {
+    const code = `const { BadRequestError } = require("@token-vault/errors");
+      module.exports = () => { const error = new BadRequestError("no"); error.name = "4242 4242"; throw error; };`;
+    await expect(run(code)).rejects.toMatchObject({ status: 500, message: "The reactor threw an error" });
+  });
+
+  it("an error whose name getter throws is still a 500 that quotes nothing", async () => {
+    const code = `module.exports = () => {
+      const error = new Error("x");
+      Object.defineProperty(error, "name", { get() { const inner = new Error("4242424242424242"); Object.defineProperty(inner, "name", { get() { throw "4242424242424242"; } }); throw inner; } });
+      throw error;
+    };`;
+    await expect(run(code)).rejects.toMatchObject({ status: 500, message: "The reactor threw an error" });
   });
 
   it("an error thrown while the module loads is a 500 with its message", async () => {

@@ -51,7 +51,7 @@ describe("limits", () => {
   it("endless recursion ends with the runtime's stack overflow", async () => {
     await expect(run("function down(n) { return down(n + 1) + 1; }\nmodule.exports = () => down(0);")).rejects.toMatchObject({
       status: 500,
-      message: expect.stringContaining("Maximum call stack size exceeded"),
+      message: "The reactor threw RangeError",
     });
   });
 
@@ -101,7 +101,7 @@ describe("limits", () => {
   it("a 1 GB string ends with the runtime's clear error", async () => {
     await expect(run("module.exports = () => ({ raw: 'x'.repeat(2 ** 30).length });")).rejects.toMatchObject({
       status: 500,
-      message: "The reactor threw RangeError: Invalid string length",
+      message: "The reactor threw RangeError",
     });
   });
 

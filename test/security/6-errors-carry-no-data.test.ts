@@ -28,7 +28,7 @@ async function withLogLines<T>(action: () => Promise<T>): Promise<{ result: T; l
 }
 
 describe("rule 6: errors never carry token data", () => {
-  it("a request transform that throws an error built from a detokenized value answers [redacted]", async () => {
+  it("a request transform that throws an error built from a detokenized value answers only the error's name", async () => {
     const tenant = await seedTokenTenant();
     const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
     const proxy = await createProxy(tenant, {
@@ -39,7 +39,25 @@ describe("rule 6: errors never carry token data", () => {
     const { result, lines } = await withLogLines(() => invoke("POST", "", { proxyKey: proxy.key, body: { ssn: `{{ ${token.id} }}` } }));
     const problem = expectProxyError(result, 500);
     expect(result.text).not.toContain(SSN);
-    expect(problem.detail).toContain("[redacted]");
+    expect(problem.detail).toBe("The request transform threw Error");
+    expect(lines).not.toContain(SSN);
+    expect(lines).not.toContain("cannot send");
+  });
+
+  it("a request transform's typed error built from a detokenized value answers [redacted]", async () => {
+    const tenant = await seedTokenTenant();
+    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
+    const proxy = await createProxy(tenant, {
+      require_auth: false,
+      application: { id: tenant.applicationId },
+      request_transform: {
+        code: "const { BadRequestError } = require('@token-vault/errors'); module.exports = async (req) => { throw new BadRequestError('cannot send ' + req.args.body.ssn); };",
+      },
+    });
+    const { result, lines } = await withLogLines(() => invoke("POST", "", { proxyKey: proxy.key, body: { ssn: `{{ ${token.id} }}` } }));
+    const problem = expectProxyError(result, 400);
+    expect(result.text).not.toContain(SSN);
+    expect(problem.detail).toBe("cannot send [redacted]");
     expect(lines).not.toContain(SSN);
   });
 

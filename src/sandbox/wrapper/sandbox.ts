@@ -97,13 +97,17 @@ function toJson(value: unknown): string {
   }
 }
 
-function messageOf(error: unknown): string {
+/**
+ * Only the name of an untyped error: its message can quote data the code was handling (JSON.parse
+ * quotes its input), and whoever reads the error (an open proxy's caller, the log) may not see it.
+ */
+function nameOf(error: unknown): string | undefined {
   try {
-    // biome-ignore lint/style/useTemplate: + converts the tenant's name and message as it always has (valueOf first)
-    if (error instanceof Error) return error.name + ": " + error.message;
-    return String(error);
+    if (!(error instanceof intrinsics.Error)) return undefined;
+    const { name } = error;
+    return typeof name === "string" ? name : undefined;
   } catch {
-    return "a value that cannot be described";
+    return undefined;
   }
 }
 
@@ -115,7 +119,7 @@ function outcomeOf(error: unknown) {
     return { kind: "custom-response", status: error.status, headers: error.headers, json: toJson(error.body) };
   }
   if (error instanceof errors.ScriptError) return { kind: "typed-error", name: error.name, errors: error.errors };
-  return { kind: "threw", message: messageOf(error) };
+  return { kind: "threw", name: nameOf(error) };
 }
 
 /** What the tenant's function is called with. */
@@ -142,7 +146,12 @@ export default class Sandbox extends WorkerEntrypoint<{ BRIDGE?: BridgeCapabilit
       try {
         outcome = outcomeOf(error);
       } catch (reportError) {
-        outcome = outcomeOf(reportError);
+        // A getter of the tenant's error threw: report that error, or at least that something was thrown.
+        try {
+          outcome = outcomeOf(reportError);
+        } catch {
+          outcome = { kind: "threw" };
+        }
       }
       return revealed.length > 0 ? { ...outcome, revealed: stringify(revealed) } : outcome;
     }
