@@ -4,6 +4,7 @@ import { applicationRoutes } from "./applications/routes";
 import { auditRequests } from "./audit/middleware";
 import { logRoutes } from "./audit/routes";
 import { permissionRoutes } from "./auth/routes";
+import { detokenizeRoutes } from "./detokenization/routes";
 import { MethodNotAllowedError, NotFoundError } from "./errors";
 import type { AppEnv } from "./http/context";
 import { handleError, problemResponse } from "./http/errors";
@@ -17,7 +18,6 @@ import { reactorRoutes } from "./reactors/routes";
 import { authenticateKnownRoutes, traceAndConfigure } from "./runtime/middleware";
 import { searchRoutes } from "./search/routes";
 import { tenantRoutes } from "./tenants/routes";
-import { detokenizeRoutes } from "./tokens/detokenize-routes";
 import { tokenRoutes } from "./tokens/routes";
 import { webhookRoutes } from "./webhooks/routes";
 

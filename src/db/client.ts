@@ -35,7 +35,7 @@ export function sessionOf(env: Bindings, binding: string, constraint: string): {
 
 /**
  * The database bound as `binding`, through drizzle. Called only by the request context
- * (src/context.ts), which knows which binding a tenant's data lives in.
+ * (src/runtime/context.ts), which knows which binding a tenant's data lives in.
  */
 export function databaseOf(env: Bindings, binding: string = CONTROL_BINDING): Database {
   const d1 = (env as unknown as Record<string, unknown>)[binding] as D1Database | undefined;

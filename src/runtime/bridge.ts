@@ -15,7 +15,7 @@ import { BODY } from "../limits";
 import type { BridgeMethod, BridgeProps, BridgeReply } from "../sandbox/bridge-protocol";
 import type { SearchRequest } from "../search/schema";
 import { searchTokens } from "../search/service";
-import { TOKEN_ID_MAX_LENGTH } from "../tokens/ids";
+import { TOKEN_ID_MAX_LENGTH } from "../tokens/id-format";
 import { UpdateTokenBody } from "../tokens/schema";
 import { createToken, deleteToken, getToken, parseCreateToken, tokenize, updateToken } from "../tokens/service";
 import { requestContextOf } from "./context";

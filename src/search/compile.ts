@@ -1,6 +1,6 @@
 import { getTableColumns } from "drizzle-orm";
 import { tokens } from "../db/schema";
-import { normalTokenId } from "../tokens/ids";
+import { normalTokenId } from "../tokens/id-format";
 import { SEARCHABLE_TYPES } from "../tokens/types";
 import type { ContainerTerm, Query, Range, Term } from "./ast";
 import { timeSpanOf } from "./dates";

@@ -2,7 +2,7 @@ import type { TenantKeys } from "../crypto/tenant-keys";
 import { withoutCvc } from "./cvc";
 import { type Evaluated, evaluate, type TokenDefinition } from "./definition";
 import { WorkBudget } from "./expressions";
-import { maskColumnOf, maskOf } from "./masks";
+import { maskColumnOf, maskOf } from "./mask-templates";
 import { containersOf, metadataOf, searchIndexesOf } from "./presentation";
 import type { SealedToken, TokenRow } from "./storage";
 

@@ -27,10 +27,10 @@ import { cvcDeadlineOf, hasCvc } from "./cvc";
 import { answerLostRaces, deduplicate, duplicateOfUpdate } from "./deduplication";
 import { definitionOf, evaluate, fieldErrorCollector, type TokenDefinition } from "./definition";
 import { WorkBudget } from "./expressions";
-import { canonicalJson } from "./filters";
-import { claimTokenIds, wantedIdOf } from "./id-claims";
-import { normalTokenId } from "./ids";
-import { maskOf } from "./masks";
+import { canonicalJson } from "./filter-registry";
+import { claimTokenIds, wantedIdOf } from "./id-assignment";
+import { normalTokenId } from "./id-format";
+import { maskOf } from "./mask-templates";
 import { containersOf, metadataOf, present, searchIndexesOf, shownData, tokenEventData } from "./presentation";
 import {
   type CreatedTokenResponse,

@@ -3,8 +3,8 @@ import { requirePermission } from "../auth/middleware";
 import { requireBody, requireContentType } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, problemResponses } from "../http/schemas";
-import { detokenizeJson } from "./detokenize";
-import { DETOKENIZE_REQUEST_EXAMPLE, DETOKENIZED_EXAMPLE } from "./examples";
+import { DETOKENIZE_REQUEST_EXAMPLE, DETOKENIZED_EXAMPLE } from "../tokens/examples";
+import { detokenizeJson } from "./service";
 
 const DetokenizePayload = z
   .any()

@@ -3,9 +3,10 @@ import type { TenantContext } from "../context";
 import { addFieldError, type FieldErrors, ForbiddenError, type RevealedValues, ValidationError } from "../errors";
 import { fieldPath } from "../http/validation";
 import { TOKENS } from "../limits";
-import { Evaluation, ExpressionError, expressionProblem, WorkBudget } from "./expressions";
-import { normalTokenId, tokenIdProblem } from "./ids";
-import { useTokens } from "./service";
+import { ExpressionError } from "../tokens/errors";
+import { Evaluation, expressionProblem, WorkBudget } from "../tokens/expressions";
+import { normalTokenId, tokenIdProblem } from "../tokens/id-format";
+import { useTokens } from "../tokens/service";
 
 /** More expressions than this in one request is refused: each one is a token read and a render. */
 export const MAX_REFERENCES = TOKENS.maxReferences;
