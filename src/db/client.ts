@@ -1,7 +1,11 @@
 import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
 import type { Bindings } from "../env";
 import { ConfigurationError } from "../errors";
-import * as schema from "./schema";
+import * as controlTables from "./control-tables";
+import * as dataTables from "./data-tables";
+
+/** Every table drizzle knows, whichever database holds it. */
+const schema = { ...controlTables, ...dataTables };
 
 export type Database = DrizzleD1Database<typeof schema> & { $client: D1Database };
 

@@ -1,5 +1,5 @@
 import { getTableColumns } from "drizzle-orm";
-import { tokens } from "../db/schema";
+import { tokens } from "../db/data-tables";
 import { normalTokenId } from "../tokens/id-format";
 import { SEARCHABLE_TYPES } from "../tokens/types";
 import type { ContainerTerm, Query, Range, Term } from "./ast";

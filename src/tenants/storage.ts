@@ -1,6 +1,6 @@
 import { count, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { tenantMoves, tenants } from "../db/schema";
+import { tenantMoves, tenants } from "../db/control-tables";
 import { insertKeyRecord, type KeyRecord } from "../keys/storage";
 
 /** The tenant with its first data keys, in one batch. */

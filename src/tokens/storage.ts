@@ -17,8 +17,8 @@ import {
   type Table,
 } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { tokenContainers, tokenMetadata, tokenSearchIndex, tokens } from "../db/data-tables";
 import { selectPage } from "../db/pages";
-import { tokenContainers, tokenMetadata, tokenSearchIndex, tokens } from "../db/schema";
 
 /*
  * The write side of tokens, as prepared D1 statements for one batch (one transaction). Rows travel
