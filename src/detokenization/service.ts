@@ -6,7 +6,7 @@ import { TOKENS } from "../limits";
 import { ExpressionError } from "../tokens/errors";
 import { Evaluation, expressionProblem, WorkBudget } from "../tokens/expressions";
 import { normalTokenId, tokenIdProblem } from "../tokens/id-format";
-import { useTokens } from "../tokens/service";
+import { useTokens } from "../tokens/use";
 
 /** More expressions than this in one request is refused: each one is a token read and a render. */
 export const MAX_REFERENCES = TOKENS.maxReferences;

@@ -9,7 +9,7 @@ import { ConflictError, describeFieldErrors, NotFoundError, ValidationError } fr
 import { applyMergePatch } from "../http/json";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import type { ReactorResult } from "../sandbox";
-import { tokenize } from "../tokens/service";
+import { tokenize } from "../tokens/creation";
 import { decryptConfiguration, encryptConfiguration } from "./configuration";
 import { type Configuration, conformArgs, conformConfiguration } from "./contract";
 import { type FormulaRow, findFormula, nextVersion, toFormulaResponse } from "./formulas";

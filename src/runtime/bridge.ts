@@ -15,9 +15,11 @@ import { BODY } from "../limits";
 import type { BridgeMethod, BridgeProps, BridgeReply } from "../sandbox/bridge-protocol";
 import type { SearchRequest } from "../search/schema";
 import { searchTokens } from "../search/service";
+import { createToken, parseCreateToken, tokenize } from "../tokens/creation";
 import { TOKEN_ID_MAX_LENGTH } from "../tokens/id-format";
 import { UpdateTokenBody } from "../tokens/schema";
-import { createToken, deleteToken, getToken, parseCreateToken, tokenize, updateToken } from "../tokens/service";
+import { deleteToken, getToken } from "../tokens/service";
+import { updateToken } from "../tokens/update";
 import { requestContextOf } from "./context";
 
 /** What the API answers when these operations succeed, for the audit log; 200 for the others. */
