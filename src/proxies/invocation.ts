@@ -34,8 +34,8 @@ interface Invocation {
 }
 
 /**
- * The proxy pipeline (ARCHITECTURE §7): find the proxy by its key (or take an ephemeral proxy's
- * destination from `{P}-PROXY-URL`), authenticate, detokenize the body
+ * The proxy pipeline (docs/architecture.md, "Request flow per area"): find the proxy by its key (or
+ * take an ephemeral proxy's destination from `{P}-PROXY-URL`), authenticate, detokenize the body
  * and headers, run the request transform, forward through the egress policy, run the response
  * transform, and return the destination's response. Every failure is thrown as a ProblemError,
  * which the route answers as `proxy_error`; a transform's CustomHttpResponseError is the answer.
