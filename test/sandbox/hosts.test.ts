@@ -34,7 +34,8 @@ describe.each(HOSTS)("the $name host", ({ build }) => {
   async function publishAndRun(host: ScriptHost, code: string, args: unknown = {}, kind: ScriptKind = "reactor", owner?: ScriptOwner) {
     const scriptOwnerOfRun = owner ?? scriptOwner(kind);
     await host.publish(scriptOwnerOfRun, code);
-    return host.run({ owner: scriptOwnerOfRun, code, input: { args, configuration: {} }, application: null });
+    // Awaited, not returned: workerd reports a rejection adopted one microtask late as unhandled.
+    return await host.run({ owner: scriptOwnerOfRun, code, input: { args, configuration: {} }, application: null });
   }
 
   it("a published script runs on its input and answers its result", async () => {
