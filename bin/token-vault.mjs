@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import cliProgress from "cli-progress";
 // The operator CLI: `npx token-vault <command>` against a running vault, over HTTP. Keys come from
-// flags or the environment (README "Operator CLI"). Human-readable output by default, `--json` for
+// flags or the environment (docs/operations.md, "Operator CLI"). Human-readable output by default, `--json` for
 // scripts; a refused call prints the problem's detail and exits 1.
 import { Command, Option } from "commander";
 

@@ -70,7 +70,7 @@ export const ConfigSchema = z.object({
   EPHEMERAL_PROXY: flag("true"),
   /** Days the audit log keeps an entry; the cron purges older ones and re-anchors the chain. */
   AUDIT_RETENTION_DAYS: positiveInteger(365),
-  /** Only benchmarks turn auditing off, to measure what it costs (README "Audit log"). */
+  /** Only benchmarks turn auditing off, to measure what it costs (docs/operations.md, "Audit log"). */
   AUDIT_LOG: flag("true"),
   /** A webhook is disabled after this many deliveries failed in a row. */
   WEBHOOK_FAILURE_LIMIT: positiveInteger(10),

@@ -1,5 +1,5 @@
 /**
- * Every limit a client can run into, in one place, by area. README.md's "Limits" table lists the
+ * Every limit a client can run into, in one place, by area. the Limits table of docs/api.md lists the
  * same values; test/foundation/limits.test.ts holds the two together. Tuning values that no client
  * sees (cache sizes, purge chunks) stay next to the code they tune.
  */

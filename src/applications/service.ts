@@ -180,7 +180,7 @@ export async function createApplicationKey(context: TenantContext, _principal: P
 
 /**
  * Replaces every key of the application with one new key, in one batch: the old keys stop working
- * with the next request (README "Credential lookups"), as the original interface documents.
+ * with the next request (docs/operations.md, "Credential lookups"), as the original interface documents.
  */
 export async function regenerateApplicationKey(context: TenantContext, principal: Principal, id: string, input: ApiKeyInput = {}) {
   const now = Date.now();

@@ -1,6 +1,6 @@
 /**
  * Short-lived, per-isolate memory of credential lookups (API keys, proxy keys), for the hot paths
- * (README "Credential lookups"): one D1 round trip costs more than the whole latency budget of a
+ * (docs/operations.md, "Credential lookups"): one D1 round trip costs more than the whole latency budget of a
  * proxied call, so a lookup may be reused for a short time (`CREDENTIAL_CACHE_TTL_MS`, default one
  * second) instead of being read on every request.
  *

@@ -3,7 +3,7 @@ import { TooManyRequestsError } from "../errors";
 import type { KeyPrincipal } from "./access";
 
 /*
- * Rate limits per key (README "Rate limits"), counted by Cloudflare's Workers Rate Limiting bindings
+ * Rate limits per key (docs/operations.md, "Rate limits"), counted by Cloudflare's Workers Rate Limiting bindings
  * (wrangler.toml [[ratelimits]]). A binding keeps its counters per Cloudflare location, and they are
  * approximate: the limits stop floods and guessing, not the last few requests of a window. A key is
  * counted by its id, never by its secret.

@@ -175,7 +175,7 @@ const ProxyErrorSchema = z.object({ proxy_error: ProblemSchema }).openapi("Proxy
 const ProxiedBody = z.unknown().openapi({
   description:
     "Any content type is forwarded. In JSON, form and text bodies, `{{ <token id> }}` and `{{ <token id> | filter: args }}` " +
-    "expressions are replaced by the token's data first (README, Detokenization).",
+    "expressions are replaced by the token's data first (docs/tokens.md, Detokenization).",
 });
 
 /** GET bodies are dropped; DELETE bodies are forwarded but unusual enough to leave undocumented. */

@@ -14,7 +14,7 @@ const DestinationUrl = z
 
 const TransformSchema = z
   .object({ code: z.string({ error: "is required" }).min(1, "must not be empty") })
-  .openapi("ProxyTransform", { description: "Node.js 16 style CommonJS exporting an async function (see README, Transforms)" });
+  .openapi("ProxyTransform", { description: "Node.js 16 style CommonJS exporting an async function (see docs/proxies.md, Sandbox)" });
 
 const ApplicationReference = z.object({ id: Uuid }, { error: "must be an object with an id" });
 

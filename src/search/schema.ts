@@ -15,7 +15,7 @@ export const SearchTokensBody = z
         .string({ error: "must be a string or null" })
         .nullish()
         .openapi({
-          description: `A Lucene-style query (README, "Searching tokens"), at most ${QUERY_LIMITS.characters} characters; null or empty matches every token the caller may search`,
+          description: `A Lucene-style query (docs/tokens.md, "Token search"), at most ${QUERY_LIMITS.characters} characters; null or empty matches every token the caller may search`,
           example: 'metadata.customer:42 AND (type:social_security_number OR container:"/pii/*")',
         }),
       page: integer.min(1, "must be at least 1").max(MAX_PAGE, `must be at most ${MAX_PAGE}`).default(1),

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import readme from "../../README.md?raw";
+import conventions from "../../docs/api.md?raw";
 import * as limits from "../../src/limits";
 
-/** Every limit of src/limits.ts by its name in the README (`TOKENS.maxContainers`, `PAGE_MAX_SIZE`). */
+/** Every limit of src/limits.ts by the name the docs give it (`TOKENS.maxContainers`, `PAGE_MAX_SIZE`). */
 function definedLimits(): Map<string, number> {
   const defined = new Map<string, number>();
   for (const [name, value] of Object.entries(limits)) {
@@ -12,9 +12,9 @@ function definedLimits(): Map<string, number> {
   return defined;
 }
 
-/** The README's Limits table: each row's documented numbers, in order, and the constants they come from. */
+/** The Limits table of docs/api.md: each row's documented numbers, in order, and the constants they come from. */
 function documentedRows(): { limit: string; numbers: number[]; constants: string[] }[] {
-  const section = readme.split("\n## Limits\n")[1]?.split("\n## ")[0] ?? "";
+  const section = conventions.split("\n## Limits\n")[1]?.split("\n## ")[0] ?? "";
   return section
     .split("\n")
     .filter((line) => line.startsWith("| ") && !line.startsWith("| Limit |"))
@@ -28,7 +28,7 @@ function documentedRows(): { limit: string; numbers: number[]; constants: string
     });
 }
 
-describe("the README's limits table", () => {
+describe("the limits table of docs/api.md", () => {
   it("documents each constant with the value src/limits.ts defines", () => {
     const defined = definedLimits();
     const rows = documentedRows();

@@ -38,7 +38,7 @@ export interface FakeNamespaceOptions {
   /**
    * The parameters the DISPATCHER binding's outbound worker declares (`outbound = { service,
    * parameters }` in wrangler.toml), or null for a binding without an outbound worker. By default
-   * it is bound as the README says.
+   * it is bound as docs/proxies.md ("Sandbox") says.
    */
   outboundParameters?: string[] | null;
 }

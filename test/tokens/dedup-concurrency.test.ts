@@ -55,6 +55,8 @@ describe("deduplication under concurrency", () => {
       const search = await call("POST", "/tokens/search", { key, body: { query: `data:${ssnOf(0)}` } });
       expect(search.body.pagination.total_items).toBe(1);
     },
+    // 100 creates in rounds of 20: past vitest's 5 s on a loaded machine.
+    30_000,
   );
 
   it("concurrent tokenize calls deduplicate against each other too", async () => {
