@@ -8,6 +8,7 @@ import { permissionRoutes } from "./auth/routes";
 import type { AppEnv } from "./http/context";
 import { handleError } from "./http/errors";
 import { authenticate, limitBody, traceAndConfigure } from "./http/middleware";
+import { DOCUMENTED_PREFIX, OPENAPI_OBJECT } from "./http/openapi-document";
 import { MethodNotAllowedError, NotFoundError, problemResponse } from "./http/problem";
 import { createRouter, documentEveryOperation, HTTP_METHODS } from "./http/router";
 import { problemResponses } from "./http/schemas";
@@ -30,17 +31,6 @@ const authenticateKnownRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
   // Awaited, not returned: workerd reports a rejection adopted one microtask late as unhandled.
   await authenticate(c, next);
 };
-
-const OPENAPI_OBJECT = {
-  openapi: "3.1.0",
-  info: {
-    title: "Token vault",
-    version: "1.0.0",
-    description: "Tokens, token search, pre-configured proxies and reactors. See README.md.",
-  },
-};
-/** The header prefix the route descriptions are written with; replaced by HEADER_PREFIX when served. */
-const DOCUMENTED_PREFIX = "SVC";
 
 export function buildApp() {
   const app = new OpenAPIHono<AppEnv>({ strict: false });

@@ -272,6 +272,24 @@ describe("OpenAPI", () => {
     expect(faults).toEqual([]);
   });
 
+  it("lists every tag its operations use at the top of the document, each with a description", async () => {
+    const document = (await call("GET", "/openapi.json")).body;
+    const used = new Set(operationsOf(document).flatMap(({ operation }) => operation.tags ?? []));
+    const listed = document.tags as { name: string; description?: string }[];
+    expect(new Set(listed.map((tag) => tag.name))).toEqual(used);
+    for (const tag of listed) expect(tag.description?.trim(), tag.name).toBeTruthy();
+  });
+
+  it("opens with a short guide: how to authenticate under the deployment's prefix, the error shape, where to start", async () => {
+    const guide: string = (await callConfigured({ HEADER_PREFIX: "XYZ" }, "GET", "/openapi.json")).body.info.description;
+    expect(guide).not.toContain("README");
+    expect(guide.length).toBeLessThan(3000);
+    expect(guide).toContain("XYZ-API-KEY");
+    expect(guide).toContain("application/problem+json");
+    expect(guide).toContain("proxy_error");
+    for (const start of ["POST /tokens", "POST /tokens/search", "POST /proxies", "XYZ-PROXY-KEY"]) expect(guide).toContain(start);
+  });
+
   it("names the headers and the proxy key parameter with the deployment's HEADER_PREFIX", async () => {
     const standard = await call("GET", "/openapi.json");
     expect(standard.body.components.securitySchemes.ApiKey.name).toBe("SVC-API-KEY");
@@ -285,3 +303,14 @@ describe("OpenAPI", () => {
     expect(text).not.toMatch(/svc-/i);
   });
 });
+
+interface Operation {
+  tags?: string[];
+}
+
+/** Every operation of a served document, named `POST /tokens`. */
+function operationsOf(document: any): { name: string; operation: Operation }[] {
+  return Object.entries(document.paths as Record<string, Record<string, Operation>>).flatMap(([path, operations]) =>
+    Object.entries(operations).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, operation })),
+  );
+}
