@@ -8,7 +8,13 @@ import { permissionRoutes } from "./auth/routes";
 import type { AppEnv } from "./http/context";
 import { handleError } from "./http/errors";
 import { authenticate, limitBody, traceAndConfigure } from "./http/middleware";
-import { DOCUMENTED_PREFIX, OPENAPI_OBJECT } from "./http/openapi-document";
+import {
+  CONSISTENCY_BOOKMARK_HEADER,
+  DOCUMENTED_PREFIX,
+  OPENAPI_OBJECT,
+  registerDocumentedHeaders,
+  TRACE_ID_HEADER,
+} from "./http/openapi-document";
 import { MethodNotAllowedError, NotFoundError, problemResponse } from "./http/problem";
 import { createRouter, documentEveryOperation, HTTP_METHODS } from "./http/router";
 import { problemResponses } from "./http/schemas";
@@ -67,16 +73,7 @@ export function buildApp() {
   });
   // The API reference page: its script and styles are the vault's own static assets (public/docs).
   app.get("/docs", (c) => c.html(DOCS_PAGE));
-  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
-    type: "apiKey",
-    in: "header",
-    name: "SVC-API-KEY",
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", "OperatorKey", {
-    type: "apiKey",
-    in: "header",
-    name: "SVC-OPERATOR-KEY",
-  });
+  registerDocumentedHeaders(app);
 
   const api = createRouter();
   api.use("*", authenticateKnownRoutes);
@@ -89,9 +86,11 @@ export function buildApp() {
   api.route("/", reactorRoutes);
   api.route("/", logRoutes);
   api.route("/", webhookRoutes);
-  // Authentication counts every request against its key (src/auth/rate-limits.ts).
-  documentEveryOperation(api, problemResponses(429));
+  // Authentication counts every request against its key (src/auth/rate-limits.ts) and reads the caller's bookmark.
+  documentEveryOperation(api, { responses: problemResponses(429), parameters: [CONSISTENCY_BOOKMARK_HEADER] });
   app.route("/", api);
+  // traceAndConfigure reads and answers the trace id of every request.
+  documentEveryOperation(app, { parameters: [TRACE_ID_HEADER] });
 
   app.notFound((c) => notFoundOrWrongMethod(app, c));
   app.onError(handleError);
