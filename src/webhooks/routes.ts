@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { examplePage } from "../http/examples";
 import { idempotent } from "../http/idempotency";
 import { requireContentType, requirePermission } from "../http/middleware";
+import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, paginated, problemResponses } from "../http/schemas";
 import { WEBHOOK_EVENT_TYPES } from "./events";
@@ -31,6 +32,7 @@ const create = createRoute({
     "`{event, delivered_at}`, signed per Standard Webhooks with the secret this answer holds. A tenant holds at most 5 " +
     "webhooks (409 beyond).",
   middleware: [requirePermission("webhook:create"), json, idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(WebhookBody, WEBHOOK_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(CreatedWebhookSchema, "The webhook, with its signing secret", CREATED_WEBHOOK_EXAMPLE),
