@@ -8,6 +8,7 @@
 //   npm run bench keys [--iterations=400] [--duration=3000] [--tokens=20000] [--parts=envelope,rotation]
 import { buildCommit } from "./lib/builds.mjs";
 import { interleavedLatency, interleavedThroughput, send, startEcho } from "./lib/measure.mjs";
+import { median } from "./lib/statistics.mjs";
 
 /** The last commit before envelope encryption (e13f13c, "Keys: envelope encryption"). */
 const PRE_ENVELOPE = "e13f13c^";
@@ -159,11 +160,6 @@ async function rotation(bench, count, iterations) {
   const rowsPerSecond = job.done / ((job.finishedAt - job.runningAt) / 1000);
   console.log(`  data-key rotation of ${count} tokens (${job.done} records re-encrypted)`);
   bench.report("  rotation re-encrypts", rowsPerSecond, "POST /tokenize creates", createdPerSecond, "rows/s");
-  bench.report(`  read p50 while it runs (${during.read.length})`, p50(during.read), "read p50 before", readBefore.p50, "ms");
-  bench.report(`  create p50 while it runs (${during.create.length})`, p50(during.create), "create p50 before", createBefore.p50, "ms");
-}
-
-function p50(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+  bench.report(`  read p50 while it runs (${during.read.length})`, median(during.read), "read p50 before", readBefore.p50, "ms");
+  bench.report(`  create p50 while it runs (${during.create.length})`, median(during.create), "create p50 before", createBefore.p50, "ms");
 }

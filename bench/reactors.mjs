@@ -1,6 +1,8 @@
 // React latency: a warm POST /reactors/{id}/react of a trivial formula (auth, reactor and formula
 // lookup, configuration decryption, a call into the formula's isolate) next to an authenticated
 // GET /reactor-formulas/{id} in the same run. Goal: react within 2x of that read.
+import { percentiles } from "./lib/statistics.mjs";
+
 const TRIVIAL_CODE = "module.exports = async function (req) { return { raw: { ok: true, args: req.args } }; };";
 
 export default async function reactors(bench) {
@@ -50,10 +52,4 @@ async function timed(fn) {
   const start = performance.now();
   await fn();
   return performance.now() - start;
-}
-
-function percentiles(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-  return { p50: at(0.5), p95: at(0.95) };
 }

@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { buildWorker, startLocalVault } from "../scripts/local-vault.mjs";
 import { readReply } from "../test/support/reply.mjs";
 import { buildCommit } from "./lib/builds.mjs";
+import { mean, percentiles } from "./lib/statistics.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const benchDir = join(root, "bench");
@@ -131,7 +132,7 @@ async function startBench(buildDir, reports) {
         await fn(i);
         samples.push(performance.now() - start);
       }
-      return summarize(samples);
+      return { ...percentiles(samples), mean: mean(samples) };
     },
     async throughput(fn, { concurrency = 32, durationMs = 3000 } = {}) {
       const deadline = performance.now() + durationMs;
@@ -158,16 +159,6 @@ async function startBench(buildDir, reports) {
     },
   };
   return { bench, vault };
-}
-
-function summarize(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-  return { p50: at(0.5), p95: at(0.95), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
-}
-
-function mean(values) {
-  return values.reduce((sum, value) => sum + value, 0) / values.length;
 }
 
 function format(value) {

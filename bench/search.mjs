@@ -15,6 +15,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import lucene from "lucene";
 import { parse as parseGenerated } from "../src/search/parser.generated.js";
+import { median, percentiles } from "./lib/statistics.mjs";
 
 const BASE_TIME = Date.UTC(2024, 0, 1);
 const SSN_INDEXES = ["{{ data }}", "{{ data | remove: '-' }}", "{{ data | last4 }}"];
@@ -315,11 +316,6 @@ async function measure(bench, key, kind, compiled, iterations) {
   };
 }
 
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
-
 /** The page and count statements, bound, ready to batch. */
 function prepareAll(db, { page: [pageSql, pageParams], count: [countSql, countParams] }) {
   return [db.prepare(pageSql).bind(...pageParams), db.prepare(countSql).bind(...countParams)];
@@ -330,12 +326,6 @@ async function perRun(bench, statements, iterations) {
   const batch = Array.from({ length: REPEAT }, () => statements).flat();
   const { p50 } = await bench.latency(() => bench.db.batch(batch), { iterations: Math.max(5, Math.round(iterations / 10)), warmup: 2 });
   return p50 / REPEAT;
-}
-
-function percentiles(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-  return { p50: at(0.5), p95: at(0.95) };
 }
 
 /** The statements the vault runs for the query, from the compiler itself. */

@@ -1,6 +1,7 @@
 // Measuring helpers the benchmarks share (not a benchmark: bench/run.mjs runs only bench/*.mjs).
 import { createServer } from "node:http";
 import { readReply } from "../../test/support/reply.mjs";
+import { mean, median } from "./statistics.mjs";
 
 /**
  * The calls measured turn about, so that whatever else loads the machine weighs on all alike: the
@@ -26,12 +27,7 @@ export async function interleavedThroughput(bench, fns, durationMs) {
       rates[index].push((await bench.throughput(fn, { concurrency: 32, durationMs: durationMs / rounds })).rps);
     }
   }
-  return rates.map((list) => ({ rps: list.reduce((sum, rate) => sum + rate, 0) / list.length }));
-}
-
-export function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+  return rates.map((list) => ({ rps: mean(list) }));
 }
 
 export async function send(url, body, headers) {
