@@ -1,6 +1,7 @@
 // Token search at 100,000 and 1,000,000 tokens of one tenant. The tokens are bulk-loaded straight
-// into D1 with real ciphertexts and blind indexes (the tenant's own data keys, unwrapped from
-// tenant_keys with the master key; the same AES-GCM and HMAC as src/crypto/tenant-keys.ts). For each query kind, at each size:
+// into D1 by the vault's own code (bench/lib/vault-code.mjs): each is defined, evaluated and sealed
+// as a create seals it, under the tenant's data keys (unwrapped from tenant_keys by the keyring),
+// and written by the vault's insert, a chunk at a time. For each query kind, at each size:
 //   - over HTTP and inside the worker (Server-Timing), next to the same lookup written by hand in
 //     SQL (page and count in one D1 batch, run from this process through bench.db);
 //   - the SQL the compiler writes next to that hand-written SQL, both through bench.db, so the
@@ -8,14 +9,10 @@
 // Every selective query matches the same tokens at both sizes. Last, the parse rate of the
 // generated parser next to the `lucene` package on one corpus.
 //   npm run bench search [--sizes=100000,1000000] [--iterations=200] [--chunk=2000]
-import { createCipheriv, createDecipheriv, createHmac, randomBytes, randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { build } from "esbuild";
+import { randomUUID } from "node:crypto";
 import lucene from "lucene";
-import { parse as parseGenerated } from "../src/search/parser.generated.js";
 import { median, percentiles } from "./lib/statistics.mjs";
+import { vaultCode } from "./lib/vault-code.mjs";
 
 const BASE_TIME = Date.UTC(2024, 0, 1);
 const SSN_INDEXES = ["{{ data }}", "{{ data | remove: '-' }}", "{{ data | last4 }}"];
@@ -32,10 +29,10 @@ export default async function search(bench) {
   const iterations = Number(bench.args.iterations ?? 200);
   const chunk = Number(bench.args.chunk ?? 2000);
 
-  const compiler = await loadCompiler();
+  const vault = await vaultCode();
   const tenant = await bench.seedTenant();
   const app = await bench.createApplication(tenant, { type: "private", permissions: ["token:search"] });
-  const seed = await Seeder.forTenant(bench, tenant.tenantId, app.id, chunk);
+  const seed = await Seeder.forTenant(bench, vault, tenant.tenantId, app.id, chunk);
   const floor = await bench.latency(() => bench.db.prepare("SELECT 1").all(), { iterations, warmup: 20 });
   console.log(
     `  bench.db round trip of SELECT 1: p50 ${floor.p50.toFixed(3)} ms, p95 ${floor.p95.toFixed(3)} ms ` +
@@ -47,9 +44,9 @@ export default async function search(bench) {
     const started = performance.now();
     await seed.upTo(size);
     console.log(`  seeded ${size.toLocaleString("en")} tokens (${((performance.now() - started) / 1000).toFixed(1)} s)`);
-    const kinds = queryKinds(seed, tenant.tenantId);
+    const kinds = await queryKinds(seed, tenant.tenantId);
     for (const kind of kinds) {
-      const compiled = compiledStatements(compiler, seed, tenant.tenantId, kind.query);
+      const compiled = await compiledStatements(vault, seed, tenant.tenantId, kind.query);
       const measured = await measure(bench, app.key, kind, compiled, iterations);
       figures.set(`${kind.name}@${size}`, measured);
       const at = `${kind.name} @${compact(size)}`;
@@ -71,7 +68,7 @@ export default async function search(bench) {
   if (sizes.length > 1) {
     const [small, large] = [Math.min(...sizes), Math.max(...sizes)];
     console.log(`\n  scaling: p50 over HTTP at ${compact(large)} next to ${compact(small)}`);
-    for (const kind of queryKinds(seed, tenant.tenantId)) {
+    for (const kind of await queryKinds(seed, tenant.tenantId)) {
       const a = figures.get(`${kind.name}@${small}`);
       const b = figures.get(`${kind.name}@${large}`);
       bench.report(`${kind.name} HTTP p50 @${compact(large)}`, b.http.p50, `@${compact(small)}`, a.http.p50, "ms");
@@ -80,103 +77,75 @@ export default async function search(bench) {
 
   console.log("\n  parse rate, same corpus");
   const [generated, reference] = parseRates(parseCorpus(), [
-    (query) => parseGenerated(query, { maxDepth: 20 }),
+    (query) => vault.parseGenerated(query, { maxDepth: 20 }),
     (query) => lucene.parse(query),
   ]);
   bench.report("generated parser (grammar/search.peggy)", generated, "lucene npm package", reference, "queries/s");
 }
 
-/** Bulk loader: appends tokens 0, 1, 2, … of one tenant, one second apart, with their side rows. */
+/**
+ * Bulk loader: appends tokens 0, 1, 2, … of one tenant, one second apart, as POST /tokens would
+ * create them (the vault's definition, evaluation and sealing), written by the vault's insert.
+ */
 class Seeder {
-  constructor(bench, tenantId, applicationId, chunk, material) {
+  constructor(bench, vault, keys, applicationId, chunk) {
     this.bench = bench;
-    this.tenantId = tenantId;
+    this.vault = vault;
+    this.keys = keys;
     this.applicationId = applicationId;
     this.chunk = chunk;
     this.ids = [];
-    // A version's material is its encryption, search-index, fingerprint and audit keys end to end.
-    this.encryptionKey = material.subarray(0, 32);
-    this.searchIndexKey = material.subarray(32, 64);
   }
 
-  /**
-   * A seeder with the tenant's data keys of version 1: Keyring.unwrap, with the single master key as
-   * keyring version 1 (`k1.{iv}.{AES-256-GCM}`, the tenant and version authenticated).
-   */
-  static async forTenant(bench, tenantId, applicationId, chunk) {
-    const row = await bench.db.prepare("SELECT wrapped FROM tenant_keys WHERE tenant_id = ? AND version = 1").bind(tenantId).first();
-    const [kek, iv, sealed] = row.wrapped.split(".");
-    if (kek !== "k1") throw new Error(`expected data keys wrapped by keyring version 1, found ${kek}`);
-    const bytes = Buffer.from(sealed, "base64url");
-    const decipher = createDecipheriv("aes-256-gcm", Buffer.from(bench.masterKey, "base64"), Buffer.from(iv, "base64url"));
-    decipher.setAAD(Buffer.from(`tenant-keys/${tenantId}/v1`));
-    decipher.setAuthTag(bytes.subarray(-16));
-    const material = Buffer.concat([decipher.update(bytes.subarray(0, -16)), decipher.final()]);
-    return new Seeder(bench, tenantId, applicationId, chunk, material);
+  /** A seeder with the tenant's data keys, every version it holds, unwrapped as the vault unwraps them. */
+  static async forTenant(bench, vault, tenantId, applicationId, chunk) {
+    const { results } = await bench.db.prepare("SELECT version, wrapped FROM tenant_keys WHERE tenant_id = ?").bind(tenantId).all();
+    // The local vault's VAULT_MASTER_KEY, which is version 1 of its keyring.
+    const keyring = vault.Keyring.of([{ version: 1, key: bench.masterKey }]);
+    const versions = await Promise.all(
+      results.map(async ({ version, wrapped }) => vault.DataKeys.import(version, await keyring.unwrap(wrapped, tenantId, version))),
+    );
+    return new Seeder(bench, vault, new vault.TenantKeys(tenantId, versions), applicationId, chunk);
   }
 
+  /** Seals each chunk while the one before it is written. */
   async upTo(size) {
-    const db = this.bench.db;
+    let writing = Promise.resolve();
     while (this.ids.length < size) {
       const from = this.ids.length;
       const to = Math.min(size, from + this.chunk);
-      const rows = { tokens: [], token_containers: [], token_metadata: [], token_search_index: [] };
-      for (let i = from; i < to; i++) this.token(i, rows);
-      await db.batch(Object.entries(rows).map(([table, list]) => insertFromJson(db, table, list)));
+      const sealed = await Promise.all(Array.from({ length: to - from }, (_, offset) => this.token(from + offset)));
+      await writing;
+      writing = this.vault.insertTokens(this.bench.db, sealed, [], Date.now());
     }
+    await writing;
   }
 
-  token(i, rows) {
+  token(i) {
+    const { vault } = this;
     const id = randomUUID();
     this.ids.push(id);
     const ssn = i % 2 === 0;
-    const data = ssn ? ssnOf(i) : `value-${i}`;
-    const at = timeOf(i);
-    const container = containerOf(i);
-    rows.tokens.push({
-      id,
-      tenant_id: this.tenantId,
+    const definition = vault.definitionOf({
       type: ssn ? "social_security_number" : "token",
-      ciphertext: this.encrypt(JSON.stringify(data), id),
-      fingerprint: randomBytes(32).toString("base64url"),
-      fingerprint_expression: ssn ? "{{ data | remove: '-' }}" : "{{ data | stringify }}",
-      mask: ssn ? JSON.stringify("{{ data | reveal_last: 4 }}") : null, // masks are stored as JSON text
-      search_indexes: JSON.stringify(ssn ? SSN_INDEXES : ["{{ data }}"]),
-      metadata: JSON.stringify({ customer: customerOf(i) }),
-      containers: JSON.stringify([container]),
-      expires_at: null,
-      created_by: this.applicationId,
-      created_at: at,
-      modified_by: this.applicationId,
-      modified_at: at,
+      data: ssn ? ssnOf(i) : `value-${i}`,
+      metadata: { customer: customerOf(i) },
+      containers: [containerOf(i)],
+      search_indexes: ssn ? SSN_INDEXES : ["{{ data }}"],
     });
-    rows.token_containers.push({ tenant_id: this.tenantId, container, token_id: id });
-    rows.token_metadata.push({ tenant_id: this.tenantId, key: "customer", value: customerOf(i), token_id: id });
-    const indexes = ssn ? [data, data.replace(/-/g, ""), data.slice(-4)] : [data];
-    for (const value of indexes) {
-      rows.token_search_index.push({ tenant_id: this.tenantId, blind_index: this.blindIndex(value), token_id: id });
-    }
-  }
-
-  /** TenantKeys.encrypt: AES-256-GCM, random 96-bit IV, `${tenantId}/${id}` as additional data. */
-  encrypt(plaintext, id) {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv("aes-256-gcm", this.encryptionKey, iv);
-    cipher.setAAD(Buffer.from(`${this.tenantId}/${id}`));
-    const sealed = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final(), cipher.getAuthTag()]);
-    return `v1.${iv.toString("base64url")}.${sealed.toString("base64url")}`;
+    const refuse = (field, message) => {
+      throw new Error(`token ${i}: ${field.join(".")} ${message}`);
+    };
+    const evaluated = vault.evaluate(definition, refuse, vault.WorkBudget.of(definition.data));
+    const at = timeOf(i);
+    const by = this.applicationId;
+    const stamp = { id, tenantId: this.keys.tenantId, createdBy: by, createdAt: at, modifiedBy: by, modifiedAt: at, cvcExpiresAt: null };
+    return vault.sealToken(this.keys, definition, evaluated, stamp);
   }
 
   blindIndex(value) {
-    return createHmac("sha256", this.searchIndexKey).update(value.toLowerCase()).digest("base64url");
+    return this.keys.blindIndex(value);
   }
-}
-
-function insertFromJson(db, table, rows) {
-  const columns = Object.keys(rows[0]);
-  return db
-    .prepare(`INSERT INTO ${table} (${columns.join(", ")}) SELECT ${columns.map((c) => `value ->> '${c}'`).join(", ")} FROM json_each(?)`)
-    .bind(JSON.stringify(rows));
 }
 
 const ssnOf = (i) => {
@@ -197,7 +166,7 @@ const bounded = (select) => `SELECT count(*) AS n FROM (${select} LIMIT 10000)`;
  * The query kinds, each with the number of tokens it matches and the lookup a developer would write
  * by hand: driving from the side table with CROSS JOIN, which fixes SQLite's join order.
  */
-function queryKinds(seed, tenantId) {
+async function queryKinds(seed, tenantId) {
   const now = Date.now();
   const iso = (i) => new Date(timeOf(i)).toISOString();
   const sideLookup = (table, where, params) => {
@@ -224,7 +193,7 @@ function queryKinds(seed, tenantId) {
       query: `data:${ssnOf(4_242)}`,
       matches: 1,
       hand: sideLookup("token_search_index", "s.blind_index = ? AND t.type IN ('social_security_number', 'employer_id_number', 'token')", [
-        seed.blindIndex(ssnOf(4_242)),
+        await seed.blindIndex(ssnOf(4_242)),
       ]),
     },
     {
@@ -329,40 +298,16 @@ async function perRun(bench, statements, iterations) {
 }
 
 /** The statements the vault runs for the query, from the compiler itself. */
-function compiledStatements({ compileSearch, parseQuery }, seed, tenantId, query) {
+async function compiledStatements({ compileSearch, parseQuery }, seed, tenantId, query) {
   const parsed = query ? parseQuery(query) : null;
   const data = query?.match(/data:(\S+)/)?.[1];
-  const blindIndexes = new Map(data ? [[data, seed.blindIndex(data)]] : []);
+  const blindIndexes = new Map(data ? [[data, await seed.keys.blindIndexes(data)]] : []);
   const { page, count } = compileSearch(
     parsed,
     { tenantId, now: Date.now(), containers: null, blindIndexes },
     { limit: PAGE, offset: 0, countLimit: 10_000 },
   );
   return { page: [page.sql, page.params], count: [count.sql, count.params] };
-}
-
-/** src/search's parser and compiler, bundled for Node with the esbuild the toolchain already carries. */
-async function loadCompiler() {
-  const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-  const result = await build({
-    stdin: {
-      contents: 'export { compileSearch } from "./src/search/compile"; export { parseQuery } from "./src/search/parse";',
-      resolveDir: root,
-      loader: "ts",
-    },
-    bundle: true,
-    format: "esm",
-    platform: "node",
-    // Packages stay imports, resolved from node_modules: bundling liquidjs's CommonJS build into ESM
-    // breaks on its dynamic require of "stream".
-    packages: "external",
-    write: false,
-    logLevel: "error",
-  });
-  const file = join(root, ".bench", "search-compiler.mjs");
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, result.outputFiles[0].text);
-  return import(pathToFileURL(file).href);
 }
 
 /** Queries both grammars read (container paths quoted, since bare /…/ is a Lucene regex). */
