@@ -15,8 +15,7 @@ const TRANSFORM =
   "module.exports = async function (req) { return { body: { ...req.args.body, seen: true }, headers: req.args.headers }; };";
 
 export default async function proxy(bench) {
-  const iterations = Number(bench.args.iterations ?? 500);
-  const durationMs = Number(bench.args.duration ?? 3000);
+  const { iterations, duration: durationMs } = bench.sizes({ iterations: [500, 2], duration: [3000, 50] });
   const destination = await startEcho();
   try {
     const tenant = await bench.seedTenant();

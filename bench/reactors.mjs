@@ -1,6 +1,7 @@
 // React latency: a warm POST /reactors/{id}/react of a trivial formula (auth, reactor and formula
 // lookup, configuration decryption, a call into the formula's isolate) next to an authenticated
 // GET /reactor-formulas/{id} in the same run. Goal: react within 2x of that read.
+//   npm run bench reactors [--iterations=500] [--warmup=50]
 import { percentiles } from "./lib/statistics.mjs";
 
 const TRIVIAL_CODE = "module.exports = async function (req) { return { raw: { ok: true, args: req.args } }; };";
@@ -24,7 +25,7 @@ export default async function reactors(bench) {
   const check = await bench.request("POST", reactPath, { key: caller.key, raw: reactBody });
   if (check.status !== 200) throw new Error(`react failed: ${check.status} ${JSON.stringify(check.body)}`);
 
-  const iterations = Number(bench.args.iterations ?? 500);
+  const { iterations, warmup } = bench.sizes({ iterations: [500, 2], warmup: [50, 1] });
   const formulaPath = `/reactor-formulas/${formula.body.id}`;
   const readFormula = () =>
     fetch(bench.url(formulaPath), { headers: { "SVC-API-KEY": tenant.managementKey } }).then((r) => r.arrayBuffer());
@@ -37,7 +38,7 @@ export default async function reactors(bench) {
 
   // Interleaved, so both see the same machine load: a busy machine otherwise skews the ratio.
   const samples = { read: [], react: [] };
-  for (let i = 0; i < 50; i++) await Promise.all([readFormula(), runReactor()]);
+  for (let i = 0; i < warmup; i++) await Promise.all([readFormula(), runReactor()]);
   for (let i = 0; i < iterations; i++) {
     samples.read.push(await timed(readFormula));
     samples.react.push(await timed(runReactor));

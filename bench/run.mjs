@@ -6,9 +6,15 @@
 //   npm run bench proxy -- --against=<commit> [--rounds=2]
 //                                 each named benchmark on this build and on <commit>'s, turn about in
 //                                 rounds, then every figure of both side by side with its ratio
+//   npm run bench -- --smoke      every benchmark once at a tiny size (part of npm test): what it
+//                                 checks is that each still runs, not its figures
+//   npm run bench -- --built=<dir> this build's worker bundle as already built into <dir> (npm test
+//                                 passes its dry run's) instead of building it again
+// Every reply a benchmark receives must be a success (2xx), or the benchmark fails: a figure of
+// failing requests measures nothing.
 import { randomBytes } from "node:crypto";
 import { readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { buildWorker, startLocalVault } from "../scripts/local-vault.mjs";
 import { readReply } from "../test/support/reply.mjs";
@@ -17,7 +23,6 @@ import { mean, percentiles } from "./lib/statistics.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const benchDir = join(root, "bench");
-const buildDir = join(root, ".bench", "build");
 const RUNNER_FILES = new Set(["run.mjs"]);
 
 const argv = process.argv.slice(2);
@@ -30,6 +35,8 @@ const args = Object.fromEntries(
       return [key, value];
     }),
 );
+const smoke = args.smoke === "true";
+const buildDir = args.built ? resolve(args.built) : join(root, ".bench", "build");
 const available = readdirSync(benchDir)
   .filter((file) => file.endsWith(".mjs") && !RUNNER_FILES.has(file))
   .map((file) => file.replace(/\.mjs$/, ""))
@@ -43,8 +50,11 @@ for (const name of selected) {
 }
 
 process.env.WRANGLER_SEND_METRICS = "false";
-console.log("building the worker bundle…");
-buildWorker(buildDir);
+failOnUnsuccessfulReplies();
+if (!args.built) {
+  console.log("building the worker bundle…");
+  buildWorker(buildDir);
+}
 
 // The runtime's own floors, for baselines, in the same workerd: a worker that only forwards the
 // request to `?to=` and returns the answer, and one that first makes one indexed D1 read by primary
@@ -86,6 +96,15 @@ async function startBench(buildDir, reports) {
 
   const bench = {
     args,
+    /** A smoke run: every size tiny, the figures meaningless. */
+    smoke,
+    /**
+     * The benchmark's sizes, each declared as `name: [full, smoke]`: the value given as --name=…,
+     * else its smoke size in a smoke run, else its full size. A list is given comma-separated.
+     */
+    sizes: (declared) => Object.fromEntries(Object.entries(declared).map(([name, [full, tiny]]) => [name, sizeOf(name, full, tiny)])),
+    /** How many rounds a measurement taken turn about runs: `rounds`, or fewer in a smoke run. */
+    rounds: (rounds) => Math.min(rounds, smoke ? SMOKE.rounds : rounds),
     db,
     /** Another vault from the same bundle (startLocalVault options, e.g. dataDatabases), to dispose when done. */
     startVault: (options = {}) => startLocalVault({ buildDir, ...options }),
@@ -125,6 +144,7 @@ async function startBench(buildDir, reports) {
       return { id: reply.body.id, key: reply.body.keys[0].key };
     },
     async latency(fn, { iterations = 500, warmup = 50 } = {}) {
+      if (smoke) [iterations, warmup] = [Math.min(iterations, SMOKE.iterations), Math.min(warmup, SMOKE.warmup)];
       for (let i = 0; i < warmup; i++) await fn(i);
       const samples = [];
       for (let i = 0; i < iterations; i++) {
@@ -135,6 +155,7 @@ async function startBench(buildDir, reports) {
       return { ...percentiles(samples), mean: mean(samples) };
     },
     async throughput(fn, { concurrency = 32, durationMs = 3000 } = {}) {
+      if (smoke) [concurrency, durationMs] = [Math.min(concurrency, SMOKE.concurrency), Math.min(durationMs, SMOKE.durationMs)];
       const deadline = performance.now() + durationMs;
       let completed = 0;
       let i = 0;
@@ -159,6 +180,30 @@ async function startBench(buildDir, reports) {
     },
   };
   return { bench, vault };
+}
+
+/** What a smoke run allows the measuring loops at most, whatever the benchmark asks for. */
+const SMOKE = { iterations: 2, warmup: 1, durationMs: 50, concurrency: 2, rounds: 1 };
+
+function sizeOf(name, full, tiny) {
+  const given = args[name];
+  if (given === undefined) return smoke ? tiny : full;
+  if (!Array.isArray(full)) return typeof full === "number" ? Number(given) : given;
+  return given.split(",").map((item) => (typeof full[0] === "number" ? Number(item) : item));
+}
+
+/** Makes every fetch of this process throw on a reply outside 2xx, naming the request and the reply. */
+function failOnUnsuccessfulReplies() {
+  const fetchOf = globalThis.fetch;
+  globalThis.fetch = async (input, init) => {
+    const response = await fetchOf(input, init);
+    if (!response.ok) {
+      const method = init?.method ?? input.method ?? "GET";
+      const body = (await response.text()).slice(0, 500);
+      throw new Error(`${method} ${input.url ?? input} answered ${response.status}: ${body}`);
+    }
+    return response;
+  };
 }
 
 function format(value) {

@@ -52,9 +52,7 @@ export default {
 `;
 
 export default async function sandbox(bench) {
-  const iterations = Number(bench.args.iterations ?? 500);
-  const coldIterations = Number(bench.args.cold ?? 100);
-  const batch = Number(bench.args.batch ?? 2000);
+  const { iterations, cold: coldIterations, batch } = bench.sizes({ iterations: [500, 2], cold: [100, 1], batch: [2000, 2] });
 
   const { url, dispose } = await startBenchWorker();
   try {

@@ -6,9 +6,11 @@
 //     SQL (page and count in one D1 batch, run from this process through bench.db);
 //   - the SQL the compiler writes next to that hand-written SQL, both through bench.db, so the
 //     ratio isolates the quality of the compiled SQL from transport and presentation.
-// Every selective query matches the same tokens at both sizes. Last, the parse rate of the
-// generated parser next to the `lucene` package on one corpus.
-//   npm run bench search [--sizes=100000,1000000] [--iterations=200] [--chunk=2000]
+// Every selective query matches tokens among the first `span` at every size, the same number at
+// every span. Last, the parse rate of the generated parser next to the `lucene` package on one
+// corpus, for `parsing` milliseconds each.
+//   npm run bench search [--sizes=100000,1000000] [--span=20000] [--iterations=200] [--chunk=2000] [--parsing=2000]
+//     [--repeat=50]
 import { randomUUID } from "node:crypto";
 import lucene from "lucene";
 import { median, percentiles } from "./lib/statistics.mjs";
@@ -17,17 +19,24 @@ import { vaultCode } from "./lib/vault-code.mjs";
 const BASE_TIME = Date.UTC(2024, 0, 1);
 const SSN_INDEXES = ["{{ data }}", "{{ data | remove: '-' }}", "{{ data | last4 }}"];
 const PAGE = 20;
-const MIN_SIZE = 20_000;
-const REPEAT = 50;
+/** Five tokens per customer, a hundred per container, a thousand per region (see customerOf). */
+const REGION = 1000;
 
 export default async function search(bench) {
-  const sizes = String(bench.args.sizes ?? "100000,1000000")
-    .split(",")
-    .map(Number);
-  if (sizes.some((size) => !(size >= MIN_SIZE)))
-    throw new Error(`every size must be at least ${MIN_SIZE}: the queries target its first tokens`);
-  const iterations = Number(bench.args.iterations ?? 200);
-  const chunk = Number(bench.args.chunk ?? 2000);
+  const { sizes, span, iterations, chunk, parsing, repeat } = bench.sizes({
+    sizes: [
+      [100_000, 1_000_000],
+      [2000, 3000],
+    ],
+    span: [20_000, 2000],
+    iterations: [200, 2],
+    chunk: [2000, 1000],
+    parsing: [2000, 100],
+    repeat: [50, 1],
+  });
+  if (!(span >= 2 * REGION && span % REGION === 0)) throw new Error(`the span must be a multiple of ${REGION}, at least ${2 * REGION}`);
+  if (sizes.some((size) => !(size >= span)))
+    throw new Error(`every size must be at least the span, ${span}: the queries target its tokens`);
 
   const vault = await vaultCode();
   const tenant = await bench.seedTenant();
@@ -36,7 +45,7 @@ export default async function search(bench) {
   const floor = await bench.latency(() => bench.db.prepare("SELECT 1").all(), { iterations, warmup: 20 });
   console.log(
     `  bench.db round trip of SELECT 1: p50 ${floor.p50.toFixed(3)} ms, p95 ${floor.p95.toFixed(3)} ms ` +
-      `(in every hand-written SQL figure; ${(floor.p50 / REPEAT).toFixed(3)} ms of each "one run" figure)`,
+      `(in every hand-written SQL figure; ${(floor.p50 / repeat).toFixed(3)} ms of each "one run" figure)`,
   );
 
   const figures = new Map();
@@ -44,10 +53,10 @@ export default async function search(bench) {
     const started = performance.now();
     await seed.upTo(size);
     console.log(`  seeded ${size.toLocaleString("en")} tokens (${((performance.now() - started) / 1000).toFixed(1)} s)`);
-    const kinds = await queryKinds(seed, tenant.tenantId);
+    const kinds = await queryKinds(seed, tenant.tenantId, span);
     for (const kind of kinds) {
       const compiled = await compiledStatements(vault, seed, tenant.tenantId, kind.query);
-      const measured = await measure(bench, app.key, kind, compiled, iterations);
+      const measured = await measure(bench, app.key, kind, compiled, { iterations, repeat });
       figures.set(`${kind.name}@${size}`, measured);
       const at = `${kind.name} @${compact(size)}`;
       bench.report(`${at} HTTP p50`, measured.http.p50, "hand-written SQL p50", measured.hand.p50, "ms");
@@ -68,7 +77,7 @@ export default async function search(bench) {
   if (sizes.length > 1) {
     const [small, large] = [Math.min(...sizes), Math.max(...sizes)];
     console.log(`\n  scaling: p50 over HTTP at ${compact(large)} next to ${compact(small)}`);
-    for (const kind of await queryKinds(seed, tenant.tenantId)) {
+    for (const kind of await queryKinds(seed, tenant.tenantId, span)) {
       const a = figures.get(`${kind.name}@${small}`);
       const b = figures.get(`${kind.name}@${large}`);
       bench.report(`${kind.name} HTTP p50 @${compact(large)}`, b.http.p50, `@${compact(small)}`, a.http.p50, "ms");
@@ -76,7 +85,7 @@ export default async function search(bench) {
   }
 
   console.log("\n  parse rate, same corpus");
-  const [generated, reference] = parseRates(parseCorpus(), [
+  const [generated, reference] = parseRates(parseCorpus(), parsing, [
     (query) => vault.parseGenerated(query, { maxDepth: 20 }),
     (query) => lucene.parse(query),
   ]);
@@ -155,7 +164,7 @@ const ssnOf = (i) => {
 const timeOf = (i) => BASE_TIME + i * 1000;
 /** Five tokens per customer, a hundred per container, a thousand per region: the same at every size. */
 const customerOf = (i) => `c${Math.floor(i / 5)}`;
-const containerOf = (i) => `/r${Math.floor(i / 1000)}/c${Math.floor(i / 100)}/`;
+const containerOf = (i) => `/r${Math.floor(i / REGION)}/c${Math.floor(i / 100)}/`;
 
 const LIVE = "(t.expires_at IS NULL OR t.expires_at > ?)";
 const ORDER = `ORDER BY t.created_at DESC, t.id DESC LIMIT ${PAGE}`;
@@ -164,9 +173,11 @@ const bounded = (select) => `SELECT count(*) AS n FROM (${select} LIMIT 10000)`;
 
 /**
  * The query kinds, each with the number of tokens it matches and the lookup a developer would write
- * by hand: driving from the side table with CROSS JOIN, which fixes SQLite's join order.
+ * by hand: driving from the side table with CROSS JOIN, which fixes SQLite's join order. The tokens
+ * they target are named by their place in a span of 20,000, the span by default, and scaled to `span`.
  */
-async function queryKinds(seed, tenantId) {
+async function queryKinds(seed, tenantId, span) {
+  const at = (place) => Math.floor((place * span) / 20_000);
   const now = Date.now();
   const iso = (i) => new Date(timeOf(i)).toISOString();
   const sideLookup = (table, where, params) => {
@@ -179,40 +190,44 @@ async function queryKinds(seed, tenantId) {
     const all = [tenantId, ...params, now];
     return { page: [`SELECT t.* ${from} ${ORDER}`, all], count: [bounded(`SELECT 1 ${from}`), all] };
   };
-  const [first, second, excluded] = [customerOf(18_000), customerOf(18_005), containerOf(19_999)];
+  // Two customers of five tokens, the second's two social security numbers (even tokens) with them.
+  const [first, second, excluded] = [customerOf(at(18_000)), customerOf(at(18_000) + 5), containerOf(span - 1)];
+  const ssn = ssnOf(2 * at(2_121));
+  const region = Math.floor(at(15_000) / REGION);
+  const [from, to] = [at(10_000), at(10_000) + 99];
   return [
-    { name: "id", query: `id:${seed.ids[14_321]}`, matches: 1, hand: tokensWhere("t.id = ?", [seed.ids[14_321]]) },
+    { name: "id", query: `id:${seed.ids[at(14_321)]}`, matches: 1, hand: tokensWhere("t.id = ?", [seed.ids[at(14_321)]]) },
     {
       name: "metadata",
-      query: `metadata.customer:${customerOf(12_345)}`,
+      query: `metadata.customer:${customerOf(at(12_345))}`,
       matches: 5,
-      hand: sideLookup("token_metadata", "s.key = ? AND s.value = ?", ["customer", customerOf(12_345)]),
+      hand: sideLookup("token_metadata", "s.key = ? AND s.value = ?", ["customer", customerOf(at(12_345))]),
     },
     {
       name: "data",
-      query: `data:${ssnOf(4_242)}`,
+      query: `data:${ssn}`,
       matches: 1,
       hand: sideLookup("token_search_index", "s.blind_index = ? AND t.type IN ('social_security_number', 'employer_id_number', 'token')", [
-        await seed.blindIndex(ssnOf(4_242)),
+        await seed.blindIndex(ssn),
       ]),
     },
     {
       name: "container exact",
-      query: `container:${containerOf(12_345)}`,
+      query: `container:${containerOf(at(12_345))}`,
       matches: 100,
-      hand: sideLookup("token_containers", "s.container = ?", [containerOf(12_345)]),
+      hand: sideLookup("token_containers", "s.container = ?", [containerOf(at(12_345))]),
     },
     {
       name: "container wildcard",
-      query: "container:/r15/*",
-      matches: 1000,
-      hand: sideLookup("token_containers", "s.container >= ? AND s.container < ?", ["/r15/", "/r150"]),
+      query: `container:/r${region}/*`,
+      matches: REGION,
+      hand: sideLookup("token_containers", "s.container >= ? AND s.container < ?", [`/r${region}/`, `/r${region}0`]),
     },
     {
       name: "date range",
-      query: `created_at:[${iso(10_000)} TO ${iso(10_099)}]`,
+      query: `created_at:[${iso(from)} TO ${iso(to)}]`,
       matches: 100,
-      hand: tokensWhere("t.created_at >= ? AND t.created_at <= ?", [timeOf(10_000), timeOf(10_099)]),
+      hand: tokensWhere("t.created_at >= ? AND t.created_at <= ?", [timeOf(from), timeOf(to)]),
     },
     {
       name: "boolean, three levels",
@@ -229,7 +244,7 @@ async function queryKinds(seed, tenantId) {
   ];
 }
 
-async function measure(bench, key, kind, compiled, iterations) {
+async function measure(bench, key, kind, compiled, { iterations, repeat }) {
   const check = await bench.request("POST", "/tokens/search", { key, body: { query: kind.query, size: PAGE } });
   if (check.status !== 200) throw new Error(`${kind.name}: ${check.status} ${JSON.stringify(check.body)}`);
   if (kind.matches !== null && check.body.pagination.total_items !== kind.matches) {
@@ -264,15 +279,15 @@ async function measure(bench, key, kind, compiled, iterations) {
   };
   // Measured turn about in rounds, so that a change of load on this machine weighs on each figure
   // and its baseline alike; each figure is the median of its rounds.
-  const rounds = 5;
+  const rounds = bench.rounds(5);
   const perRound = Math.max(10, Math.ceil(iterations / rounds));
   const samples = { http: [], hand: [], handPerRun: [], compiledPerRun: [] };
   for (let round = 0; round < rounds; round++) {
     const warmup = round === 0 ? 20 : 3;
     samples.http.push(await bench.latency(overHttp, { iterations: perRound, warmup }));
     samples.hand.push(await bench.latency(() => bench.db.batch(hand), { iterations: perRound, warmup }));
-    samples.compiledPerRun.push(await perRun(bench, ours, perRound));
-    samples.handPerRun.push(await perRun(bench, hand, perRound));
+    samples.compiledPerRun.push(await perRun(bench, ours, perRound, repeat));
+    samples.handPerRun.push(await perRun(bench, hand, perRound, repeat));
   }
   const medianOf = (list, key) => median(list.map((figures) => figures[key]));
   return {
@@ -290,11 +305,11 @@ function prepareAll(db, { page: [pageSql, pageParams], count: [countSql, countPa
   return [db.prepare(pageSql).bind(...pageParams), db.prepare(countSql).bind(...countParams)];
 }
 
-/** p50 of one run of the statements, from batches of REPEAT runs: bench.db's round trip is shared out. */
-async function perRun(bench, statements, iterations) {
-  const batch = Array.from({ length: REPEAT }, () => statements).flat();
+/** p50 of one run of the statements, from batches of `repeat` runs: bench.db's round trip is shared out. */
+async function perRun(bench, statements, iterations, repeat) {
+  const batch = Array.from({ length: repeat }, () => statements).flat();
   const { p50 } = await bench.latency(() => bench.db.batch(batch), { iterations: Math.max(5, Math.round(iterations / 10)), warmup: 2 });
-  return p50 / REPEAT;
+  return p50 / repeat;
 }
 
 /** The statements the vault runs for the query, from the compiler itself. */
@@ -328,12 +343,12 @@ function parseCorpus() {
   ];
 }
 
-/** Queries per second of each parser, in alternating rounds so that a change of load hits both alike. */
-function parseRates(corpus, parsers) {
+/** Queries per second of each parser over `parsingMs`, in alternating rounds of 100 ms so that a change of load hits both alike. */
+function parseRates(corpus, parsingMs, parsers) {
   for (let i = 0; i < 3000; i++) for (const parse of parsers) parse(corpus[i % corpus.length]);
   const elapsed = parsers.map(() => 0);
   const parsed = parsers.map(() => 0);
-  for (let round = 0; round < 20; round++) {
+  for (let round = 0; round < Math.ceil(parsingMs / 100); round++) {
     parsers.forEach((parse, p) => {
       const started = performance.now();
       while (performance.now() - started < 100) {

@@ -8,7 +8,7 @@ import { mean, median } from "./statistics.mjs";
  * ratios stay meaningful even when the absolute figures move.
  */
 export async function interleavedLatency(bench, fns, iterations) {
-  const rounds = 10;
+  const rounds = bench.rounds(10);
   const samples = fns.map(() => []);
   for (let round = 0; round < rounds; round++) {
     for (const [index, fn] of fns.entries()) {
@@ -20,7 +20,7 @@ export async function interleavedLatency(bench, fns, iterations) {
 }
 
 export async function interleavedThroughput(bench, fns, durationMs) {
-  const rounds = 4;
+  const rounds = bench.rounds(4);
   const rates = fns.map(() => []);
   for (let round = 0; round < rounds; round++) {
     for (const [index, fn] of fns.entries()) {
