@@ -7,7 +7,7 @@ export default async function auth(bench) {
   const check = await bench.request("GET", path, { key: tenant.managementKey });
   if (check.status !== 200) throw new Error(`authenticated read failed: ${check.status}`);
 
-  const { iterations } = bench.sizes({ iterations: [1000, 2] });
+  const { iterations } = bench.sizes({ iterations: [1000, 1] });
   const baseline = await bench.latency(() => fetch(bench.url("/health")).then((r) => r.arrayBuffer()), { iterations });
   const authenticated = await bench.latency(
     () => fetch(bench.url(path), { headers: { "SVC-API-KEY": tenant.managementKey } }).then((r) => r.arrayBuffer()),

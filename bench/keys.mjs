@@ -21,7 +21,7 @@ export default async function keys(bench) {
     duration: durationMs,
     searchable,
     tokens,
-  } = bench.sizes({ iterations: [400, 2], duration: [3000, 50], searchable: [1000, 100], tokens: [20_000, 200] });
+  } = bench.sizes({ iterations: [400, 1], duration: [3000, 50], searchable: [1000, 100], tokens: [20_000, 200] });
   const parts = String(bench.args.parts ?? "envelope,rotation").split(",");
   const destination = await startEcho();
   try {
@@ -36,9 +36,12 @@ async function envelopeCost(bench, destinationUrl, { iterations, durationMs, sea
   // Auditing off on both: the audit send changed after PRE_ENVELOPE (one sendBatch per isolate),
   // and this comparison is of the keys alone.
   const bindings = { AUDIT_LOG: "false" };
-  const after = await bench.startVault({ bindings });
   // A smoke run checks the scenarios on one vault of this build: building an old commit takes long.
-  const before = bench.smoke ? after : await bench.startVault({ buildDir: buildCommit(PRE_ENVELOPE).buildDir, bindings });
+  const vaults = await Promise.all([
+    bench.startVault({ bindings }),
+    ...(bench.smoke ? [] : [bench.startVault({ buildDir: buildCommit(PRE_ENVELOPE).buildDir, bindings })]),
+  ]);
+  const [after, before = after] = vaults;
   try {
     const [envelope, derived] = await Promise.all([
       scenarios(after, destinationUrl, searchable),
@@ -52,7 +55,7 @@ async function envelopeCost(bench, destinationUrl, { iterations, durationMs, sea
       bench.report(`  ${name} throughput`, nowRate.rps, "derived keys", thenRate.rps, "req/s");
     }
   } finally {
-    await Promise.all([...new Set([before, after])].map((vault) => vault.dispose()));
+    await Promise.all(vaults.map((vault) => vault.dispose()));
   }
 }
 

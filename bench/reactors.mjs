@@ -25,7 +25,7 @@ export default async function reactors(bench) {
   const check = await bench.request("POST", reactPath, { key: caller.key, raw: reactBody });
   if (check.status !== 200) throw new Error(`react failed: ${check.status} ${JSON.stringify(check.body)}`);
 
-  const { iterations, warmup } = bench.sizes({ iterations: [500, 2], warmup: [50, 1] });
+  const { iterations, warmup } = bench.sizes({ iterations: [500, 1], warmup: [50, 0] });
   const formulaPath = `/reactor-formulas/${formula.body.id}`;
   const readFormula = () =>
     fetch(bench.url(formulaPath), { headers: { "SVC-API-KEY": tenant.managementKey } }).then((r) => r.arrayBuffer());

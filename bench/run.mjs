@@ -183,7 +183,7 @@ async function startBench(buildDir, reports) {
 }
 
 /** What a smoke run allows the measuring loops at most, whatever the benchmark asks for. */
-const SMOKE = { iterations: 2, warmup: 1, durationMs: 50, concurrency: 2, rounds: 1 };
+const SMOKE = { iterations: 1, warmup: 0, durationMs: 50, concurrency: 2, rounds: 1 };
 
 function sizeOf(name, full, tiny) {
   const given = args[name];

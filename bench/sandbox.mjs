@@ -52,7 +52,7 @@ export default {
 `;
 
 export default async function sandbox(bench) {
-  const { iterations, cold: coldIterations, batch } = bench.sizes({ iterations: [500, 2], cold: [100, 1], batch: [2000, 2] });
+  const { iterations, cold: coldIterations, batch } = bench.sizes({ iterations: [500, 1], cold: [100, 1], batch: [2000, 1] });
 
   const { url, dispose } = await startBenchWorker();
   try {

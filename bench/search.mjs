@@ -29,7 +29,7 @@ export default async function search(bench) {
       [2000, 3000],
     ],
     span: [20_000, 2000],
-    iterations: [200, 2],
+    iterations: [200, 1],
     chunk: [2000, 1000],
     parsing: [2000, 100],
     repeat: [50, 1],
