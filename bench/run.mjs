@@ -6,8 +6,8 @@
 //   npm run bench proxy -- --against=<commit> [--rounds=2]
 //                                 each named benchmark on this build and on <commit>'s, turn about in
 //                                 rounds, then every figure of both side by side with its ratio
-//   npm run bench -- --smoke      every benchmark once at a tiny size (part of npm test): what it
-//                                 checks is that each still runs, not its figures
+//   npm run bench -- --smoke      every benchmark once at a tiny size, all at the same time (part of
+//                                 npm test): what it checks is that each still runs, not its figures
 //   npm run bench -- --built=<dir> this build's worker bundle as already built into <dir> (npm test
 //                                 passes its dry run's) instead of building it again
 // Every reply a benchmark receives must be a success (2xx), or the benchmark fails: a figure of
@@ -206,22 +206,32 @@ function failOnUnsuccessfulReplies() {
   };
 }
 
+function secondsSince(started) {
+  return ((performance.now() - started) / 1000).toFixed(1);
+}
+
 function format(value) {
   return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(3);
 }
 
 /** Runs one benchmark; false when it failed. */
 async function runBenchmark(name, bench) {
-  const started = performance.now();
   try {
     const module = await import(pathToFileURL(join(benchDir, `${name}.mjs`)).href);
     await module.default(bench);
-    console.log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
     return true;
   } catch (error) {
     console.error(`  benchmark ${name} failed:`, error);
     return false;
   }
+}
+
+/** Runs one benchmark and prints how long it took; false when it failed. */
+async function runTimed(name, bench) {
+  const started = performance.now();
+  const ran = await runBenchmark(name, bench);
+  console.log(`  (${secondsSince(started)} s)`);
+  return ran;
 }
 
 /**
@@ -244,7 +254,7 @@ async function compareBuilds(against, rounds) {
         console.log(`\n## ${name} on ${builds[index].name} (round ${round + 1} of ${rounds})`);
         const { bench, vault } = await startBench(builds[index].buildDir, reports[index]);
         try {
-          ok = (await runBenchmark(name, bench)) && ok;
+          ok = (await runTimed(name, bench)) && ok;
         } finally {
           await vault.dispose();
         }
@@ -277,15 +287,42 @@ function printComparison(name, builds, reports) {
   }
 }
 
+/**
+ * A smoke run: the benchmarks at the same time, since each mostly waits for workerd, printing only
+ * whether each ran (its figures mean nothing at these sizes); errors still print.
+ */
+async function runAllAtOnce(bench) {
+  const print = console.log;
+  console.log = () => {};
+  try {
+    const outcomes = await Promise.all(
+      selected.map(async (name) => {
+        const started = performance.now();
+        const ran = await runBenchmark(name, bench);
+        print(`  ${name} ${ran ? "ran" : "failed"} (${secondsSince(started)} s)`);
+        return ran;
+      }),
+    );
+    return outcomes.every(Boolean);
+  } finally {
+    console.log = print;
+  }
+}
+
 let ok = true;
 if (args.against) {
   ok = await compareBuilds(args.against, Number(args.rounds ?? 2));
 } else {
   const { bench, vault } = await startBench(buildDir);
   try {
-    for (const name of selected) {
-      console.log(`\n## ${name}`);
-      ok = (await runBenchmark(name, bench)) && ok;
+    if (smoke) {
+      console.log(`smoke run of ${selected.join(", ")}`);
+      ok = await runAllAtOnce(bench);
+    } else {
+      for (const name of selected) {
+        console.log(`\n## ${name}`);
+        ok = (await runTimed(name, bench)) && ok;
+      }
     }
   } finally {
     await vault.dispose();
