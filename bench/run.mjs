@@ -104,7 +104,7 @@ async function startBench(buildDir, reports) {
      */
     sizes: (declared) => Object.fromEntries(Object.entries(declared).map(([name, [full, tiny]]) => [name, sizeOf(name, full, tiny)])),
     /** How many rounds a measurement taken turn about runs: `rounds`, or fewer in a smoke run. */
-    rounds: (rounds) => Math.min(rounds, smoke ? SMOKE.rounds : rounds),
+    rounds: (rounds) => (smoke ? Math.min(rounds, SMOKE.rounds) : rounds),
     db,
     /** Another vault from the same bundle (startLocalVault options, e.g. dataDatabases), to dispose when done. */
     startVault: (options = {}) => startLocalVault({ buildDir, ...options }),

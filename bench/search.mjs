@@ -119,15 +119,17 @@ class Seeder {
 
   /** Seals each chunk while the one before it is written. */
   async upTo(size) {
-    let writing = Promise.resolve();
-    while (this.ids.length < size) {
-      const from = this.ids.length;
-      const to = Math.min(size, from + this.chunk);
-      const sealed = await Promise.all(Array.from({ length: to - from }, (_, offset) => this.token(from + offset)));
-      await writing;
-      writing = this.vault.insertTokens(this.bench.db, sealed, [], Date.now());
+    let sealed = await this.sealNext(size);
+    while (sealed.length > 0) {
+      [, sealed] = await Promise.all([this.vault.insertTokens(this.bench.db, sealed, [], Date.now()), this.sealNext(size)]);
     }
-    await writing;
+  }
+
+  /** The next chunk of tokens, short of `size`, sealed; none once there are `size`. */
+  sealNext(size) {
+    const from = this.ids.length;
+    const to = Math.min(size, from + this.chunk);
+    return Promise.all(Array.from({ length: to - from }, (_, offset) => this.token(from + offset)));
   }
 
   token(i) {
