@@ -106,6 +106,8 @@ async function startBench(buildDir, reports) {
     /** How many rounds a measurement taken turn about runs: `rounds`, or fewer in a smoke run. */
     rounds: (rounds) => (smoke ? Math.min(rounds, SMOKE.rounds) : rounds),
     db,
+    /** This run's own vault, shaped as startVault answers one; never to be disposed by a benchmark. */
+    vault: { baseUrl, operatorKey },
     /** Another vault from the same bundle (startLocalVault options, e.g. dataDatabases), to dispose when done. */
     startVault: (options = {}) => startLocalVault({ buildDir, ...options }),
     masterKey,
