@@ -5,36 +5,48 @@
 //   2. Rotation: a tenant's tokens re-encrypted by the rotation job, in rows per second next to the
 //      rate at which the same vault created them (POST /tokenize, 100 a call); and the p50 of reads
 //      and creates while the job runs, next to the same calls before it started.
-//   npm run bench keys [--iterations=400] [--duration=3000] [--tokens=20000] [--parts=envelope,rotation]
+//   npm run bench keys [--iterations=400] [--duration=3000] [--searchable=1000] [--tokens=20000]
+//     [--parts=envelope,rotation]
 import { buildCommit } from "./lib/builds.mjs";
 import { interleavedLatency, interleavedThroughput, send, startEcho } from "./lib/measure.mjs";
+import { median } from "./lib/statistics.mjs";
 
 /** The last commit before envelope encryption (e13f13c, "Keys: envelope encryption"). */
 const PRE_ENVELOPE = "e13f13c^";
 const SSN_BASE = 100_000_000;
 
 export default async function keys(bench) {
-  const iterations = Number(bench.args.iterations ?? 400);
-  const durationMs = Number(bench.args.duration ?? 3000);
-  const tokens = Number(bench.args.tokens ?? 20_000);
+  const {
+    iterations,
+    duration: durationMs,
+    searchable,
+    tokens,
+  } = bench.sizes({ iterations: [400, 1], duration: [3000, 50], searchable: [1000, 100], tokens: [20_000, 200] });
   const parts = String(bench.args.parts ?? "envelope,rotation").split(",");
   const destination = await startEcho();
   try {
-    if (parts.includes("envelope")) await envelopeCost(bench, destination.url, iterations, durationMs);
+    if (parts.includes("envelope")) await envelopeCost(bench, destination.url, { iterations, durationMs, searchable });
     if (parts.includes("rotation")) await rotation(bench, tokens, iterations);
   } finally {
     await destination.close();
   }
 }
 
-async function envelopeCost(bench, destinationUrl, iterations, durationMs) {
+async function envelopeCost(bench, destinationUrl, { iterations, durationMs, searchable }) {
   // Auditing off on both: the audit send changed after PRE_ENVELOPE (one sendBatch per isolate),
   // and this comparison is of the keys alone.
   const bindings = { AUDIT_LOG: "false" };
-  const before = await bench.startVault({ buildDir: buildCommit(PRE_ENVELOPE).buildDir, bindings });
-  const after = await bench.startVault({ bindings });
+  // A smoke run checks the scenarios on the run's own vault: building an old commit, and starting a
+  // vault, take long.
+  const vaults = bench.smoke
+    ? []
+    : await Promise.all([bench.startVault({ bindings }), bench.startVault({ buildDir: buildCommit(PRE_ENVELOPE).buildDir, bindings })]);
+  const [after, before] = bench.smoke ? [bench.vault, bench.vault] : vaults;
   try {
-    const [envelope, derived] = await Promise.all([scenarios(after, destinationUrl), scenarios(before, destinationUrl)]);
+    const [envelope, derived] = await Promise.all([
+      scenarios(after, destinationUrl, searchable),
+      scenarios(before, destinationUrl, searchable),
+    ]);
     console.log(`  envelope encryption (this build) and derived keys (${PRE_ENVELOPE}), fresh vaults, auditing off, turn about`);
     for (const name of Object.keys(envelope)) {
       const [now, then] = await interleavedLatency(bench, [envelope[name], derived[name]], iterations);
@@ -43,12 +55,12 @@ async function envelopeCost(bench, destinationUrl, iterations, durationMs) {
       bench.report(`  ${name} throughput`, nowRate.rps, "derived keys", thenRate.rps, "req/s");
     }
   } finally {
-    await Promise.all([before.dispose(), after.dispose()]);
+    await Promise.all(vaults.map((vault) => vault.dispose()));
   }
 }
 
-/** A tenant with 1,000 searchable tokens and a proxy on the vault; answers each scenario's call. */
-async function scenarios(vault, destinationUrl) {
+/** A tenant with `searchable` tokens (a multiple of 100) and a proxy on the vault; answers each scenario's call. */
+async function scenarios(vault, destinationUrl, searchable) {
   const post = async (path, headers, body, status = 201) => {
     const reply = await send(`${vault.baseUrl}${path}`, body, headers);
     if (reply.status !== status) throw new Error(`POST ${path} failed: ${reply.status} ${reply.text.slice(0, 300)}`);
@@ -68,7 +80,7 @@ async function scenarios(vault, destinationUrl) {
     return `${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}`;
   };
   const created = [];
-  for (let i = 0; i < 10; i++) {
+  for (let i = 0; i < searchable; i += 100) {
     created.push(
       ...(await post(
         "/tokenize",
@@ -159,11 +171,6 @@ async function rotation(bench, count, iterations) {
   const rowsPerSecond = job.done / ((job.finishedAt - job.runningAt) / 1000);
   console.log(`  data-key rotation of ${count} tokens (${job.done} records re-encrypted)`);
   bench.report("  rotation re-encrypts", rowsPerSecond, "POST /tokenize creates", createdPerSecond, "rows/s");
-  bench.report(`  read p50 while it runs (${during.read.length})`, p50(during.read), "read p50 before", readBefore.p50, "ms");
-  bench.report(`  create p50 while it runs (${during.create.length})`, p50(during.create), "create p50 before", createBefore.p50, "ms");
-}
-
-function p50(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+  bench.report(`  read p50 while it runs (${during.read.length})`, median(during.read), "read p50 before", readBefore.p50, "ms");
+  bench.report(`  create p50 while it runs (${during.create.length})`, median(during.create), "create p50 before", createBefore.p50, "ms");
 }

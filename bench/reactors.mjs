@@ -1,6 +1,9 @@
 // React latency: a warm POST /reactors/{id}/react of a trivial formula (auth, reactor and formula
 // lookup, configuration decryption, a call into the formula's isolate) next to an authenticated
 // GET /reactor-formulas/{id} in the same run. Goal: react within 2x of that read.
+//   npm run bench reactors [--iterations=500] [--warmup=50]
+import { percentiles } from "./lib/statistics.mjs";
+
 const TRIVIAL_CODE = "module.exports = async function (req) { return { raw: { ok: true, args: req.args } }; };";
 
 export default async function reactors(bench) {
@@ -22,7 +25,7 @@ export default async function reactors(bench) {
   const check = await bench.request("POST", reactPath, { key: caller.key, raw: reactBody });
   if (check.status !== 200) throw new Error(`react failed: ${check.status} ${JSON.stringify(check.body)}`);
 
-  const iterations = Number(bench.args.iterations ?? 500);
+  const { iterations, warmup } = bench.sizes({ iterations: [500, 1], warmup: [50, 0] });
   const formulaPath = `/reactor-formulas/${formula.body.id}`;
   const readFormula = () =>
     fetch(bench.url(formulaPath), { headers: { "SVC-API-KEY": tenant.managementKey } }).then((r) => r.arrayBuffer());
@@ -35,7 +38,7 @@ export default async function reactors(bench) {
 
   // Interleaved, so both see the same machine load: a busy machine otherwise skews the ratio.
   const samples = { read: [], react: [] };
-  for (let i = 0; i < 50; i++) await Promise.all([readFormula(), runReactor()]);
+  for (let i = 0; i < warmup; i++) await Promise.all([readFormula(), runReactor()]);
   for (let i = 0; i < iterations; i++) {
     samples.read.push(await timed(readFormula));
     samples.react.push(await timed(runReactor));
@@ -50,10 +53,4 @@ async function timed(fn) {
   const start = performance.now();
   await fn();
   return performance.now() - start;
-}
-
-function percentiles(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-  return { p50: at(0.5), p95: at(0.95) };
 }

@@ -6,17 +6,23 @@
 //   npm run bench proxy -- --against=<commit> [--rounds=2]
 //                                 each named benchmark on this build and on <commit>'s, turn about in
 //                                 rounds, then every figure of both side by side with its ratio
+//   npm run bench -- --smoke      every benchmark once at a tiny size, all at the same time (part of
+//                                 npm test): what it checks is that each still runs, not its figures
+//   npm run bench -- --built=<dir> this build's worker bundle as already built into <dir> (npm test
+//                                 passes its dry run's) instead of building it again
+// Every reply a benchmark receives must be a success (2xx), or the benchmark fails: a figure of
+// failing requests measures nothing.
 import { randomBytes } from "node:crypto";
 import { readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { buildWorker, startLocalVault } from "../scripts/local-vault.mjs";
 import { readReply } from "../test/support/reply.mjs";
 import { buildCommit } from "./lib/builds.mjs";
+import { mean, percentiles } from "./lib/statistics.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const benchDir = join(root, "bench");
-const buildDir = join(root, ".bench", "build");
 const RUNNER_FILES = new Set(["run.mjs"]);
 
 const argv = process.argv.slice(2);
@@ -29,6 +35,8 @@ const args = Object.fromEntries(
       return [key, value];
     }),
 );
+const smoke = args.smoke === "true";
+const buildDir = args.built ? resolve(args.built) : join(root, ".bench", "build");
 const available = readdirSync(benchDir)
   .filter((file) => file.endsWith(".mjs") && !RUNNER_FILES.has(file))
   .map((file) => file.replace(/\.mjs$/, ""))
@@ -42,8 +50,11 @@ for (const name of selected) {
 }
 
 process.env.WRANGLER_SEND_METRICS = "false";
-console.log("building the worker bundle…");
-buildWorker(buildDir);
+failOnUnsuccessfulReplies();
+if (!args.built) {
+  console.log("building the worker bundle…");
+  buildWorker(buildDir);
+}
 
 // The runtime's own floors, for baselines, in the same workerd: a worker that only forwards the
 // request to `?to=` and returns the answer, and one that first makes one indexed D1 read by primary
@@ -85,7 +96,18 @@ async function startBench(buildDir, reports) {
 
   const bench = {
     args,
+    /** A smoke run: every size tiny, the figures meaningless. */
+    smoke,
+    /**
+     * The benchmark's sizes, each declared as `name: [full, smoke]`: the value given as --name=…,
+     * else its smoke size in a smoke run, else its full size. A list is given comma-separated.
+     */
+    sizes: (declared) => Object.fromEntries(Object.entries(declared).map(([name, [full, tiny]]) => [name, sizeOf(name, full, tiny)])),
+    /** How many rounds a measurement taken turn about runs: `rounds`, or fewer in a smoke run. */
+    rounds: (rounds) => (smoke ? Math.min(rounds, SMOKE.rounds) : rounds),
     db,
+    /** This run's own vault, shaped as startVault answers one; never to be disposed by a benchmark. */
+    vault: { baseUrl, operatorKey },
     /** Another vault from the same bundle (startLocalVault options, e.g. dataDatabases), to dispose when done. */
     startVault: (options = {}) => startLocalVault({ buildDir, ...options }),
     masterKey,
@@ -124,6 +146,7 @@ async function startBench(buildDir, reports) {
       return { id: reply.body.id, key: reply.body.keys[0].key };
     },
     async latency(fn, { iterations = 500, warmup = 50 } = {}) {
+      if (smoke) [iterations, warmup] = [Math.min(iterations, SMOKE.iterations), Math.min(warmup, SMOKE.warmup)];
       for (let i = 0; i < warmup; i++) await fn(i);
       const samples = [];
       for (let i = 0; i < iterations; i++) {
@@ -131,9 +154,10 @@ async function startBench(buildDir, reports) {
         await fn(i);
         samples.push(performance.now() - start);
       }
-      return summarize(samples);
+      return { ...percentiles(samples), mean: mean(samples) };
     },
     async throughput(fn, { concurrency = 32, durationMs = 3000 } = {}) {
+      if (smoke) [concurrency, durationMs] = [Math.min(concurrency, SMOKE.concurrency), Math.min(durationMs, SMOKE.durationMs)];
       const deadline = performance.now() + durationMs;
       let completed = 0;
       let i = 0;
@@ -160,14 +184,32 @@ async function startBench(buildDir, reports) {
   return { bench, vault };
 }
 
-function summarize(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-  return { p50: at(0.5), p95: at(0.95), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
+/** What a smoke run allows the measuring loops at most, whatever the benchmark asks for. */
+const SMOKE = { iterations: 1, warmup: 0, durationMs: 50, concurrency: 2, rounds: 1 };
+
+function sizeOf(name, full, tiny) {
+  const given = args[name];
+  if (given === undefined) return smoke ? tiny : full;
+  if (!Array.isArray(full)) return typeof full === "number" ? Number(given) : given;
+  return given.split(",").map((item) => (typeof full[0] === "number" ? Number(item) : item));
 }
 
-function mean(values) {
-  return values.reduce((sum, value) => sum + value, 0) / values.length;
+/** Makes every fetch of this process throw on a reply outside 2xx, naming the request and the reply. */
+function failOnUnsuccessfulReplies() {
+  const fetchOf = globalThis.fetch;
+  globalThis.fetch = async (input, init) => {
+    const response = await fetchOf(input, init);
+    if (!response.ok) {
+      const method = init?.method ?? input.method ?? "GET";
+      const body = (await response.text()).slice(0, 500);
+      throw new Error(`${method} ${input.url ?? input} answered ${response.status}: ${body}`);
+    }
+    return response;
+  };
+}
+
+function secondsSince(started) {
+  return ((performance.now() - started) / 1000).toFixed(1);
 }
 
 function format(value) {
@@ -176,16 +218,22 @@ function format(value) {
 
 /** Runs one benchmark; false when it failed. */
 async function runBenchmark(name, bench) {
-  const started = performance.now();
   try {
     const module = await import(pathToFileURL(join(benchDir, `${name}.mjs`)).href);
     await module.default(bench);
-    console.log(`  (${((performance.now() - started) / 1000).toFixed(1)} s)`);
     return true;
   } catch (error) {
     console.error(`  benchmark ${name} failed:`, error);
     return false;
   }
+}
+
+/** Runs one benchmark and prints how long it took; false when it failed. */
+async function runTimed(name, bench) {
+  const started = performance.now();
+  const ran = await runBenchmark(name, bench);
+  console.log(`  (${secondsSince(started)} s)`);
+  return ran;
 }
 
 /**
@@ -208,7 +256,7 @@ async function compareBuilds(against, rounds) {
         console.log(`\n## ${name} on ${builds[index].name} (round ${round + 1} of ${rounds})`);
         const { bench, vault } = await startBench(builds[index].buildDir, reports[index]);
         try {
-          ok = (await runBenchmark(name, bench)) && ok;
+          ok = (await runTimed(name, bench)) && ok;
         } finally {
           await vault.dispose();
         }
@@ -241,15 +289,42 @@ function printComparison(name, builds, reports) {
   }
 }
 
+/**
+ * A smoke run: the benchmarks at the same time, since each mostly waits for workerd, printing only
+ * whether each ran (its figures mean nothing at these sizes); errors still print.
+ */
+async function runAllAtOnce(bench) {
+  const print = console.log;
+  console.log = () => {};
+  try {
+    const outcomes = await Promise.all(
+      selected.map(async (name) => {
+        const started = performance.now();
+        const ran = await runBenchmark(name, bench);
+        print(`  ${name} ${ran ? "ran" : "failed"} (${secondsSince(started)} s)`);
+        return ran;
+      }),
+    );
+    return outcomes.every(Boolean);
+  } finally {
+    console.log = print;
+  }
+}
+
 let ok = true;
 if (args.against) {
   ok = await compareBuilds(args.against, Number(args.rounds ?? 2));
 } else {
   const { bench, vault } = await startBench(buildDir);
   try {
-    for (const name of selected) {
-      console.log(`\n## ${name}`);
-      ok = (await runBenchmark(name, bench)) && ok;
+    if (smoke) {
+      console.log(`smoke run of ${selected.join(", ")}`);
+      ok = await runAllAtOnce(bench);
+    } else {
+      for (const name of selected) {
+        console.log(`\n## ${name}`);
+        ok = (await runTimed(name, bench)) && ok;
+      }
     }
   } finally {
     await vault.dispose();

@@ -21,8 +21,8 @@ const workDir = join(root, ".bench", "sandbox");
 
 const ENTRY = `
 import { requestContextOf } from "../../src/runtime/context";
-export { Egress } from "../../src/runtime/egress";
-export { Bridge } from "../../src/runtime/bridge";
+// The vault's entrypoints (Bridge, Egress), which the sandbox reaches through ctx.exports.
+export * from "../../src/index";
 
 const CODE = "module.exports = async function (req) { return { body: req.args.body, headers: req.args.headers }; };";
 async function inProcess(req) {
@@ -32,7 +32,8 @@ const INPUT = { args: { body: { amount: 100, currency: "EUR" }, headers: { "cont
 
 function once(env, mode, owner) {
   if (mode === "in-process") return inProcess(JSON.parse(JSON.stringify(INPUT)));
-  const { sandbox } = requestContextOf(env, "bench").forTenant("bench");
+  // Placed without the directory: this worker's database holds no tenants.
+  const { sandbox } = requestContextOf(env, "bench").placed("bench", "DB");
   return sandbox.run({ owner: { tenantId: "bench", id: owner, kind: "request-transform" }, code: CODE, input: INPUT, application: null });
 }
 
@@ -51,9 +52,7 @@ export default {
 `;
 
 export default async function sandbox(bench) {
-  const iterations = Number(bench.args.iterations ?? 500);
-  const coldIterations = Number(bench.args.cold ?? 100);
-  const batch = Number(bench.args.batch ?? 2000);
+  const { iterations, cold: coldIterations, batch } = bench.sizes({ iterations: [500, 1], cold: [100, 1], batch: [2000, 1] });
 
   const { url, dispose } = await startBenchWorker();
   try {

@@ -1,20 +1,23 @@
 // Scale-out: the same load (token creates, then proxy calls that detokenize one reference) against a
 // vault with 1, 2 and 4 local data databases, with tenants spread over them by placement. Each
-// figure is printed next to the same figure with one data database, measured in the same run.
-//   npm run bench scale [--tenants=8] [--duration=3000] [--concurrency=32]
+// figure is printed next to the same figure with the first number of data databases (one), measured
+// in the same run.
+//   npm run bench scale [--databases=1,2,4] [--tenants=8] [--duration=3000] [--concurrency=32]
 import { createServer } from "node:http";
 import { readReply } from "../test/support/reply.mjs";
 
-const DATABASES = [1, 2, 4];
-
 export default async function scale(bench) {
-  const tenantCount = Number(bench.args.tenants ?? 8);
-  const durationMs = Number(bench.args.duration ?? 3000);
-  const concurrency = Number(bench.args.concurrency ?? 32);
+  const {
+    databases,
+    tenants: tenantCount,
+    duration: durationMs,
+    concurrency,
+  } = bench.sizes({ databases: [[1, 2, 4], [2]], tenants: [8, 2], duration: [3000, 50], concurrency: [32, 4] });
+  if (tenantCount < Math.max(...databases)) throw new Error("every data database needs a tenant: give at least as many tenants");
   const destination = await startEcho();
   const figures = new Map();
   try {
-    for (const dataDatabases of DATABASES) {
+    for (const dataDatabases of databases) {
       const vault = await bench.startVault({ dataDatabases });
       try {
         const tenants = [];
@@ -44,12 +47,13 @@ export default async function scale(bench) {
   } finally {
     await destination.close();
   }
-  const one = figures.get(1);
-  for (const dataDatabases of DATABASES) {
+  const counted = (count) => `${count} data database${count === 1 ? "" : "s"}`;
+  const first = figures.get(databases[0]);
+  for (const dataDatabases of databases) {
     const figure = figures.get(dataDatabases);
-    const at = `${dataDatabases} data database${dataDatabases === 1 ? "" : "s"}`;
-    bench.report(`token creates, ${at}`, figure.creates, "with 1 data database", one.creates, "req/s");
-    bench.report(`proxy calls with a reference, ${at}`, figure.proxied, "with 1 data database", one.proxied, "req/s");
+    const at = counted(dataDatabases);
+    bench.report(`token creates, ${at}`, figure.creates, `with ${counted(databases[0])}`, first.creates, "req/s");
+    bench.report(`proxy calls with a reference, ${at}`, figure.proxied, `with ${counted(databases[0])}`, first.proxied, "req/s");
   }
 }
 

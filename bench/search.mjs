@@ -1,44 +1,51 @@
 // Token search at 100,000 and 1,000,000 tokens of one tenant. The tokens are bulk-loaded straight
-// into D1 with real ciphertexts and blind indexes (the tenant's own data keys, unwrapped from
-// tenant_keys with the master key; the same AES-GCM and HMAC as src/crypto/tenant-keys.ts). For each query kind, at each size:
+// into D1 by the vault's own code (bench/lib/vault-code.mjs): each is defined, evaluated and sealed
+// as a create seals it, under the tenant's data keys (unwrapped from tenant_keys by the keyring),
+// and written by the vault's insert, a chunk at a time. For each query kind, at each size:
 //   - over HTTP and inside the worker (Server-Timing), next to the same lookup written by hand in
 //     SQL (page and count in one D1 batch, run from this process through bench.db);
 //   - the SQL the compiler writes next to that hand-written SQL, both through bench.db, so the
 //     ratio isolates the quality of the compiled SQL from transport and presentation.
-// Every selective query matches the same tokens at both sizes. Last, the parse rate of the
-// generated parser next to the `lucene` package on one corpus.
-//   npm run bench search [--sizes=100000,1000000] [--iterations=200] [--chunk=2000]
-import { createCipheriv, createDecipheriv, createHmac, randomBytes, randomUUID } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { build } from "esbuild";
+// Every selective query matches tokens among the first `span` at every size, the same number at
+// every span. Last, the parse rate of the generated parser next to the `lucene` package on one
+// corpus, for `parsing` milliseconds each.
+//   npm run bench search [--sizes=100000,1000000] [--span=20000] [--iterations=200] [--chunk=2000] [--parsing=2000]
+//     [--repeat=50]
+import { randomUUID } from "node:crypto";
 import lucene from "lucene";
-import { parse as parseGenerated } from "../src/search/parser.generated.js";
+import { median, percentiles } from "./lib/statistics.mjs";
+import { vaultCode } from "./lib/vault-code.mjs";
 
 const BASE_TIME = Date.UTC(2024, 0, 1);
 const SSN_INDEXES = ["{{ data }}", "{{ data | remove: '-' }}", "{{ data | last4 }}"];
 const PAGE = 20;
-const MIN_SIZE = 20_000;
-const REPEAT = 50;
+/** Five tokens per customer, a hundred per container, a thousand per region (see customerOf). */
+const REGION = 1000;
 
 export default async function search(bench) {
-  const sizes = String(bench.args.sizes ?? "100000,1000000")
-    .split(",")
-    .map(Number);
-  if (sizes.some((size) => !(size >= MIN_SIZE)))
-    throw new Error(`every size must be at least ${MIN_SIZE}: the queries target its first tokens`);
-  const iterations = Number(bench.args.iterations ?? 200);
-  const chunk = Number(bench.args.chunk ?? 2000);
+  const { sizes, span, iterations, chunk, parsing, repeat } = bench.sizes({
+    sizes: [
+      [100_000, 1_000_000],
+      [2000, 3000],
+    ],
+    span: [20_000, 2000],
+    iterations: [200, 1],
+    chunk: [2000, 1000],
+    parsing: [2000, 100],
+    repeat: [50, 1],
+  });
+  if (!(span >= 2 * REGION && span % REGION === 0)) throw new Error(`the span must be a multiple of ${REGION}, at least ${2 * REGION}`);
+  if (sizes.some((size) => !(size >= span)))
+    throw new Error(`every size must be at least the span, ${span}: the queries target its tokens`);
 
-  const compiler = await loadCompiler();
+  const vault = await vaultCode();
   const tenant = await bench.seedTenant();
   const app = await bench.createApplication(tenant, { type: "private", permissions: ["token:search"] });
-  const seed = await Seeder.forTenant(bench, tenant.tenantId, app.id, chunk);
+  const seed = await Seeder.forTenant(bench, vault, tenant.tenantId, app.id, chunk);
   const floor = await bench.latency(() => bench.db.prepare("SELECT 1").all(), { iterations, warmup: 20 });
   console.log(
     `  bench.db round trip of SELECT 1: p50 ${floor.p50.toFixed(3)} ms, p95 ${floor.p95.toFixed(3)} ms ` +
-      `(in every hand-written SQL figure; ${(floor.p50 / REPEAT).toFixed(3)} ms of each "one run" figure)`,
+      `(in every hand-written SQL figure; ${(floor.p50 / repeat).toFixed(3)} ms of each "one run" figure)`,
   );
 
   const figures = new Map();
@@ -46,10 +53,10 @@ export default async function search(bench) {
     const started = performance.now();
     await seed.upTo(size);
     console.log(`  seeded ${size.toLocaleString("en")} tokens (${((performance.now() - started) / 1000).toFixed(1)} s)`);
-    const kinds = queryKinds(seed, tenant.tenantId);
+    const kinds = await queryKinds(seed, tenant.tenantId, span);
     for (const kind of kinds) {
-      const compiled = compiledStatements(compiler, seed, tenant.tenantId, kind.query);
-      const measured = await measure(bench, app.key, kind, compiled, iterations);
+      const compiled = await compiledStatements(vault, seed, tenant.tenantId, kind.query);
+      const measured = await measure(bench, app.key, kind, compiled, { iterations, repeat });
       figures.set(`${kind.name}@${size}`, measured);
       const at = `${kind.name} @${compact(size)}`;
       bench.report(`${at} HTTP p50`, measured.http.p50, "hand-written SQL p50", measured.hand.p50, "ms");
@@ -70,7 +77,7 @@ export default async function search(bench) {
   if (sizes.length > 1) {
     const [small, large] = [Math.min(...sizes), Math.max(...sizes)];
     console.log(`\n  scaling: p50 over HTTP at ${compact(large)} next to ${compact(small)}`);
-    for (const kind of queryKinds(seed, tenant.tenantId)) {
+    for (const kind of await queryKinds(seed, tenant.tenantId, span)) {
       const a = figures.get(`${kind.name}@${small}`);
       const b = figures.get(`${kind.name}@${large}`);
       bench.report(`${kind.name} HTTP p50 @${compact(large)}`, b.http.p50, `@${compact(small)}`, a.http.p50, "ms");
@@ -78,104 +85,78 @@ export default async function search(bench) {
   }
 
   console.log("\n  parse rate, same corpus");
-  const [generated, reference] = parseRates(parseCorpus(), [
-    (query) => parseGenerated(query, { maxDepth: 20 }),
+  const [generated, reference] = parseRates(parseCorpus(), parsing, [
+    (query) => vault.parseGenerated(query, { maxDepth: 20 }),
     (query) => lucene.parse(query),
   ]);
   bench.report("generated parser (grammar/search.peggy)", generated, "lucene npm package", reference, "queries/s");
 }
 
-/** Bulk loader: appends tokens 0, 1, 2, … of one tenant, one second apart, with their side rows. */
+/**
+ * Bulk loader: appends tokens 0, 1, 2, … of one tenant, one second apart, as POST /tokens would
+ * create them (the vault's definition, evaluation and sealing), written by the vault's insert.
+ */
 class Seeder {
-  constructor(bench, tenantId, applicationId, chunk, material) {
+  constructor(bench, vault, keys, applicationId, chunk) {
     this.bench = bench;
-    this.tenantId = tenantId;
+    this.vault = vault;
+    this.keys = keys;
     this.applicationId = applicationId;
     this.chunk = chunk;
     this.ids = [];
-    // A version's material is its encryption, search-index, fingerprint and audit keys end to end.
-    this.encryptionKey = material.subarray(0, 32);
-    this.searchIndexKey = material.subarray(32, 64);
   }
 
-  /**
-   * A seeder with the tenant's data keys of version 1: Keyring.unwrap, with the single master key as
-   * keyring version 1 (`k1.{iv}.{AES-256-GCM}`, the tenant and version authenticated).
-   */
-  static async forTenant(bench, tenantId, applicationId, chunk) {
-    const row = await bench.db.prepare("SELECT wrapped FROM tenant_keys WHERE tenant_id = ? AND version = 1").bind(tenantId).first();
-    const [kek, iv, sealed] = row.wrapped.split(".");
-    if (kek !== "k1") throw new Error(`expected data keys wrapped by keyring version 1, found ${kek}`);
-    const bytes = Buffer.from(sealed, "base64url");
-    const decipher = createDecipheriv("aes-256-gcm", Buffer.from(bench.masterKey, "base64"), Buffer.from(iv, "base64url"));
-    decipher.setAAD(Buffer.from(`tenant-keys/${tenantId}/v1`));
-    decipher.setAuthTag(bytes.subarray(-16));
-    const material = Buffer.concat([decipher.update(bytes.subarray(0, -16)), decipher.final()]);
-    return new Seeder(bench, tenantId, applicationId, chunk, material);
+  /** A seeder with the tenant's data keys, every version it holds, unwrapped as the vault unwraps them. */
+  static async forTenant(bench, vault, tenantId, applicationId, chunk) {
+    const { results } = await bench.db.prepare("SELECT version, wrapped FROM tenant_keys WHERE tenant_id = ?").bind(tenantId).all();
+    // The local vault's VAULT_MASTER_KEY, which is version 1 of its keyring.
+    const keyring = vault.Keyring.of([{ version: 1, key: bench.masterKey }]);
+    const versions = await Promise.all(
+      results.map(async ({ version, wrapped }) => vault.DataKeys.import(version, await keyring.unwrap(wrapped, tenantId, version))),
+    );
+    return new Seeder(bench, vault, new vault.TenantKeys(tenantId, versions), applicationId, chunk);
   }
 
+  /** Seals each chunk while the one before it is written. */
   async upTo(size) {
-    const db = this.bench.db;
-    while (this.ids.length < size) {
-      const from = this.ids.length;
-      const to = Math.min(size, from + this.chunk);
-      const rows = { tokens: [], token_containers: [], token_metadata: [], token_search_index: [] };
-      for (let i = from; i < to; i++) this.token(i, rows);
-      await db.batch(Object.entries(rows).map(([table, list]) => insertFromJson(db, table, list)));
+    let sealed = await this.sealNext(size);
+    while (sealed.length > 0) {
+      [, sealed] = await Promise.all([this.vault.insertTokens(this.bench.db, sealed, [], Date.now()), this.sealNext(size)]);
     }
   }
 
-  token(i, rows) {
+  /** The next chunk of tokens, short of `size`, sealed; none once there are `size`. */
+  sealNext(size) {
+    const from = this.ids.length;
+    const to = Math.min(size, from + this.chunk);
+    return Promise.all(Array.from({ length: to - from }, (_, offset) => this.token(from + offset)));
+  }
+
+  token(i) {
+    const { vault } = this;
     const id = randomUUID();
     this.ids.push(id);
     const ssn = i % 2 === 0;
-    const data = ssn ? ssnOf(i) : `value-${i}`;
-    const at = timeOf(i);
-    const container = containerOf(i);
-    rows.tokens.push({
-      id,
-      tenant_id: this.tenantId,
+    const definition = vault.definitionOf({
       type: ssn ? "social_security_number" : "token",
-      ciphertext: this.encrypt(JSON.stringify(data), id),
-      fingerprint: randomBytes(32).toString("base64url"),
-      fingerprint_expression: ssn ? "{{ data | remove: '-' }}" : "{{ data | stringify }}",
-      mask: ssn ? JSON.stringify("{{ data | reveal_last: 4 }}") : null, // masks are stored as JSON text
-      search_indexes: JSON.stringify(ssn ? SSN_INDEXES : ["{{ data }}"]),
-      metadata: JSON.stringify({ customer: customerOf(i) }),
-      containers: JSON.stringify([container]),
-      expires_at: null,
-      created_by: this.applicationId,
-      created_at: at,
-      modified_by: this.applicationId,
-      modified_at: at,
+      data: ssn ? ssnOf(i) : `value-${i}`,
+      metadata: { customer: customerOf(i) },
+      containers: [containerOf(i)],
+      search_indexes: ssn ? SSN_INDEXES : ["{{ data }}"],
     });
-    rows.token_containers.push({ tenant_id: this.tenantId, container, token_id: id });
-    rows.token_metadata.push({ tenant_id: this.tenantId, key: "customer", value: customerOf(i), token_id: id });
-    const indexes = ssn ? [data, data.replace(/-/g, ""), data.slice(-4)] : [data];
-    for (const value of indexes) {
-      rows.token_search_index.push({ tenant_id: this.tenantId, blind_index: this.blindIndex(value), token_id: id });
-    }
-  }
-
-  /** TenantKeys.encrypt: AES-256-GCM, random 96-bit IV, `${tenantId}/${id}` as additional data. */
-  encrypt(plaintext, id) {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv("aes-256-gcm", this.encryptionKey, iv);
-    cipher.setAAD(Buffer.from(`${this.tenantId}/${id}`));
-    const sealed = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final(), cipher.getAuthTag()]);
-    return `v1.${iv.toString("base64url")}.${sealed.toString("base64url")}`;
+    const refuse = (field, message) => {
+      throw new Error(`token ${i}: ${field.join(".")} ${message}`);
+    };
+    const evaluated = vault.evaluate(definition, refuse, vault.WorkBudget.of(definition.data));
+    const at = timeOf(i);
+    const by = this.applicationId;
+    const stamp = { id, tenantId: this.keys.tenantId, createdBy: by, createdAt: at, modifiedBy: by, modifiedAt: at, cvcExpiresAt: null };
+    return vault.sealToken(this.keys, definition, evaluated, stamp);
   }
 
   blindIndex(value) {
-    return createHmac("sha256", this.searchIndexKey).update(value.toLowerCase()).digest("base64url");
+    return this.keys.blindIndex(value);
   }
-}
-
-function insertFromJson(db, table, rows) {
-  const columns = Object.keys(rows[0]);
-  return db
-    .prepare(`INSERT INTO ${table} (${columns.join(", ")}) SELECT ${columns.map((c) => `value ->> '${c}'`).join(", ")} FROM json_each(?)`)
-    .bind(JSON.stringify(rows));
 }
 
 const ssnOf = (i) => {
@@ -185,7 +166,7 @@ const ssnOf = (i) => {
 const timeOf = (i) => BASE_TIME + i * 1000;
 /** Five tokens per customer, a hundred per container, a thousand per region: the same at every size. */
 const customerOf = (i) => `c${Math.floor(i / 5)}`;
-const containerOf = (i) => `/r${Math.floor(i / 1000)}/c${Math.floor(i / 100)}/`;
+const containerOf = (i) => `/r${Math.floor(i / REGION)}/c${Math.floor(i / 100)}/`;
 
 const LIVE = "(t.expires_at IS NULL OR t.expires_at > ?)";
 const ORDER = `ORDER BY t.created_at DESC, t.id DESC LIMIT ${PAGE}`;
@@ -194,9 +175,11 @@ const bounded = (select) => `SELECT count(*) AS n FROM (${select} LIMIT 10000)`;
 
 /**
  * The query kinds, each with the number of tokens it matches and the lookup a developer would write
- * by hand: driving from the side table with CROSS JOIN, which fixes SQLite's join order.
+ * by hand: driving from the side table with CROSS JOIN, which fixes SQLite's join order. The tokens
+ * they target are named by their place in a span of 20,000, the span by default, and scaled to `span`.
  */
-function queryKinds(seed, tenantId) {
+async function queryKinds(seed, tenantId, span) {
+  const at = (place) => Math.floor((place * span) / 20_000);
   const now = Date.now();
   const iso = (i) => new Date(timeOf(i)).toISOString();
   const sideLookup = (table, where, params) => {
@@ -209,40 +192,44 @@ function queryKinds(seed, tenantId) {
     const all = [tenantId, ...params, now];
     return { page: [`SELECT t.* ${from} ${ORDER}`, all], count: [bounded(`SELECT 1 ${from}`), all] };
   };
-  const [first, second, excluded] = [customerOf(18_000), customerOf(18_005), containerOf(19_999)];
+  // Two customers of five tokens, the second's two social security numbers (even tokens) with them.
+  const [first, second, excluded] = [customerOf(at(18_000)), customerOf(at(18_000) + 5), containerOf(span - 1)];
+  const ssn = ssnOf(2 * at(2_121));
+  const region = Math.floor(at(15_000) / REGION);
+  const [from, to] = [at(10_000), at(10_000) + 99];
   return [
-    { name: "id", query: `id:${seed.ids[14_321]}`, matches: 1, hand: tokensWhere("t.id = ?", [seed.ids[14_321]]) },
+    { name: "id", query: `id:${seed.ids[at(14_321)]}`, matches: 1, hand: tokensWhere("t.id = ?", [seed.ids[at(14_321)]]) },
     {
       name: "metadata",
-      query: `metadata.customer:${customerOf(12_345)}`,
+      query: `metadata.customer:${customerOf(at(12_345))}`,
       matches: 5,
-      hand: sideLookup("token_metadata", "s.key = ? AND s.value = ?", ["customer", customerOf(12_345)]),
+      hand: sideLookup("token_metadata", "s.key = ? AND s.value = ?", ["customer", customerOf(at(12_345))]),
     },
     {
       name: "data",
-      query: `data:${ssnOf(4_242)}`,
+      query: `data:${ssn}`,
       matches: 1,
       hand: sideLookup("token_search_index", "s.blind_index = ? AND t.type IN ('social_security_number', 'employer_id_number', 'token')", [
-        seed.blindIndex(ssnOf(4_242)),
+        await seed.blindIndex(ssn),
       ]),
     },
     {
       name: "container exact",
-      query: `container:${containerOf(12_345)}`,
+      query: `container:${containerOf(at(12_345))}`,
       matches: 100,
-      hand: sideLookup("token_containers", "s.container = ?", [containerOf(12_345)]),
+      hand: sideLookup("token_containers", "s.container = ?", [containerOf(at(12_345))]),
     },
     {
       name: "container wildcard",
-      query: "container:/r15/*",
-      matches: 1000,
-      hand: sideLookup("token_containers", "s.container >= ? AND s.container < ?", ["/r15/", "/r150"]),
+      query: `container:/r${region}/*`,
+      matches: REGION,
+      hand: sideLookup("token_containers", "s.container >= ? AND s.container < ?", [`/r${region}/`, `/r${region}0`]),
     },
     {
       name: "date range",
-      query: `created_at:[${iso(10_000)} TO ${iso(10_099)}]`,
+      query: `created_at:[${iso(from)} TO ${iso(to)}]`,
       matches: 100,
-      hand: tokensWhere("t.created_at >= ? AND t.created_at <= ?", [timeOf(10_000), timeOf(10_099)]),
+      hand: tokensWhere("t.created_at >= ? AND t.created_at <= ?", [timeOf(from), timeOf(to)]),
     },
     {
       name: "boolean, three levels",
@@ -259,7 +246,7 @@ function queryKinds(seed, tenantId) {
   ];
 }
 
-async function measure(bench, key, kind, compiled, iterations) {
+async function measure(bench, key, kind, compiled, { iterations, repeat }) {
   const check = await bench.request("POST", "/tokens/search", { key, body: { query: kind.query, size: PAGE } });
   if (check.status !== 200) throw new Error(`${kind.name}: ${check.status} ${JSON.stringify(check.body)}`);
   if (kind.matches !== null && check.body.pagination.total_items !== kind.matches) {
@@ -294,15 +281,15 @@ async function measure(bench, key, kind, compiled, iterations) {
   };
   // Measured turn about in rounds, so that a change of load on this machine weighs on each figure
   // and its baseline alike; each figure is the median of its rounds.
-  const rounds = 5;
+  const rounds = bench.rounds(5);
   const perRound = Math.max(10, Math.ceil(iterations / rounds));
   const samples = { http: [], hand: [], handPerRun: [], compiledPerRun: [] };
   for (let round = 0; round < rounds; round++) {
     const warmup = round === 0 ? 20 : 3;
     samples.http.push(await bench.latency(overHttp, { iterations: perRound, warmup }));
     samples.hand.push(await bench.latency(() => bench.db.batch(hand), { iterations: perRound, warmup }));
-    samples.compiledPerRun.push(await perRun(bench, ours, perRound));
-    samples.handPerRun.push(await perRun(bench, hand, perRound));
+    samples.compiledPerRun.push(await perRun(bench, ours, perRound, repeat));
+    samples.handPerRun.push(await perRun(bench, hand, perRound, repeat));
   }
   const medianOf = (list, key) => median(list.map((figures) => figures[key]));
   return {
@@ -315,64 +302,29 @@ async function measure(bench, key, kind, compiled, iterations) {
   };
 }
 
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
-
 /** The page and count statements, bound, ready to batch. */
 function prepareAll(db, { page: [pageSql, pageParams], count: [countSql, countParams] }) {
   return [db.prepare(pageSql).bind(...pageParams), db.prepare(countSql).bind(...countParams)];
 }
 
-/** p50 of one run of the statements, from batches of REPEAT runs: bench.db's round trip is shared out. */
-async function perRun(bench, statements, iterations) {
-  const batch = Array.from({ length: REPEAT }, () => statements).flat();
+/** p50 of one run of the statements, from batches of `repeat` runs: bench.db's round trip is shared out. */
+async function perRun(bench, statements, iterations, repeat) {
+  const batch = Array.from({ length: repeat }, () => statements).flat();
   const { p50 } = await bench.latency(() => bench.db.batch(batch), { iterations: Math.max(5, Math.round(iterations / 10)), warmup: 2 });
-  return p50 / REPEAT;
-}
-
-function percentiles(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-  return { p50: at(0.5), p95: at(0.95) };
+  return p50 / repeat;
 }
 
 /** The statements the vault runs for the query, from the compiler itself. */
-function compiledStatements({ compileSearch, parseQuery }, seed, tenantId, query) {
+async function compiledStatements({ compileSearch, parseQuery }, seed, tenantId, query) {
   const parsed = query ? parseQuery(query) : null;
   const data = query?.match(/data:(\S+)/)?.[1];
-  const blindIndexes = new Map(data ? [[data, seed.blindIndex(data)]] : []);
+  const blindIndexes = new Map(data ? [[data, await seed.keys.blindIndexes(data)]] : []);
   const { page, count } = compileSearch(
     parsed,
     { tenantId, now: Date.now(), containers: null, blindIndexes },
     { limit: PAGE, offset: 0, countLimit: 10_000 },
   );
   return { page: [page.sql, page.params], count: [count.sql, count.params] };
-}
-
-/** src/search's parser and compiler, bundled for Node with the esbuild the toolchain already carries. */
-async function loadCompiler() {
-  const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-  const result = await build({
-    stdin: {
-      contents: 'export { compileSearch } from "./src/search/compile"; export { parseQuery } from "./src/search/parse";',
-      resolveDir: root,
-      loader: "ts",
-    },
-    bundle: true,
-    format: "esm",
-    platform: "node",
-    // Packages stay imports, resolved from node_modules: bundling liquidjs's CommonJS build into ESM
-    // breaks on its dynamic require of "stream".
-    packages: "external",
-    write: false,
-    logLevel: "error",
-  });
-  const file = join(root, ".bench", "search-compiler.mjs");
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, result.outputFiles[0].text);
-  return import(pathToFileURL(file).href);
 }
 
 /** Queries both grammars read (container paths quoted, since bare /…/ is a Lucene regex). */
@@ -393,12 +345,12 @@ function parseCorpus() {
   ];
 }
 
-/** Queries per second of each parser, in alternating rounds so that a change of load hits both alike. */
-function parseRates(corpus, parsers) {
+/** Queries per second of each parser over `parsingMs`, in alternating rounds of 100 ms so that a change of load hits both alike. */
+function parseRates(corpus, parsingMs, parsers) {
   for (let i = 0; i < 3000; i++) for (const parse of parsers) parse(corpus[i % corpus.length]);
   const elapsed = parsers.map(() => 0);
   const parsed = parsers.map(() => 0);
-  for (let round = 0; round < 20; round++) {
+  for (let round = 0; round < Math.ceil(parsingMs / 100); round++) {
     parsers.forEach((parse, p) => {
       const started = performance.now();
       while (performance.now() - started < 100) {

@@ -1,17 +1,14 @@
-// Token create throughput: single POST /tokens and POST /tokenize batches of 100, each next to two
+// Token create throughput: single POST /tokens and POST /tokenize batches (of 100), each next to two
 // D1 batches that insert the same rows (token, container, metadata, three search indexes per social
 // security number) from this process, with the same concurrency, in the same run:
 //   - "plain": one INSERT per row, as a straightforward implementation writes them;
 //   - "floor": one INSERT … SELECT FROM json_each(?) per table, as the vault writes them, i.e. the
 //     database work alone, without HTTP, authentication, validation, Liquid or crypto.
-//   npm run bench tokens [--duration=3000] [--concurrency=16]
+//   npm run bench tokens [--duration=3000] [--concurrency=16] [--batch=100]
 import { randomBytes, randomUUID } from "node:crypto";
 
-const BATCH = 100;
-
 export default async function tokens(bench) {
-  const durationMs = Number(bench.args.duration ?? 3000);
-  const concurrency = Number(bench.args.concurrency ?? 16);
+  const { duration: durationMs, concurrency, batch } = bench.sizes({ duration: [3000, 50], concurrency: [16, 2], batch: [100, 10] });
   const tenant = await bench.seedTenant();
   const app = await bench.createApplication(tenant, { type: "private", permissions: ["token:create"] });
 
@@ -24,7 +21,7 @@ export default async function tokens(bench) {
 
   const check = await bench.request("POST", "/tokens", { key: app.key, body: ssnRequest() });
   if (check.status !== 201) throw new Error(`create failed: ${check.status} ${JSON.stringify(check.body)}`);
-  const checkBatch = await bench.request("POST", "/tokenize", { key: app.key, body: Array.from({ length: BATCH }, ssnRequest) });
+  const checkBatch = await bench.request("POST", "/tokenize", { key: app.key, body: Array.from({ length: batch }, ssnRequest) });
   if (checkBatch.status !== 201) throw new Error(`tokenize failed: ${checkBatch.status} ${JSON.stringify(checkBatch.body)}`);
 
   const single = await bench.throughput(
@@ -47,22 +44,22 @@ export default async function tokens(bench) {
 
   const batched = await bench.throughput(
     async () => {
-      const reply = await bench.request("POST", "/tokenize", { key: app.key, body: Array.from({ length: BATCH }, ssnRequest) });
+      const reply = await bench.request("POST", "/tokenize", { key: app.key, body: Array.from({ length: batch }, ssnRequest) });
       if (reply.status !== 201) throw new Error(`tokenize failed: ${reply.status}`);
     },
     { concurrency, durationMs },
   );
-  const batchedPlain = await bench.throughput(() => bench.db.batch(rowByRow(bench.db, rowsFor(tenant, app.id, BATCH))), {
+  const batchedPlain = await bench.throughput(() => bench.db.batch(rowByRow(bench.db, rowsFor(tenant, app.id, batch))), {
     concurrency,
     durationMs,
   });
-  const batchedFloor = await bench.throughput(() => bench.db.batch(tableByTable(bench.db, rowsFor(tenant, app.id, BATCH))), {
+  const batchedFloor = await bench.throughput(() => bench.db.batch(tableByTable(bench.db, rowsFor(tenant, app.id, batch))), {
     concurrency,
     durationMs,
   });
-  const label = `POST /tokenize (batches of ${BATCH})`;
-  bench.report(label, batched.rps * BATCH, "plain D1 batch, same rows", batchedPlain.rps * BATCH, "tokens/s");
-  bench.report(label, batched.rps * BATCH, "floor D1 batch, same rows", batchedFloor.rps * BATCH, "tokens/s");
+  const label = `POST /tokenize (batches of ${batch})`;
+  bench.report(label, batched.rps * batch, "plain D1 batch, same rows", batchedPlain.rps * batch, "tokens/s");
+  bench.report(label, batched.rps * batch, "floor D1 batch, same rows", batchedFloor.rps * batch, "tokens/s");
 }
 
 /**

@@ -100,16 +100,19 @@ export async function startLocalVault({
   });
   await mf.ready;
   const urlOf = async (worker) => (await mf.unsafeGetDirectURL(worker)).toString().replace(/\/$/, "");
-  // Every database, the control one and each data one, carries the same schema.
+  // Every database, the control one and each data one, carries the same schema, applied in one batch
+  // (one transaction): each call through Miniflare's proxy is a round trip to workerd.
   const migrations = readdirSync(join(root, "migrations"))
     .filter((f) => f.endsWith(".sql"))
     .sort();
   for (const binding of Object.keys(databases)) {
     const database = await mf.getD1Database(binding, "vault");
-    for (const file of migrations) {
-      const statements = readFileSync(join(root, "migrations", file), "utf8").split("--> statement-breakpoint");
-      for (const statement of statements) if (statement.trim()) await database.prepare(statement).run();
-    }
+    const statements = migrations.flatMap((file) =>
+      readFileSync(join(root, "migrations", file), "utf8")
+        .split("--> statement-breakpoint")
+        .filter((statement) => statement.trim()),
+    );
+    await database.batch(statements.map((statement) => database.prepare(statement)));
   }
   const db = await mf.getD1Database("DB", "vault");
   return { mf, db, masterKey, operatorKey, baseUrl: await urlOf("vault"), urlOf, dispose: () => mf.dispose() };

@@ -9,6 +9,13 @@ import { MethodNotAllowedError, NotFoundError } from "./errors";
 import type { AppEnv } from "./http/context";
 import { handleError, problemResponse } from "./http/errors";
 import { limitBody } from "./http/middleware";
+import {
+  CONSISTENCY_BOOKMARK_HEADER,
+  DOCUMENTED_PREFIX,
+  OPENAPI_OBJECT,
+  registerDocumentedHeaders,
+  TRACE_ID_HEADER,
+} from "./http/openapi-document";
 import { createRouter, documentEveryOperation, HTTP_METHODS } from "./http/router";
 import { problemResponses } from "./http/schemas";
 import { keyRoutes } from "./keys/routes";
@@ -20,17 +27,6 @@ import { searchRoutes } from "./search/routes";
 import { tenantRoutes } from "./tenants/routes";
 import { tokenRoutes } from "./tokens/routes";
 import { webhookRoutes } from "./webhooks/routes";
-
-const OPENAPI_OBJECT = {
-  openapi: "3.1.0",
-  info: {
-    title: "Token vault",
-    version: "1.0.0",
-    description: "Tokens, token search, pre-configured proxies and reactors. See README.md.",
-  },
-};
-/** The header prefix the route descriptions are written with; replaced by HEADER_PREFIX when served. */
-const DOCUMENTED_PREFIX = "SVC";
 
 export function buildApp() {
   const app = new OpenAPIHono<AppEnv>({ strict: false });
@@ -67,16 +63,7 @@ export function buildApp() {
   });
   // The API reference page: its script and styles are the vault's own static assets (public/docs).
   app.get("/docs", (c) => c.html(DOCS_PAGE));
-  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
-    type: "apiKey",
-    in: "header",
-    name: "SVC-API-KEY",
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", "OperatorKey", {
-    type: "apiKey",
-    in: "header",
-    name: "SVC-OPERATOR-KEY",
-  });
+  registerDocumentedHeaders(app);
 
   const api = createRouter();
   api.use("*", authenticateKnownRoutes);
@@ -89,9 +76,11 @@ export function buildApp() {
   api.route("/", reactorRoutes);
   api.route("/", logRoutes);
   api.route("/", webhookRoutes);
-  // Authentication counts every request against its key (src/auth/rate-limits.ts).
-  documentEveryOperation(api, problemResponses(429));
+  // Authentication counts every request against its key (src/auth/rate-limits.ts) and reads the caller's bookmark.
+  documentEveryOperation(api, { responses: problemResponses(429), parameters: [CONSISTENCY_BOOKMARK_HEADER] });
   app.route("/", api);
+  // traceAndConfigure reads and answers the trace id of every request.
+  documentEveryOperation(app, { parameters: [TRACE_ID_HEADER] });
 
   app.notFound((c) => notFoundOrWrongMethod(app, c));
   app.onError(handleError);

@@ -1,13 +1,14 @@
 // Measuring helpers the benchmarks share (not a benchmark: bench/run.mjs runs only bench/*.mjs).
 import { createServer } from "node:http";
 import { readReply } from "../../test/support/reply.mjs";
+import { mean, median } from "./statistics.mjs";
 
 /**
  * The calls measured turn about, so that whatever else loads the machine weighs on all alike: the
  * ratios stay meaningful even when the absolute figures move.
  */
 export async function interleavedLatency(bench, fns, iterations) {
-  const rounds = 10;
+  const rounds = bench.rounds(10);
   const samples = fns.map(() => []);
   for (let round = 0; round < rounds; round++) {
     for (const [index, fn] of fns.entries()) {
@@ -19,19 +20,14 @@ export async function interleavedLatency(bench, fns, iterations) {
 }
 
 export async function interleavedThroughput(bench, fns, durationMs) {
-  const rounds = 4;
+  const rounds = bench.rounds(4);
   const rates = fns.map(() => []);
   for (let round = 0; round < rounds; round++) {
     for (const [index, fn] of fns.entries()) {
       rates[index].push((await bench.throughput(fn, { concurrency: 32, durationMs: durationMs / rounds })).rps);
     }
   }
-  return rates.map((list) => ({ rps: list.reduce((sum, rate) => sum + rate, 0) / list.length }));
-}
-
-export function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+  return rates.map((list) => ({ rps: mean(list) }));
 }
 
 export async function send(url, body, headers) {

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
 import { optionalJson, requireContentType } from "../http/middleware";
+import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, optionalJsonBody, paginated, problemResponses, Uuid } from "../http/schemas";
 import { idempotent } from "../idempotency/middleware";
@@ -42,6 +43,7 @@ const create = createRoute({
     "permissions; management: the others), given either plainly for every container or as rules per container, not both. " +
     "The answer holds the plaintext key, which is never shown again.",
   middleware: [requirePermission("application:create"), json, idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(CreateApplicationBody, APPLICATION_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(CreatedApplicationSchema, "The application, with its plaintext key", CREATED_APPLICATION_EXAMPLE),
@@ -128,6 +130,7 @@ const createKey = createRoute({
     "Needs application:create; the application's other keys keep working. An optional body `{expires_at}` makes the key stop " +
     "working (401) at that time. The plaintext key is in this answer only.",
   middleware: [requirePermission("application:create"), optionalJson(), idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: { params: IdParams, ...optionalJsonBody(ApiKeyBody, NEW_KEY_REQUEST_EXAMPLE) },
   responses: {
     201: jsonContent(ApplicationKeySchema, "The new key", NEW_KEY_EXAMPLE),
@@ -145,6 +148,7 @@ const regenerateKey = createRoute({
     "Needs application:update. Every previous key of the application stops working with the next request. " +
     "An optional body `{expires_at}` makes the new key stop working (401) at that time.",
   middleware: [requirePermission("application:update"), optionalJson(), idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: { params: IdParams, ...optionalJsonBody(ApiKeyBody, REGENERATE_REQUEST_EXAMPLE) },
   responses: {
     200: jsonContent(CreatedApplicationSchema, "The application, with its new plaintext key", REGENERATED_APPLICATION_EXAMPLE),

@@ -20,11 +20,21 @@ export function createRouter() {
 export type Router = ReturnType<typeof createRouter>;
 
 /**
- * Adds responses to every operation registered on the router so far: what a middleware of the whole
- * router may answer is documented where that middleware is attached.
+ * Adds responses and parameters to every operation registered on the router so far: what a
+ * middleware of the whole router reads or answers is documented where that middleware is attached.
  */
-export function documentEveryOperation(router: Router, responses: RouteConfig["responses"]): void {
+export function documentEveryOperation(
+  router: Router,
+  { responses = {}, parameters = [] }: { responses?: RouteConfig["responses"]; parameters?: { $ref: string }[] },
+): void {
   for (const definition of router.openAPIRegistry.definitions) {
-    if (definition.type === "route") definition.route = { ...definition.route, responses: { ...definition.route.responses, ...responses } };
+    if (definition.type !== "route") continue;
+    const { route } = definition;
+    definition.route = {
+      ...route,
+      responses: { ...route.responses, ...responses },
+      // The registry types parameters once per OpenAPI version; these are references, valid in each.
+      ...(parameters.length > 0 ? { parameters: [...(route.parameters ?? []), ...parameters] as RouteConfig["parameters"] } : {}),
+    };
   }
 }

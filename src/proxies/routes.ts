@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
 import { limitBody, optionalJson, requireContentType } from "../http/middleware";
+import { IDEMPOTENCY_KEY_HEADER, PROXY_INVOCATION_SECURITY, PROXY_URL_HEADER } from "../http/openapi-document";
 import { createRouter, HTTP_METHODS } from "../http/router";
 import {
   IdParams,
@@ -47,6 +48,7 @@ const create = createRoute({
     "`proxy:create`; the destination must pass the egress policy and transform code must pass the sandbox's checks. The " +
     "answer holds the `key` that invokes the proxy at /proxy, and the configuration as sent (it is stored encrypted).",
   middleware: [requirePermission("proxy:create"), json, idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(ProxyBody, PROXY_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(ProxySchema, "The proxy", PROXY_EXAMPLE),
@@ -141,6 +143,7 @@ const rollKey = createRoute({
     "key keeps invoking the proxy until then; without, it stops with the next request. Only the latest previous key is " +
     "kept, and a roll racing another roll of the same proxy is a 409.",
   middleware: [requirePermission("proxy:update"), optionalJson(), idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: { params: IdParams, ...optionalJsonBody(RollKeyBody, ROLL_KEY_EXAMPLE) },
   responses: {
     200: jsonContent(ProxySchema, "The proxy, with its new key", ROLLED_PROXY_EXAMPLE),
@@ -201,6 +204,8 @@ for (const method of HTTP_METHODS) {
     method: method.toLowerCase() as Lowercase<typeof method>,
     path: `${INVOCATION_PATH}/{path}`,
     tags: ["Proxy invocation"],
+    security: PROXY_INVOCATION_SECURITY,
+    parameters: [PROXY_URL_HEADER],
     summary: "Invoke a proxy: the request is detokenized, transformed and forwarded to its destination",
     description:
       "The proxy is chosen by the SVC-PROXY-KEY header or the svc-proxy-key query parameter. Without a proxy key, the " +

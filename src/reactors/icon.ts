@@ -3,7 +3,8 @@ import { REACTORS } from "../limits";
 /** Largest icon accepted, in decoded bytes: enough for a crisp 128×128 PNG, small enough to list. */
 export const ICON_MAX_BYTES = REACTORS.iconMaxBytes;
 
-const DATA_URL = /^data:([^;,]*)((?:;[^;,]*)*),(.*)$/is;
+/** Whitespace after the comma is skipped: the original reactor formulas page writes its icons that way. */
+const DATA_URL = /^data:([^;,]*)((?:;[^;,]*)*),\s*(.*)$/is;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];

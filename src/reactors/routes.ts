@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
 import { requireContentType } from "../http/middleware";
+import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import {
   IdParams,
@@ -57,6 +58,7 @@ const createFormula = createRoute({
     "`react` args are checked against. Needs `reactor:create`; code that does not parse is a 400 with its line and " +
     "column, and `type: official` is a 403 (official formulas belong to the service).",
   middleware: [requirePermission("reactor:create"), json, idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(FormulaBody, FORMULA_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(FormulaSchema, "The formula", FORMULA_EXAMPLE),
@@ -136,6 +138,7 @@ const createReactor = createRoute({
     "and nothing else; it is stored encrypted. Needs `reactor:create`; `bt` and the `tokenize` output act as the optional " +
     "`application` (public or private).",
   middleware: [requirePermission("reactor:create"), json, idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(ReactorBody, REACTOR_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(ReactorSchema, "The reactor", REACTOR_EXAMPLE),
@@ -243,6 +246,7 @@ const react = createRoute({
     "is tokenized with the reactor's application, all or nothing. Typed errors thrown by the code keep their status; " +
     "CustomHttpResponseError answers with its own status, headers and body.",
   middleware: [requirePermission("token:use"), json, idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: { params: IdParams, ...jsonBody(ReactBody, REACT_REQUEST_EXAMPLE) },
   responses: {
     200: jsonContent(ReactResultSchema, "The code's raw output and the tokens made from its tokenize output", REACT_RESULT_EXAMPLE),

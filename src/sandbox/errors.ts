@@ -31,22 +31,26 @@ export class ScriptInputTooLargeError extends ProblemError {
   }
 }
 
-/** The errors tenant code may throw from the errors module, by class name. */
-export const TENANT_ERRORS: Record<string, { status: number; title: string }> = {
-  AuthenticationError: { status: 401, title: "Unauthorized" },
-  AuthorizationError: { status: 403, title: "Forbidden" },
-  BadRequestError: { status: 400, title: "Bad Request" },
-  InvalidPaymentMethodError: { status: 402, title: "Invalid Payment Method" },
-  InvalidReactorConfigurationError: { status: 400, title: "Invalid Reactor Configuration" },
-  RateLimitError: { status: 429, title: "Too Many Requests" },
-  ReactorRuntimeError: { status: 500, title: "Reactor Runtime Error" },
-  ServiceUnavailableError: { status: 503, title: "Service Unavailable" },
+/**
+ * The errors tenant code may throw from the errors module, by class name, with the status and
+ * detail of the original reactor errors page (InvalidReactorConfigurationError, missing from its
+ * table, takes the page's 400 "Invalid Reactor Configuration").
+ */
+export const TENANT_ERRORS: Record<string, { status: number; title: string; detail: string }> = {
+  AuthenticationError: { status: 401, title: "Unauthorized", detail: "Authentication Failed" },
+  AuthorizationError: { status: 403, title: "Forbidden", detail: "Forbidden" },
+  BadRequestError: { status: 400, title: "Bad Request", detail: "Bad Request" },
+  InvalidPaymentMethodError: { status: 402, title: "Invalid Payment Method", detail: "Invalid Payment Method" },
+  InvalidReactorConfigurationError: { status: 400, title: "Invalid Reactor Configuration", detail: "Invalid Reactor Configuration" },
+  RateLimitError: { status: 429, title: "Too Many Requests", detail: "Rate Limit Exceeded" },
+  ReactorRuntimeError: { status: 500, title: "Reactor Runtime Error", detail: "Reactor Runtime Error" },
+  ServiceUnavailableError: { status: 503, title: "Service Unavailable", detail: "Service Unavailable Error" },
 };
 
-/** A typed error thrown by tenant code: its status, and its messages as `errors`. */
+/** A typed error thrown by tenant code: its type's status and detail, and its messages as `errors`. */
 export class TenantError extends ProblemError {
-  constructor(status: number, title: string, errors: FieldErrors) {
-    super(status, title, Object.values(errors).flat().join("; ") || title, errors);
+  constructor(type: { status: number; title: string; detail: string }, errors: FieldErrors) {
+    super(type.status, type.title, type.detail, errors);
   }
 }
 

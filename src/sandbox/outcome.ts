@@ -76,7 +76,7 @@ export function resultOf(kind: ScriptKind, report: unknown, revealedValues: Reve
     case "typed-error": {
       const known = Object.hasOwn(TENANT_ERRORS, outcome.name) ? TENANT_ERRORS[outcome.name] : undefined;
       if (!known) throw new ScriptFailedError(kind, `threw ${outcome.name}`);
-      throw new TenantError(known.status, known.title, outcome.errors);
+      throw new TenantError(known, outcome.errors);
     }
     case "threw":
       throw new ScriptFailedError(kind, `threw ${outcome.name}`);

@@ -19,20 +19,14 @@ export function revealLast(text: string, count: number, maskChar: string): strin
 }
 
 /**
- * `reveal`: keeps the first `first` and the last `last` letters and digits and masks the others.
- * Separators stay, as with reveal_last (the issue's rule, where the original docs masked them), and
- * so do the characters in `preserved`; neither counts towards first or last.
+ * `reveal`: keeps the first `first` and the last `last` characters and masks the others, as the
+ * original filters page does: every character counts, and separators are masked unless named in
+ * `preserved`, which stay wherever they are.
  */
 export function revealEnds(text: string, first: number, last: number, maskChar: string, preserved: ReadonlySet<string>): string {
   const characters = [...text];
-  const hideable = characters.map((character) => LETTER_OR_DIGIT.test(character) && !preserved.has(character));
-  const total = hideable.filter(Boolean).length;
-  let ordinal = 0;
-  const revealed = hideable.map((canHide) => {
-    if (!canHide) return false;
-    const position = ordinal++;
-    return position < first || position >= total - last;
-  });
+  const hideable = characters.map((character) => !preserved.has(character));
+  const revealed = characters.map((_, position) => position < first || position >= characters.length - last);
   return applyMask(characters, hideable, revealed, maskChar);
 }
 

@@ -5,6 +5,7 @@ import { countKeyRequests } from "../auth/rate-limits";
 import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
 import { requireBody, requireContentType, staleReadsAllowed } from "../http/middleware";
+import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, mergePatchBody, paginated, problemResponses } from "../http/schemas";
 import { idempotent } from "../idempotency/middleware";
@@ -66,6 +67,7 @@ const create = createRoute({
     "expression, mask, search indexes). The answer shows the data as the caller's token:create transform does. With " +
     "`deduplicate_token`, the oldest live token of the same type and fingerprint where the caller holds token:create is answered instead, with 200.",
   middleware: [requirePermission("token:create"), json, idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(CreateTokenBody, CARD_TOKEN_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(CreatedTokenSchema, "The new token, its data per the caller's access transform", CREATED_CARD_TOKEN_EXAMPLE),
@@ -152,6 +154,7 @@ const tokenize = createRoute({
     "(deduplicate_token included); any other string, number or boolean becomes a `token`-type token, and null stays null. " +
     "When one value is refused, nothing is stored.",
   middleware: [requirePermission("token:create"), json, requireBody, countDeduplicatingCreates, idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(TokenizePayload, TOKENIZE_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(

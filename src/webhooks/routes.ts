@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
 import { requireContentType } from "../http/middleware";
+import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, paginated, problemResponses } from "../http/schemas";
 import { idempotent } from "../idempotency/middleware";
@@ -32,6 +33,7 @@ const create = createRoute({
     "`{event, delivered_at}`, signed per Standard Webhooks with the secret this answer holds. A tenant holds at most 5 " +
     "webhooks (409 beyond).",
   middleware: [requirePermission("webhook:create"), json, idempotent] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(WebhookBody, WEBHOOK_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(CreatedWebhookSchema, "The webhook, with its signing secret", CREATED_WEBHOOK_EXAMPLE),

@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { ZodType } from "zod";
 import { buildApp } from "../../src/app";
+import { idempotent } from "../../src/idempotency/middleware";
 import { callConfigured } from "../support/configured";
 import { call, expectProblem, seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
@@ -272,6 +273,65 @@ describe("OpenAPI", () => {
     expect(faults).toEqual([]);
   });
 
+  it("lists every tag its operations use at the top of the document, each with a description", async () => {
+    const document = (await call("GET", "/openapi.json")).body;
+    const used = new Set(operationsOf(document).flatMap(({ operation }) => operation.tags ?? []));
+    const listed = document.tags as { name: string; description?: string }[];
+    expect(new Set(listed.map((tag) => tag.name))).toEqual(used);
+    for (const tag of listed) expect(tag.description?.trim(), tag.name).toBeTruthy();
+  });
+
+  it("opens with a short guide: how to authenticate under the deployment's prefix, the error shape, where to start", async () => {
+    const guide: string = (await callConfigured({ HEADER_PREFIX: "XYZ" }, "GET", "/openapi.json")).body.info.description;
+    expect(guide).not.toContain("README");
+    expect(guide.length).toBeLessThan(3000);
+    expect(guide).toContain("XYZ-API-KEY");
+    expect(guide).toContain("application/problem+json");
+    expect(guide).toContain("proxy_error");
+    for (const start of ["POST /tokens", "POST /tokens/search", "POST /proxies", "XYZ-PROXY-KEY"]) expect(guide).toContain(start);
+  });
+
+  it("documents every prefixed header as a header parameter or security scheme, under the deployment's prefix", async () => {
+    const document = (await callConfigured({ HEADER_PREFIX: "XYZ" }, "GET", "/openapi.json")).body;
+    const schemes = document.components.securitySchemes as Record<string, { in: string; name: string }>;
+    const headerNames = (operation: Operation) =>
+      [
+        ...(operation.security ?? []).flatMap((requirement) => Object.keys(requirement).map((scheme) => schemes[scheme]!)),
+        ...(operation.parameters ?? []).map((parameter) => resolved(document, parameter)),
+      ].flatMap((documented) => (documented.in === "header" ? [documented.name] : []));
+    const everywhere = new Set(operationsOf(document).flatMap(({ operation }) => headerNames(operation)));
+    for (const header of ["API-KEY", "PROXY-KEY", "PROXY-URL", "IDEMPOTENCY-KEY", "OPERATOR-KEY", "CONSISTENCY-BOOKMARK", "TRACE-ID"]) {
+      expect(everywhere, header).toContain(`XYZ-${header}`);
+    }
+    for (const { name, operation } of operationsOf(document)) {
+      const names = headerNames(operation);
+      expect(names, name).toContain("XYZ-TRACE-ID");
+      if (names.includes("XYZ-API-KEY") && !name.includes(" /proxy/")) expect(names, name).toContain("XYZ-CONSISTENCY-BOOKMARK");
+    }
+    for (const method of ["get", "post", "put", "patch", "delete"]) {
+      const names = headerNames(document.paths["/proxy/{path}"][method]);
+      for (const header of ["XYZ-PROXY-KEY", "XYZ-API-KEY", "XYZ-PROXY-URL"]) expect(names, `${method} /proxy`).toContain(header);
+    }
+  });
+
+  it("documents the idempotency key on exactly the operations that honour it", async () => {
+    const document = (await call("GET", "/openapi.json")).body;
+    const honoured = new Set(
+      buildApp()
+        .routes.filter((route) => route.handler === idempotent)
+        .map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, "{$1}")}`),
+    );
+    expect(honoured.size).toBeGreaterThan(5);
+    const documented = new Set(
+      operationsOf(document)
+        .filter(({ operation }) =>
+          (operation.parameters ?? []).some((parameter) => resolved(document, parameter).name === "SVC-IDEMPOTENCY-KEY"),
+        )
+        .map(({ name }) => name),
+    );
+    expect(documented).toEqual(honoured);
+  });
+
   it("names the headers and the proxy key parameter with the deployment's HEADER_PREFIX", async () => {
     const standard = await call("GET", "/openapi.json");
     expect(standard.body.components.securitySchemes.ApiKey.name).toBe("SVC-API-KEY");
@@ -285,3 +345,21 @@ describe("OpenAPI", () => {
     expect(text).not.toMatch(/svc-/i);
   });
 });
+
+interface Operation {
+  tags?: string[];
+  security?: Record<string, string[]>[];
+  parameters?: ({ $ref: string } | { name: string; in: string })[];
+}
+
+/** Every operation of a served document, named `POST /tokens`. */
+function operationsOf(document: any): { name: string; operation: Operation }[] {
+  return Object.entries(document.paths as Record<string, Record<string, Operation>>).flatMap(([path, operations]) =>
+    Object.entries(operations).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, operation })),
+  );
+}
+
+/** A parameter, or the component it refers to. */
+function resolved(document: any, parameter: { $ref: string } | { name: string; in: string }): { name: string; in: string } {
+  return "$ref" in parameter ? document.components.parameters[parameter.$ref.replace("#/components/parameters/", "")] : parameter;
+}

@@ -8,7 +8,7 @@ import { createProxy } from "../support/proxies";
 import { createFormula, createReactor } from "../support/reactors";
 import { readReply } from "../support/reply.mjs";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
-import { createWebhook } from "../support/webhooks";
+import { createWebhook, receiver } from "../support/webhooks";
 
 /*
  * One security sweep over every operation of the served OpenAPI document: without a key the answer
@@ -70,7 +70,8 @@ beforeAll(async () => {
   const proxy = await createProxy(owner);
   const formula = await createFormula(owner);
   const reactor = await createReactor(owner, formula.id);
-  const webhook = await createWebhook(owner, { url: "https://example.com/hook" });
+  // The loopback receiver: the owner's token events are delivered there, never to the network.
+  const webhook = await createWebhook(owner, { url: receiver().url });
   proxyKey = proxy.key;
   ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
   ownerIds = {

@@ -36,7 +36,9 @@ afterAll(async () => {
 });
 
 describe("GET /docs in Chromium", () => {
-  it("renders every tag and operation from the vault alone, and tries a request with a pasted key", { timeout: 60_000 }, async () => {
+  it("renders the guide, every tag and operation from the vault alone, and tries a request with a pasted key", {
+    timeout: 60_000,
+  }, async () => {
     const document = (await (await fetch(`${vault.baseUrl}/openapi.json`)).json()) as {
       paths: Record<string, Record<string, { tags?: string[]; summary?: string }>>;
     };
@@ -57,6 +59,15 @@ describe("GET /docs in Chromium", () => {
     // Every tag of the document is a section of the page; each section lists its operations.
     const shownTags = await page.locator(".opblock-tag").evaluateAll((nodes) => nodes.map((node) => node.getAttribute("data-tag")));
     expect(new Set(shownTags)).toEqual(new Set(tags));
+    for (const tag of tags) expect((await page.locator(`.opblock-tag[data-tag="${tag}"] small`).innerText()).trim(), tag).not.toBe("");
+
+    // The document's guide sits above the operations, with the headers under this deployment's prefix.
+    const guide = page.locator(".information-container .info .description");
+    for (const heading of ["Authenticate", "Errors", "Where to start"]) await expect.poll(() => guide.innerText()).toContain(heading);
+    expect(await guide.innerText()).toContain("SVC-API-KEY");
+    const guideBox = (await guide.boundingBox())!;
+    const firstTagBox = (await page.locator(".opblock-tag").first().boundingBox())!;
+    expect(guideBox.y + guideBox.height).toBeLessThanOrEqual(firstTagBox.y);
     for (const tag of ["Tokens", "Proxies", "Operators"].filter((name) => tags.includes(name))) {
       await page.locator(`.opblock-tag[data-tag="${tag}"]`).click();
     }

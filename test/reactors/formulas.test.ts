@@ -207,6 +207,13 @@ describe("reactor formula icons", () => {
     expect((await createFormula(tenant, { icon })).icon).toBe(icon);
   });
 
+  it("accepts the icon of the original reactor formulas page, written with a space after the comma", async () => {
+    const tenant = await seedTenant();
+    const icon =
+      "data:image/png;base64, iVBORw0KGgoAAAANSUhEUgAAAAUAAAAFCAYAAACNbyblAAAAHElEQVQI12P4//8/w38GIAXDIBKE0DHxgljNBAAO9TXL0Y4OHwAAAABJRU5ErkJggg==";
+    expect((await createFormula(tenant, { icon })).icon).toBe(icon);
+  });
+
   it("accepts a JPEG as image/jpeg and as image/jpg", async () => {
     const tenant = await seedTenant();
     await createFormula(tenant, { icon: `data:image/jpeg;base64,${JPEG_BYTES}` });

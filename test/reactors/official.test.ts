@@ -65,7 +65,7 @@ describe("official formula: card brand and BIN details", () => {
   it("refuses a value that is not a card number with a 400", async () => {
     const { caller, reactor } = await officialReactor(cardDetails.id);
     const problem = expectProblem(await react(caller.key, reactor.id, { card_number: "not a card" }), 400);
-    expect(problem.detail).toContain("12 to 19 digits");
+    expect(problem.errors?.error?.[0]).toContain("12 to 19 digits");
     expect(Object.keys(expectProblem(await react(caller.key, reactor.id, {}), 400).errors!)).toEqual(["args.card_number"]);
   });
 });
@@ -119,7 +119,9 @@ describe("official formula: re-tokenize into a container", () => {
     const tenant = await seedTokenTenant();
     const application = await createApplication(tenant, REVEAL_EVERYTHING);
     const reactor = await createReactor(tenant, retokenize.id, { configuration: { container: "/copies/" }, applicationId: application.id });
-    expect(expectProblem(await react(tenant.key, reactor.id, { data: "x", metadata: "label" }), 400).detail).toContain("metadata");
+    expect(expectProblem(await react(tenant.key, reactor.id, { data: "x", metadata: "label" }), 400).errors?.error?.[0]).toContain(
+      "metadata",
+    );
   });
 
   it("needs the container in the reactor's configuration", async () => {

@@ -317,25 +317,28 @@ describe("react: tokenize output", () => {
 });
 
 describe("react: errors thrown by the code", () => {
-  const TYPED_ERRORS: [string, number][] = [
-    ["AuthenticationError", 401],
-    ["AuthorizationError", 403],
-    ["BadRequestError", 400],
-    ["InvalidPaymentMethodError", 402],
-    ["InvalidReactorConfigurationError", 400],
-    ["RateLimitError", 429],
-    ["ReactorRuntimeError", 500],
-    ["ServiceUnavailableError", 503],
+  /** The reactor errors page's table: each type's status and detail. */
+  const TYPED_ERRORS: [string, number, string][] = [
+    ["AuthenticationError", 401, "Authentication Failed"],
+    ["AuthorizationError", 403, "Forbidden"],
+    ["BadRequestError", 400, "Bad Request"],
+    ["InvalidPaymentMethodError", 402, "Invalid Payment Method"],
+    ["InvalidReactorConfigurationError", 400, "Invalid Reactor Configuration"],
+    ["RateLimitError", 429, "Rate Limit Exceeded"],
+    ["ReactorRuntimeError", 500, "Reactor Runtime Error"],
+    ["ServiceUnavailableError", 503, "Service Unavailable Error"],
   ];
 
-  it.each(TYPED_ERRORS)("%s reaches the caller with status %i", async (name, status) => {
+  it.each(TYPED_ERRORS)("%s reaches the caller with status %i, detail %s and its message in errors.error", async (name, status, detail) => {
     const { caller, reactor } = await reactorRunning(
       `const errors = require("@token-vault/errors");\nmodule.exports = async () => { throw new errors.${name}("declined by the partner"); };`,
     );
     const answer = () => react(caller.key, reactor.id, {});
     // A 5xx is logged by the vault: the test checks the line instead of printing it.
-    const reply = status >= 500 ? await expectLoggedError(/declined by the partner/, answer) : await answer();
-    expect(expectProblem(reply, status).detail).toContain("declined by the partner");
+    const reply = status >= 500 ? await expectLoggedError(new RegExp(detail), answer) : await answer();
+    const problem = expectProblem(reply, status);
+    expect(problem.detail).toBe(detail);
+    expect(problem.errors).toEqual({ error: ["declined by the partner"] });
   });
 
   it("a typed error's field messages become the problem's errors", async () => {

@@ -133,19 +133,19 @@ describe("inputs and return contracts", () => {
 
 describe("errors thrown by tenant code", () => {
   it.each([
-    ["AuthenticationError", 401],
-    ["AuthorizationError", 403],
-    ["BadRequestError", 400],
-    ["InvalidPaymentMethodError", 402],
-    ["InvalidReactorConfigurationError", 400],
-    ["RateLimitError", 429],
-    ["ReactorRuntimeError", 500],
-    ["ServiceUnavailableError", 503],
-  ])("%s is a %i with its message in errors", async (name, status) => {
+    ["AuthenticationError", 401, "Authentication Failed"],
+    ["AuthorizationError", 403, "Forbidden"],
+    ["BadRequestError", 400, "Bad Request"],
+    ["InvalidPaymentMethodError", 402, "Invalid Payment Method"],
+    ["InvalidReactorConfigurationError", 400, "Invalid Reactor Configuration"],
+    ["RateLimitError", 429, "Rate Limit Exceeded"],
+    ["ReactorRuntimeError", 500, "Reactor Runtime Error"],
+    ["ServiceUnavailableError", 503, "Service Unavailable Error"],
+  ])("%s is a %i with detail %s and its message in errors", async (name, status, detail) => {
     const code = `const { ${name} } = require("@token-vault/errors");\nmodule.exports = async () => { throw new ${name}("card declined"); };`;
     const failure = run(code);
     await expect(failure).rejects.toBeInstanceOf(TenantError);
-    await expect(failure).rejects.toMatchObject({ status, errors: { error: ["card declined"] }, message: "card declined" });
+    await expect(failure).rejects.toMatchObject({ status, errors: { error: ["card declined"] }, message: detail });
   });
 
   it.each([

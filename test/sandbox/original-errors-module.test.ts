@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { call, expectProblem, seedTenant } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
 import { react, reactorRunning } from "../support/reactors";
 
@@ -20,12 +21,34 @@ describe("the errors module under the original package name", () => {
         "  throw new BadRequestError({ card: 'declined' });\n" +
         "};",
     );
-    expect(expectProblem(await react(caller.key, reactor.id, { fail: "auth" }), 401).detail).toContain("partner key rejected");
+    expect(expectProblem(await react(caller.key, reactor.id, { fail: "auth" }), 401)).toMatchObject({
+      detail: "Authentication Failed",
+      errors: { error: ["partner key rejected"] },
+    });
     expect(expectProblem(await react(caller.key, reactor.id, { fail: "bad" }), 400).errors).toEqual({ card: ["declined"] });
     const custom = await react(caller.key, reactor.id, { fail: "custom" });
     expect(custom.status).toBe(409);
     expect(custom.headers.get("x-partner")).toBe("dup");
     expect(custom.body).toEqual({ duplicate: true });
+  });
+
+  it.each([
+    ["a string", "'My error message'", { error: ["My error message"] }],
+    ["an array", '["error 1", "error 2"]', { error: ["error 1", "error 2"] }],
+    [
+      "an object",
+      "{ error1: 'description 1', error2: ['description 2', 'description 3'] }",
+      {
+        error1: ["description 1"],
+        error2: ["description 2", "description 3"],
+      },
+    ],
+  ])("ReactorRuntimeError constructed with %s answers as the reactor errors page shows", async (_, argument, errors) => {
+    const { caller, reactor } = await reactorRunning(
+      `const { ReactorRuntimeError } = require('${ORIGINAL}');\nmodule.exports = async () => { throw new ReactorRuntimeError(${argument}); };`,
+    );
+    const reply = await expectLoggedError(/Reactor Runtime Error/, () => react(caller.key, reactor.id, {}));
+    expect(expectProblem(reply, 500)).toMatchObject({ status: 500, detail: "Reactor Runtime Error", errors });
   });
 
   it("yields the very classes of @token-vault/errors, so instanceof holds across both names", async () => {
@@ -42,7 +65,10 @@ describe("the errors module under the original package name", () => {
     const { caller, reactor } = await reactorRunning(
       `import { InvalidPaymentMethodError } from '${ORIGINAL}';\nexport default async () => { throw new InvalidPaymentMethodError('card expired'); };`,
     );
-    expect(expectProblem(await react(caller.key, reactor.id, {}), 402).detail).toContain("card expired");
+    expect(expectProblem(await react(caller.key, reactor.id, {}), 402)).toMatchObject({
+      detail: "Invalid Payment Method",
+      errors: { error: ["card expired"] },
+    });
   });
 
   it("a proxy transform requiring it answers proxy_error with the typed error's status, forwarding nothing", async () => {
@@ -57,6 +83,30 @@ describe("the errors module under the original package name", () => {
     const problem = expectProxyError(await invoke("POST", "", { proxyKey: proxy.key, body: {} }), 400);
     expect(problem.errors).toEqual({ amount: ["too large"] });
     expect(await destinationSaw("original-errors-marker")).toBe(0);
+  });
+
+  it("a proxy transform's AuthenticationError answers the proxy errors page's proxy_error", async () => {
+    const tenant = await seedTenant();
+    const proxy = await createProxy(tenant, {
+      require_auth: false,
+      destination_url: loopback("/original-authentication-marker"),
+      request_transform: {
+        code:
+          `const { AuthenticationError } = require('${ORIGINAL}');\n` +
+          "module.exports = async function (req) {\n" +
+          "  const apiKey = req.args.headers['MY-CUSTOM-API-KEY'];\n" +
+          "  if (!apiKey) throw new AuthenticationError('MY-CUSTOM-API-KEY header is required');\n" +
+          "  return { body: req.args.body, headers: req.args.headers };\n" +
+          "};",
+      },
+    });
+    const problem = expectProxyError(await invoke("POST", "", { proxyKey: proxy.key, body: {} }), 401);
+    expect(problem).toMatchObject({
+      status: 401,
+      detail: "Authentication Failed",
+      errors: { error: ["MY-CUSTOM-API-KEY header is required"] },
+    });
+    expect(await destinationSaw("original-authentication-marker")).toBe(0);
   });
 
   it("is named among the allowed modules when saved code imports an unknown one", async () => {

@@ -27,15 +27,22 @@ async function withLogLines<T>(action: () => Promise<T>): Promise<{ result: T; l
   }
 }
 
+/** A tenant, one of its tokens, and an open proxy acting as the tenant's application with the transform. */
+async function openProxyWith(token: { type: string; data: unknown }, transform: Record<string, unknown>) {
+  const tenant = await seedTokenTenant();
+  const created = await createToken(tenant.key, token);
+  const proxy = await createProxy(tenant, { require_auth: false, application: { id: tenant.applicationId }, ...transform });
+  return { tenant, token: created, proxy };
+}
+
 describe("rule 6: errors never carry token data", () => {
   it("a request transform that throws an error built from a detokenized value answers only the error's name", async () => {
-    const tenant = await seedTokenTenant();
-    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
-    const proxy = await createProxy(tenant, {
-      require_auth: false,
-      application: { id: tenant.applicationId },
-      request_transform: { code: "module.exports = async (req) => { throw new Error('cannot send ' + req.args.body.ssn); };" },
-    });
+    const { token, proxy } = await openProxyWith(
+      { type: "social_security_number", data: SSN },
+      {
+        request_transform: { code: "module.exports = async (req) => { throw new Error('cannot send ' + req.args.body.ssn); };" },
+      },
+    );
     const { result, lines } = await withLogLines(() => invoke("POST", "", { proxyKey: proxy.key, body: { ssn: `{{ ${token.id} }}` } }));
     const problem = expectProxyError(result, 500);
     expect(result.text).not.toContain(SSN);
@@ -45,30 +52,28 @@ describe("rule 6: errors never carry token data", () => {
   });
 
   it("a request transform's typed error built from a detokenized value answers [redacted]", async () => {
-    const tenant = await seedTokenTenant();
-    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
-    const proxy = await createProxy(tenant, {
-      require_auth: false,
-      application: { id: tenant.applicationId },
-      request_transform: {
-        code: "const { BadRequestError } = require('@token-vault/errors'); module.exports = async (req) => { throw new BadRequestError('cannot send ' + req.args.body.ssn); };",
+    const { token, proxy } = await openProxyWith(
+      { type: "social_security_number", data: SSN },
+      {
+        request_transform: {
+          code: "const { BadRequestError } = require('@token-vault/errors'); module.exports = async (req) => { throw new BadRequestError('cannot send ' + req.args.body.ssn); };",
+        },
       },
-    });
+    );
     const { result, lines } = await withLogLines(() => invoke("POST", "", { proxyKey: proxy.key, body: { ssn: `{{ ${token.id} }}` } }));
     const problem = expectProxyError(result, 400);
     expect(result.text).not.toContain(SSN);
-    expect(problem.detail).toBe("cannot send [redacted]");
+    expect(problem).toMatchObject({ detail: "Bad Request", errors: { error: ["cannot send [redacted]"] } });
     expect(lines).not.toContain(SSN);
   });
 
   it("a filtered detokenized value is redacted too", async () => {
-    const tenant = await seedTokenTenant();
-    const token = await createToken(tenant.key, { type: "card_number", data: VISA });
-    const proxy = await createProxy(tenant, {
-      require_auth: false,
-      application: { id: tenant.applicationId },
-      request_transform: { code: "module.exports = async (req) => { throw new Error('bin ' + req.args.body.bin); };" },
-    });
+    const { token, proxy } = await openProxyWith(
+      { type: "card_number", data: VISA },
+      {
+        request_transform: { code: "module.exports = async (req) => { throw new Error('bin ' + req.args.body.bin); };" },
+      },
+    );
     const { result, lines } = await withLogLines(() =>
       invoke("POST", "", { proxyKey: proxy.key, body: { bin: `{{ ${token.id} | slice: 0, 8 }}` } }),
     );
@@ -93,18 +98,17 @@ describe("rule 6: errors never carry token data", () => {
   });
 
   it("a value tenant code read through bt and quoted in its error answers [redacted]", async () => {
-    const tenant = await seedTokenTenant();
-    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
-    const proxy = await createProxy(tenant, {
-      require_auth: false,
-      application: { id: tenant.applicationId },
-      request_transform: {
-        code: `module.exports = async (req) => {
+    const { token, proxy } = await openProxyWith(
+      { type: "social_security_number", data: SSN },
+      {
+        request_transform: {
+          code: `module.exports = async (req) => {
           const token = await req.bt.tokens.retrieve(req.args.body.id);
           throw new Error('read ' + token.data);
         };`,
+        },
       },
-    });
+    );
     const { result, lines } = await withLogLines(() => invoke("POST", "", { proxyKey: proxy.key, body: { id: token.id } }));
     expectProxyError(result, 500);
     expect(result.text).not.toContain(SSN);

@@ -35,6 +35,20 @@ export class FakeOutbound extends WorkerEntrypoint<NamespaceEnv, Record<string, 
   }
 }
 
+/**
+ * The network as a user worker without an outbound worker reaches it. A name under `.invalid`
+ * never resolves (RFC 6761): answered as the failed lookup it is, rather than looked up, since
+ * workerd logs a failed lookup as an uncaught exception with native stack addresses.
+ */
+export class FakeNetwork extends WorkerEntrypoint<NamespaceEnv> {
+  override fetch(request: Request): Promise<Response> {
+    if (new URL(request.url).hostname.endsWith(".invalid")) {
+      return Promise.resolve(new Response("DNS lookup failed: the name does not resolve", { status: 502 }));
+    }
+    return fetch(request);
+  }
+}
+
 export class FakeNamespace extends WorkerEntrypoint<NamespaceEnv> {
   run(script: DispatchedScript, inputJson: string): Promise<unknown> {
     return this.userWorker(script).run(inputJson, null);
@@ -46,7 +60,10 @@ export class FakeNamespace extends WorkerEntrypoint<NamespaceEnv> {
 
   private userWorker(script: DispatchedScript): UserWorker {
     const { outbound } = script;
-    const entrypoints = exports as unknown as { FakeOutbound(options: { props: Record<string, unknown> }): Fetcher };
+    const entrypoints = exports as unknown as {
+      FakeOutbound(options: { props: Record<string, unknown> }): Fetcher;
+      FakeNetwork(options: { props: Record<string, never> }): Fetcher;
+    };
     const worker = this.env.LOADER.get(`${script.id}/${outbound === null ? "no-outbound" : JSON.stringify(outbound)}`, () => ({
       compatibilityDate: script.metadata.compatibility_date,
       compatibilityFlags: script.metadata.compatibility_flags,
@@ -54,7 +71,7 @@ export class FakeNamespace extends WorkerEntrypoint<NamespaceEnv> {
       modules: script.modules,
       env: {},
       // Without an outbound worker, the user worker's fetches reach the network directly.
-      ...(outbound === null ? {} : { globalOutbound: entrypoints.FakeOutbound({ props: outbound }) }),
+      globalOutbound: outbound === null ? entrypoints.FakeNetwork({ props: {} }) : entrypoints.FakeOutbound({ props: outbound }),
     }));
     return worker.getEntrypoint() as unknown as UserWorker;
   }

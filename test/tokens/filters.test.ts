@@ -61,6 +61,11 @@ describe("reveal_last: length, mask_char", () => {
     expect(await masked("4242-4242-4242-4242", "{{ data | reveal_last: 4, '#' }}")).toBe("####-####-####-4242");
   });
 
+  it("gives the masks page's examples", async () => {
+    expect(await masked("4242-4242-4242-4242", "{{ data | reveal_last: 4 }}")).toBe("XXXX-XXXX-XXXX-4242");
+    expect(await masked("123-45-6789", "{{ data | reveal_last: 4, '#' }}")).toBe("###-##-6789");
+  });
+
   it("counts only letters and digits toward n", async () => {
     expect(await masked("123-45-6789", "{{ data | reveal_last: 6 }}")).toBe("XXX-45-6789");
   });
@@ -92,15 +97,16 @@ describe("reveal_last: length, mask_char", () => {
 describe("reveal: reveal_first = 0, reveal_last = 0, mask_char = X, preserve_chars = ''", () => {
   const DATA = "3622-7206-2716-5567";
 
-  it("keeps the first and last letters and digits, masks the others and keeps separators", async () => {
-    expect(await evaluated(DATA, "reveal: 6")).toBe("3622-72XX-XXXX-XXXX");
-    expect(await evaluated(DATA, "reveal: 7, 5")).toBe("3622-720X-XXX6-5567");
-    expect(await evaluated(DATA, "reveal: 7, 5, '#'")).toBe("3622-720#-###6-5567");
-    expect(await evaluated("12-3456789", "reveal: 0, 4")).toBe("XX-XXX6789");
+  it("keeps the first and last characters, counting every character, and masks the others, separators included", async () => {
+    expect(await evaluated(DATA, "reveal: 6")).toBe("3622-7XXXXXXXXXXXXX");
+    expect(await evaluated(DATA, "reveal: 7, 5")).toBe("3622-72XXXXXXX-5567");
+    expect(await evaluated(DATA, "reveal: 7, 5, '#'")).toBe("3622-72#######-5567");
+    expect(await evaluated("12-3456789", "reveal: 0, 4")).toBe("XXXXXX6789");
   });
 
-  it("keeps the preserved characters, which do not count", async () => {
-    expect(await evaluated("ab.cd.ef", `reveal: 1, 1, '#', "c"`)).toBe("a#.c#.#f");
+  it("keeps the characters named in preserve_chars, which still count toward first and last", async () => {
+    expect(await evaluated(DATA, `reveal: 7, 4, '#', "-"`)).toBe("3622-72##-####-5567");
+    expect(await evaluated("ab.cd.ef", `reveal: 1, 1, '#', "c"`)).toBe("a##c###f");
   });
 
   it("masks everything without arguments", async () => {
@@ -108,8 +114,9 @@ describe("reveal: reveal_first = 0, reveal_last = 0, mask_char = X, preserve_cha
   });
 
   it("masks everything when first + last covers the value", async () => {
-    expect(await evaluated(DATA, "reveal: 10, 9")).toBe("XXXX-XXXX-XXXX-XXXX");
-    expect(await evaluated(DATA, "reveal: 16")).toBe("XXXX-XXXX-XXXX-XXXX");
+    expect(await evaluated(DATA, "reveal: 10, 9")).toBe("XXXXXXXXXXXXXXXXXXX");
+    expect(await evaluated(DATA, "reveal: 19")).toBe("XXXXXXXXXXXXXXXXXXX");
+    expect(await evaluated(DATA, `reveal: 10, 9, 'X', "-"`)).toBe("XXXX-XXXX-XXXX-XXXX");
   });
 
   it("masks everything when the preserved characters would leave the value as it is", async () => {
