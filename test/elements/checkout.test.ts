@@ -378,3 +378,35 @@ describe("elements: tokenization from a merchant's page", () => {
     await close();
   });
 });
+
+describe("elements: the element's methods", () => {
+  it("focus, blur, update, clear and unmount act on the frame, with their events", async () => {
+    const { page, close } = await openCheckout();
+    await mount(page, "card", "card");
+    const frame = page.frames().find((candidate) => candidate.url().startsWith(`${vault.baseUrl}/elements/v1/frame`))!;
+    const events = () => page.evaluate(() => (globalThis as any).checkout.events.map((entry: any) => entry.event));
+
+    await page.evaluate(() => (globalThis as any).checkout.elements.card.focus());
+    await expect.poll(() => frame.evaluate("document.activeElement.name")).toBe("number");
+    await page.evaluate(() => (globalThis as any).checkout.elements.card.blur());
+    await expect.poll(events).toEqual(["ready", "focus", "blur"]);
+
+    await page.evaluate(() =>
+      (globalThis as any).checkout.elements.card.update({ placeholder: "Numéro de carte", style: { base: { color: "rgb(9, 9, 9)" } } }),
+    );
+    await expect
+      .poll(() => frame.evaluate(`[document.querySelector("input").placeholder, getComputedStyle(document.querySelector("input")).color]`))
+      .toEqual(["Numéro de carte", "rgb(9, 9, 9)"]);
+
+    await field(page, "card", "number").pressSequentially(VISA);
+    await page.evaluate(() => (globalThis as any).checkout.elements.card.clear());
+    await expect.poll(() => lastChange(page, "card")).toMatchObject({ empty: true, complete: false });
+    expect(await field(page, "card", "number").inputValue()).toBe("");
+
+    await page.evaluate(() => (globalThis as any).checkout.elements.card.unmount());
+    expect(await page.evaluate(() => (globalThis as any).document.querySelectorAll("iframe").length)).toBe(0);
+    const refused = await send(page, `vault.tokens.create({ type: "card", data: elements.card })`);
+    expect(refused).toMatchObject({ ok: false, problem: { status: 400, detail: expect.stringContaining("not mounted") } });
+    await close();
+  });
+});
