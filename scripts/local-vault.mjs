@@ -15,6 +15,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export function buildWorker(outdir) {
   execFileSync("npm", ["run", "--silent", "build:wrapper"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   execFileSync("npm", ["run", "--silent", "build:docs"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("npm", ["run", "--silent", "build:elements"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], {
     cwd: root,
     stdio: "ignore",
@@ -80,7 +81,7 @@ export async function startLocalVault({
         queueProducers: declared.queueProducers,
         queueConsumers: declared.queueConsumers,
         ratelimits,
-        // With `assets`, the static assets (public/: the API reference page's) are served in front
+        // With `assets`, the static assets (public/: the API reference page's, the elements) are served in front
         // of the worker, as in production; left out by default, so benchmarks measure the worker alone.
         ...(assets ? { assets: declared.assets } : {}),
         workerLoaders: { LOADER: {} },

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm start`: the whole vault locally. Creates .dev.vars with random secrets on first run (reused
 // afterwards), applies the D1 migrations to the local database, starts `wrangler dev` on port 8787
-// and prints the base URL and the bootstrap API key.
+// and prints the base URL, the bootstrap API key and the elements demo with the command that makes a
+// public key for it.
 import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -40,6 +41,7 @@ const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: "
 if (existsSync(join(root, "grammar", "search.peggy"))) run("npm", ["run", "--silent", "build:parser"]);
 run("npm", ["run", "--silent", "build:wrapper"]);
 run("npm", ["run", "--silent", "build:docs"]);
+run("npm", ["run", "--silent", "build:elements"]);
 // The control database and every data database (DB_1 … DB_N, when wrangler.toml binds them).
 const wranglerToml = readFileSync(join(root, "wrangler.toml"), "utf8");
 const databases = [...wranglerToml.matchAll(/^binding\s*=\s*"(DB(?:_\d+)?)"/gm)].map((match) => match[1]);
@@ -63,6 +65,9 @@ wrangler.stdout.on("data", (chunk) => {
         `  Bootstrap API key: ${devVars.BOOTSTRAP_API_KEY}`,
         `  Try:               curl -H "SVC-API-KEY: ${devVars.BOOTSTRAP_API_KEY}" http://localhost:${port}/applications`,
         `  Operator key (header SVC-OPERATOR-KEY: /tenants, /keys): ${devVars.OPERATOR_API_KEY}`,
+        `  Elements demo:     http://localhost:${port}/elements/demo/ (paste a public key; make one with:)`,
+        `    curl -H "SVC-API-KEY: ${devVars.BOOTSTRAP_API_KEY}" -H "content-type: application/json" \\`,
+        `      -d '{"name":"checkout","type":"public","permissions":["token:create"]}' http://localhost:${port}/applications`,
         "",
       ].join("\n"),
     );

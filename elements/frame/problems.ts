@@ -1,0 +1,27 @@
+import type { Problem } from "../protocol";
+
+/*
+ * What a frame answers the page when it refuses a request before sending it, or cannot reach the
+ * vault: the vault's own problem shape, so the page handles every failure the same way.
+ */
+
+export function badRequest(detail: string, errors?: Record<string, string[]>): Problem {
+  return { type: "about:blank", title: "Bad Request", status: 400, detail, ...(errors ? { errors } : {}) };
+}
+
+export function unreachable(): Problem {
+  return { type: "about:blank", title: "Service Unavailable", status: 503, detail: "The vault could not be reached" };
+}
+
+/** `$.card.data`, with members that are not identifiers quoted, as the vault names places in a body. */
+export function jsonPath(path: readonly (string | number)[]): string {
+  return path.reduce<string>(
+    (text, segment) =>
+      typeof segment === "number"
+        ? `${text}[${segment}]`
+        : /^[A-Za-z_$][\w$]*$/.test(segment)
+          ? `${text}.${segment}`
+          : `${text}[${JSON.stringify(segment)}]`,
+    "$",
+  );
+}

@@ -1,0 +1,47 @@
+import { ELEMENT_KINDS, type ElementKind, type ElementOptions, type Operation } from "../protocol";
+import { type InitContext, randomId, VaultElement } from "./element";
+import { ProblemError } from "./problem";
+import { describeRequest } from "./shape";
+
+/**
+ * What `TokenVaultElements.init` resolves to: elements of one public key, and the two requests
+ * that send their values to the vault. Each request is sent by one of its elements' frames; the
+ * page only ever sees the vault's answer.
+ */
+export class Vault {
+  private readonly init: InitContext;
+  private readonly elements: VaultElement[] = [];
+
+  readonly tokens = {
+    /** POST /tokens with `{type, data, containers, metadata, expires_at, deduplicate_token}`; elements only in `data`. */
+    create: (request: unknown): Promise<unknown> => this.send("tokens.create", request),
+  };
+
+  constructor(vaultOrigin: string, key: string, prefix: string) {
+    this.init = { vaultOrigin, key, prefix, channel: randomId() };
+  }
+
+  createElement(kind: ElementKind, options: ElementOptions = {}): VaultElement {
+    if (!ELEMENT_KINDS.includes(kind)) throw new TypeError(`Unknown element kind ${String(kind)}: one of ${ELEMENT_KINDS.join(", ")}`);
+    const element = new VaultElement(this.init, kind, options);
+    this.elements.push(element);
+    return element;
+  }
+
+  /** POST /tokenize: any JSON, with elements where strings may stand or in a token request's data. */
+  tokenize(payload: unknown): Promise<unknown> {
+    return this.send("tokenize", payload);
+  }
+
+  private async send(operation: Operation, request: unknown): Promise<unknown> {
+    const { shape, references, elements } = describeRequest(request);
+    if (elements.some((element) => !this.elements.includes(element))) {
+      throw ProblemError.badRequest("The request holds an element of another init: its frames cannot gather with this one's");
+    }
+    // The frame of the request's first element sends it; a request without elements, any mounted one.
+    const sender = elements[0] ?? this.elements.find((element) => element.mounted);
+    if (!sender) throw ProblemError.badRequest("Mount an element before sending a request: its frame sends it");
+    await Promise.all([sender, ...elements].map((element) => element.whenReady()));
+    return sender.submit(operation, shape, references);
+  }
+}
