@@ -15,12 +15,13 @@ export type ElementKind = (typeof ELEMENT_KINDS)[number];
 /** What the vault accepts as HEADER_PREFIX (src/env.ts): the frames send the key in `<prefix>-API-KEY`. */
 export const HEADER_PREFIX_PATTERN = /^[A-Za-z][A-Za-z0-9]{0,19}$/;
 
-/** The frame page on the vault's origin; its query carries the FrameParameters, its fragment the options. */
+/** The frame page on the vault's origin; its query carries the FrameParameters but `prefix`, its fragment the options. */
 export const FRAME_PATH = "/elements/v1/frame";
 
 /**
- * What a frame learns from its URL. `key` and `prefix` say how it calls the vault; `channel` (random
- * per init) which frames it gathers values with; `origin` the only page it talks to.
+ * What a frame learns from its URL, and `prefix` from its page (the vault writes its HEADER_PREFIX
+ * there). `key` and `prefix` say how it calls the vault; `channel` (random per init) which frames it
+ * gathers values with; `origin` the only page it talks to.
  */
 export interface FrameParameters {
   kind: ElementKind;

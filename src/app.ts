@@ -5,6 +5,7 @@ import { auditRequests } from "./audit/middleware";
 import { logRoutes } from "./audit/routes";
 import { permissionRoutes } from "./auth/routes";
 import { detokenizeRoutes } from "./detokenization/routes";
+import { elementRoutes } from "./elements/routes";
 import { MethodNotAllowedError, NotFoundError } from "./errors";
 import type { AppEnv } from "./http/context";
 import { handleError, problemResponse } from "./http/errors";
@@ -63,6 +64,7 @@ export function buildApp() {
   });
   // The API reference page: its script and styles are the vault's own static assets (public/docs).
   app.get("/docs", (c) => c.html(DOCS_PAGE));
+  app.route("/", elementRoutes);
   registerDocumentedHeaders(app);
 
   const api = createRouter();
@@ -76,8 +78,9 @@ export function buildApp() {
   api.route("/", reactorRoutes);
   api.route("/", logRoutes);
   api.route("/", webhookRoutes);
-  // Authentication counts every request against its key (src/auth/rate-limits.ts) and reads the caller's bookmark.
-  documentEveryOperation(api, { responses: problemResponses(429), parameters: [CONSISTENCY_BOOKMARK_HEADER] });
+  // Authentication counts every request against its key (src/auth/rate-limits.ts), refuses a public key's browser
+  // calls from origins its application does not allow (403), and reads the caller's bookmark.
+  documentEveryOperation(api, { responses: problemResponses(403, 429), parameters: [CONSISTENCY_BOOKMARK_HEADER] });
   app.route("/", api);
   // traceAndConfigure reads and answers the trace id of every request.
   documentEveryOperation(app, { parameters: [TRACE_ID_HEADER] });

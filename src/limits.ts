@@ -73,6 +73,9 @@ export const SEARCH = {
 export const APPLICATIONS = {
   maxRules: 100,
   maxKeys: 20,
+  /** Origins a public application's frames may be embedded in and its key called from. */
+  maxAllowedOrigins: 20,
+  allowedOriginMaxLength: 300,
 } as const;
 
 /** Longest API key or proxy key the vault will look up. */

@@ -175,9 +175,11 @@ const DEFAULT_LABELS: Record<ElementKind, string[]> = {
 
 function readParameters(): FrameParameters | null {
   const query = new URLSearchParams(location.search);
-  const parameters = Object.fromEntries(
-    ["kind", "element", "key", "prefix", "channel", "origin"].map((name) => [name, query.get(name) ?? ""]),
-  ) as unknown as FrameParameters;
+  const prefix = document.querySelector<HTMLMetaElement>('meta[name="header-prefix"]')?.content ?? "";
+  const parameters = {
+    ...Object.fromEntries(["kind", "element", "key", "channel", "origin"].map((name) => [name, query.get(name) ?? ""])),
+    prefix,
+  } as unknown as FrameParameters;
   const usable =
     Object.values(parameters).every((value) => value !== "") &&
     (ELEMENT_KINDS as readonly string[]).includes(parameters.kind) &&

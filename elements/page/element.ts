@@ -23,7 +23,6 @@ type Handler = (event: ChangeEvent | undefined) => void;
 export interface InitContext {
   vaultOrigin: string;
   key: string;
-  prefix: string;
   /** Random per init: the frames of one init gather values among themselves on it. */
   channel: string;
 }
@@ -65,8 +64,8 @@ export class VaultElement {
     if (!(container instanceof HTMLElement)) throw new TypeError(`No element to mount into: ${String(target)}`);
     if (this.iframe) throw new Error("The element is already mounted: unmount it first");
     const iframe = document.createElement("iframe");
-    const { vaultOrigin, key, prefix, channel } = this.init;
-    const query = new URLSearchParams({ kind: this.kind, element: this.id, key, prefix, channel, origin: location.origin });
+    const { vaultOrigin, key, channel } = this.init;
+    const query = new URLSearchParams({ kind: this.kind, element: this.id, key, channel, origin: location.origin });
     // The options travel in the fragment: the frame reads them at once, and they are never sent to a server.
     iframe.src = `${vaultOrigin}${FRAME_PATH}?${query}#${encodeURIComponent(JSON.stringify(this.options))}`;
     iframe.title = this.options.label ?? "Secure input";

@@ -17,8 +17,8 @@ export class Vault {
     create: (request: unknown): Promise<unknown> => this.send("tokens.create", request),
   };
 
-  constructor(vaultOrigin: string, key: string, prefix: string) {
-    this.init = { vaultOrigin, key, prefix, channel: randomId() };
+  constructor(vaultOrigin: string, key: string) {
+    this.init = { vaultOrigin, key, channel: randomId() };
   }
 
   createElement(kind: ElementKind, options: ElementOptions = {}): VaultElement {

@@ -52,6 +52,7 @@ export const APPLICATION_EXAMPLE = {
   type: "private",
   permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"],
   rules: CHECKOUT_RULES,
+  allowed_origins: [],
   ...exampleCreatedBy(EXAMPLE_IDS.managementApplication),
 } satisfies ApplicationResponse;
 

@@ -17,12 +17,47 @@ export const AccessRuleSchema = z
   })
   .openapi("AccessRule");
 
+/**
+ * An exact origin as a browser sends it in `Origin`: http(s), a lower-case host name or IP address,
+ * a port only when not the scheme's default, nothing after. The host's characters are held to what
+ * DNS names use, since origins are written into the frames' Content-Security-Policy.
+ */
+const ORIGIN_SHAPE = /^https?:\/\/([a-z0-9-]+(\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(:[0-9]{1,5})?$/;
+const ORIGIN_FORM = "must be an exact origin: scheme://host[:port], http or https, without a path, wildcard or trailing slash";
+
+function originOf(value: string): string | undefined {
+  try {
+    return new URL(value).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+export const AllowedOrigin = z
+  .string()
+  .max(APPLICATIONS.allowedOriginMaxLength)
+  .refine((value) => ORIGIN_SHAPE.test(value) && originOf(value) === value, ORIGIN_FORM)
+  .openapi({ example: "https://shop.example.com" });
+
+const AllowedOrigins = z
+  .array(AllowedOrigin)
+  .max(APPLICATIONS.maxAllowedOrigins)
+  .refine((origins) => new Set(origins).size === origins.length, "must not list an origin twice")
+  .default([])
+  .openapi({
+    description:
+      "Public applications only. When not empty, the elements' frames for this application's keys may be embedded only in pages " +
+      "of these origins (Content-Security-Policy frame-ancestors), and a request with one of its keys that carries an Origin header " +
+      "naming another origin than these and the vault's own is refused (403). Requests without Origin (servers) are unaffected.",
+  });
+
 export const CreateApplicationBody = z
   .object({
     name: Name,
     type: z.enum(APPLICATION_TYPES, { error: `must be one of ${APPLICATION_TYPES.join(", ")}` }),
     permissions: z.array(Permission).max(PERMISSIONS.length).default([]),
     rules: z.array(AccessRuleSchema).max(APPLICATIONS.maxRules).default([]),
+    allowed_origins: AllowedOrigins,
   })
   .openapi("CreateApplication");
 
@@ -61,6 +96,7 @@ export const ApplicationSchema = z
     type: z.enum(APPLICATION_TYPES),
     permissions: z.array(z.string()),
     rules: z.array(AccessRuleSchema),
+    allowed_origins: z.array(z.string()),
     created_by: z.string().nullable(),
     created_at: z.string(),
     modified_by: z.string().nullable(),

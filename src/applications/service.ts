@@ -21,8 +21,19 @@ export function toApplicationResponse(row: ApplicationRow): ApplicationResponse 
     type: row.type,
     permissions: JSON.parse(row.permissions),
     rules: JSON.parse(row.rules),
+    allowed_origins: JSON.parse(row.allowedOrigins),
     ...auditFieldsOf(row),
   };
+}
+
+/**
+ * Only a public application's keys are meant for browsers; a private or management key must never
+ * reach one, so listing the origins it may be used from would only make that look safe.
+ */
+function checkAllowedOrigins(type: ApplicationType, origins: string[]): void {
+  if (origins.length > 0 && type !== "public") {
+    throw ValidationError.field("allowed_origins", `only a public application lists origins; a ${type} key must never reach a browser`);
+  }
 }
 
 /**
@@ -85,6 +96,7 @@ export async function createApplication(context: TenantContext, principal: Princ
 /** An application of the context's tenant, with its first key; `createdBy` is null for a tenant's own. */
 export async function insertApplication(context: TenantContext, createdBy: string | null, input: CreateApplication) {
   const permissions = checkGrants(input.type, input.permissions, input.rules);
+  checkAllowedOrigins(input.type, input.allowed_origins);
   const now = Date.now();
   const row: ApplicationRow = {
     id: crypto.randomUUID(),
@@ -93,6 +105,7 @@ export async function insertApplication(context: TenantContext, createdBy: strin
     type: input.type,
     permissions: JSON.stringify(permissions),
     rules: JSON.stringify(input.rules),
+    allowedOrigins: JSON.stringify(input.allowed_origins),
     createdBy,
     createdAt: now,
     modifiedBy: null,
@@ -140,10 +153,12 @@ export async function updateApplication(context: TenantContext, principal: Princ
     throw ValidationError.field("type", "cannot be changed; create a new application instead");
   }
   const permissions = checkGrants(existing.type, input.permissions, input.rules);
+  checkAllowedOrigins(existing.type, input.allowed_origins);
   const row = await storage.updateApplication(context.control, context.tenantId, id, {
     name: input.name,
     permissions: JSON.stringify(permissions),
     rules: JSON.stringify(input.rules),
+    allowedOrigins: JSON.stringify(input.allowed_origins),
     modifiedBy: principal.applicationId,
     modifiedAt: Date.now(),
   });

@@ -35,7 +35,7 @@ export async function updateApplication(
   db: Database,
   tenantId: string,
   id: string,
-  changes: Pick<ApplicationRow, "name" | "permissions" | "rules" | "modifiedBy" | "modifiedAt">,
+  changes: Pick<ApplicationRow, "name" | "permissions" | "rules" | "allowedOrigins" | "modifiedBy" | "modifiedAt">,
 ): Promise<ApplicationRow | undefined> {
   const [row] = await db.update(applications).set(changes).where(application(tenantId, id)).returning();
   return row;

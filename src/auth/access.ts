@@ -18,6 +18,8 @@ export interface Principal {
   applicationType: "private" | "public" | "management";
   permissions: Permission[];
   rules: AccessRule[];
+  /** A public application's `allowed_origins`: when not empty, the only browser origins its keys answer (besides the vault's). */
+  allowedOrigins: string[];
   /** The id of the API key the request presented (for the audit log); absent for a proxy's or reactor's application. */
   credentialId?: string;
   /** When that API key stops working (ms since the epoch); null or absent: never. */

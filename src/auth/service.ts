@@ -1,6 +1,6 @@
 import type { RequestContext, TenantContext } from "../context";
 import { SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
-import { UnauthenticatedError, ValidationError } from "../errors";
+import { ForbiddenError, UnauthenticatedError, ValidationError } from "../errors";
 import type { AccessRule, KeyPrincipal, Principal } from "./access";
 import { LookupCache } from "./lookup-cache";
 import type { Permission } from "./permissions";
@@ -48,7 +48,19 @@ export function principalOf(row: PrincipalColumns): Principal {
     applicationType: row.type,
     permissions: JSON.parse(row.permissions) as Permission[],
     rules: JSON.parse(row.rules) as AccessRule[],
+    allowedOrigins: JSON.parse(row.allowedOrigins) as string[],
   };
+}
+
+/**
+ * A browser names the page that sent a request in `Origin`. A key whose application lists allowed
+ * origins answers only those pages and the vault's own (its frames); a request without `Origin`
+ * (a server's) is not a browser's and passes.
+ */
+export function requireAllowedOrigin(principal: Principal, origin: string | undefined, vaultOrigin: string): void {
+  if (origin === undefined || principal.allowedOrigins.length === 0) return;
+  if (origin === vaultOrigin || principal.allowedOrigins.includes(origin)) return;
+  throw new ForbiddenError("This API key may not be used from the page's origin: it is not among its application's allowed_origins");
 }
 
 /** The principal of one of the tenant's applications, by id; null when it does not exist. */

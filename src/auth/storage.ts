@@ -9,6 +9,7 @@ export const principalColumns = {
   type: applications.type,
   permissions: applications.permissions,
   rules: applications.rules,
+  allowedOrigins: applications.allowedOrigins,
 };
 
 export type PrincipalColumns = {
@@ -17,6 +18,7 @@ export type PrincipalColumns = {
   type: "private" | "public" | "management";
   permissions: string;
   rules: string;
+  allowedOrigins: string;
 };
 
 /** The application holding the API key with this hash. */

@@ -101,6 +101,8 @@ export const applications = sqliteTable(
     permissions: text("permissions").notNull().default("[]"),
     /** JSON array of access rules. */
     rules: text("rules").notNull().default("[]"),
+    /** JSON array of exact origins a public application's key is used from (frames and the Origin header). */
+    allowedOrigins: text("allowed_origins").notNull().default("[]"),
     ...auditColumns,
   },
   (table) => [index("applications_tenant_created").on(table.tenantId, table.createdAt, table.id)],

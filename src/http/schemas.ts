@@ -89,7 +89,7 @@ export const problemResponses = (...statuses: number[]) =>
 const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   400: "Invalid request",
   401: "Missing or invalid API key",
-  403: "Missing permission",
+  403: "Missing permission, or a public key called from a browser origin its application does not allow",
   404: "Not found (also for other tenants' objects)",
   409: "Conflict",
   413: "Body too large",

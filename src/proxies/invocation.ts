@@ -1,6 +1,6 @@
 import { holdsPermission, type Principal } from "../auth/access";
 import { countAnonymousProxyCall, countKeyRequests } from "../auth/rate-limits";
-import { principalForKey } from "../auth/service";
+import { principalForKey, requireAllowedOrigin } from "../auth/service";
 import type { RequestContext, ScriptKind, TenantContext } from "../context";
 import { detokenizeJson } from "../detokenization/service";
 import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../egress/policy";
@@ -140,6 +140,7 @@ async function callerOf(context: RequestContext, request: Request, requirer: str
   if (!apiKey) throw new UnauthenticatedError(`${requirer} the ${config.HEADER_PREFIX}-API-KEY header`);
   const caller = await principalForKey(context, apiKey);
   if (!caller) throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");
+  requireAllowedOrigin(caller, request.headers.get("origin") ?? undefined, new URL(request.url).origin);
   await countKeyRequests(context, caller, request.headers);
   return caller;
 }

@@ -5,7 +5,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { countKeyRequests } from "../auth/rate-limits";
-import { principalForKey } from "../auth/service";
+import { principalForKey, requireAllowedOrigin } from "../auth/service";
 import type { TenantContext } from "../context";
 import { configOf } from "../env";
 import { UnauthenticatedError, ValidationError } from "../errors";
@@ -49,6 +49,7 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const principal = await principalForKey(c.var.request, apiKey);
   if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
   c.var.request.audit.actingAs(principal);
+  requireAllowedOrigin(principal, c.req.header("origin"), new URL(c.req.url).origin);
   // Counted while the tenant is found: both only read, and a request over the limit goes no further.
   const [context] = await Promise.all([
     tenantContextOf(c, principal.tenantId),

@@ -24,6 +24,7 @@ export const CREATED_TENANT_EXAMPLE = {
     type: "management" as const,
     permissions: [...MANAGEMENT_PERMISSIONS],
     rules: [],
+    allowed_origins: [],
     ...exampleCreatedBy(null),
     key: MANAGEMENT_KEY,
     keys: [{ id: MANAGEMENT_KEY_ID, key: MANAGEMENT_KEY, created_at: EXAMPLE_TIME, expires_at: null }],

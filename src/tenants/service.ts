@@ -23,6 +23,7 @@ export async function createTenant(context: RequestContext, input: { name: strin
     type: "management",
     permissions: [...MANAGEMENT_PERMISSIONS],
     rules: [],
+    allowed_origins: [],
   });
   return { tenant: { id: tenant.id, name, database, created_at: isoTime(tenant.createdAt)! }, application };
 }

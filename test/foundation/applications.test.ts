@@ -268,6 +268,7 @@ describe("applications: GET /applications/key", () => {
       type: "private",
       permissions: ["token:read"],
       rules: [],
+      allowed_origins: [],
       created_by: tenant.managementApplicationId,
       created_at: expect.any(String),
       modified_by: null,

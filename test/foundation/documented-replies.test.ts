@@ -54,7 +54,7 @@ describe("replies held to the OpenAPI document", () => {
 
   it("refuses a status the operation does not document", () => {
     expect(replyMismatches("GET", "/applications/key", drifted({ status: 418 }))).toEqual([
-      "GET /applications/key 418: status not documented (documented: 200, 401, 429)",
+      "GET /applications/key 418: status not documented (documented: 200, 401, 403, 429)",
     ]);
   });
 

@@ -127,13 +127,20 @@ export interface ApplicationSpec {
   type: "private" | "public" | "management";
   permissions?: string[];
   rules?: { priority: number; container: string; transform: "reveal" | "mask" | "redact"; permissions: string[]; description?: string }[];
+  allowed_origins?: string[];
 }
 
 /** An application of the tenant with exactly the given grants; returns its id and key. */
 export async function createApplication(tenant: Tenant, spec: ApplicationSpec): Promise<{ id: string; key: string }> {
   const reply = await callRoute("POST /applications", 201, {
     key: tenant.managementKey,
-    body: { name: spec.name ?? `${spec.type} app`, type: spec.type, permissions: spec.permissions ?? [], rules: spec.rules ?? [] },
+    body: {
+      name: spec.name ?? `${spec.type} app`,
+      type: spec.type,
+      permissions: spec.permissions ?? [],
+      rules: spec.rules ?? [],
+      allowed_origins: spec.allowed_origins ?? [],
+    },
   });
   return { id: reply.body.id, key: reply.body.key };
 }

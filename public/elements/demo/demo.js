@@ -7,9 +7,7 @@ const answer = document.getElementById("answer");
 
 startForm.addEventListener("submit", async (event) => {
   event.preventDefault();
-  const vault = await window.TokenVaultElements.init(document.getElementById("public-key").value.trim(), {
-    headerPrefix: document.getElementById("header-prefix").value.trim(),
-  });
+  const vault = await window.TokenVaultElements.init(document.getElementById("public-key").value.trim());
   const style = {
     base: { color: "#1a1a1a", fontSize: "16px", "::placeholder": { color: "#8a8f98" } },
     invalid: { color: "#c0392b" },

@@ -1,0 +1,1 @@
+ALTER TABLE `applications` ADD `allowed_origins` text DEFAULT '[]' NOT NULL;
