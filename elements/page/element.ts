@@ -78,7 +78,12 @@ export class VaultElement {
     });
     container.append(iframe);
     framedElements.set(iframe.contentWindow!, this);
-    return this.ready;
+    try {
+      await Promise.race([this.ready, notReadyInTime(iframe)]);
+    } catch (problem) {
+      if (this.iframe === iframe) this.unmount();
+      throw problem;
+    }
   }
 
   on(event: ElementEvent, handler: Handler): this {
@@ -177,6 +182,39 @@ export class VaultElement {
   private emit(event: ElementEvent, payload: ChangeEvent | undefined): void {
     for (const handler of this.handlers.get(event) ?? []) handler(payload);
   }
+}
+
+/** How long a frame may take to load, and to say it is ready once loaded (its script runs before its load event). */
+const FRAME_LOAD_MS = 15_000;
+const READY_AFTER_LOAD_MS = 3_000;
+
+/**
+ * Rejects when the frame does not become ready in time. A browser that refuses to frame the page
+ * (its key's allowed_origins do not name this page's origin) shows an error page instead, which
+ * loads but never says it is ready; so does a vault that refused the key or cannot be reached.
+ */
+function notReadyInTime(iframe: HTMLIFrameElement): Promise<never> {
+  return new Promise((_, reject) => {
+    const refuse = () =>
+      reject(
+        new ProblemError({
+          title: "Service Unavailable",
+          status: 503,
+          detail:
+            "The element's frame did not become ready: the vault may be unreachable, or refuse to serve it to this page " +
+            "(the public key is not active, or its allowed_origins do not include this page's origin)",
+        }),
+      );
+    const overall = setTimeout(refuse, FRAME_LOAD_MS);
+    iframe.addEventListener(
+      "load",
+      () => {
+        clearTimeout(overall);
+        setTimeout(refuse, READY_AFTER_LOAD_MS);
+      },
+      { once: true },
+    );
+  });
 }
 
 /** Random hex: crypto.randomUUID needs a secure context, which a merchant's page may not be. */
