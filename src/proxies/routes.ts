@@ -1,5 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import { requirePermission } from "../auth/middleware";
+import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
 import { limitBody, optionalJson, requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER, PROXY_INVOCATION_SECURITY, PROXY_URL_HEADER } from "../http/openapi-document";
@@ -185,6 +187,18 @@ const ProxiedBody = z.unknown().openapi({
 const METHODS_WITH_BODY: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH"]);
 
 /**
+ * A proxy answers with what a tenant's destination chose, on the vault's origin, which also serves the
+ * elements' frames: it must never run there as a page. The sandbox (added to any policy the destination
+ * sent) gives it an opaque origin and no script; nosniff keeps another type from being read as one.
+ */
+const sandboxAnswer: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  c.res = new Response(c.res.body, c.res);
+  c.res.headers.append("content-security-policy", "sandbox");
+  c.res.headers.set("x-content-type-options", "nosniff");
+};
+
+/**
  * Invocation does its own authentication (the proxy key, then `{P}-API-KEY` when the proxy requires
  * it; an ephemeral proxy needs `{P}-API-KEY`), so it is mounted outside the authenticated API; every
  * failure answers as `proxy_error`.
@@ -195,6 +209,7 @@ proxyInvocationRoutes.onError(proxyErrorResponse);
 proxyInvocationRoutes.on(
   ["ALL"],
   [INVOCATION_PATH, `${INVOCATION_PATH}/*`],
+  sandboxAnswer,
   // Proxied bodies are read whole (to detokenize them), so they are bounded like the API's.
   limitBody,
   (c) => invokeProxy(c.var.request, c.req.raw),
