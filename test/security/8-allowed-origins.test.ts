@@ -169,14 +169,22 @@ describe("allowed_origins: the frame page", () => {
     expect(((await page.json()) as { detail: string }).detail).toContain("allowed_origins");
   });
 
-  it("answers an unknown, revoked, private or management key, or none, alike: 401, framed by no page", async () => {
+  it("answers an unknown, revoked, expired, private or management key, or none, alike: 401, framed by no page", async () => {
     const tenant = await seedTenant();
     const revoked = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
     await call("DELETE", `/applications/${revoked.id}`, { key: tenant.managementKey });
     const privateKey = (await createApplication(tenant, { type: "private", permissions: ["token:read"] })).key;
+    const expiring = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
+    const expired = await call("POST", `/applications/${expiring.id}/keys`, {
+      key: tenant.managementKey,
+      body: { expires_at: new Date(Date.now() + 1_000).toISOString() },
+    });
+    expect(expired.status).toBe(201);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
     const keys: Record<string, string>[] = [
       { key: "key_unknown" },
       { key: revoked.key },
+      { key: expired.body.key },
       { key: privateKey },
       { key: tenant.managementKey },
       {},
