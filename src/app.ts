@@ -25,6 +25,7 @@ import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
 import { reactorRoutes } from "./reactors/routes";
 import { authenticateKnownRoutes, traceAndConfigure } from "./runtime/middleware";
 import { searchRoutes } from "./search/routes";
+import { sessionRoutes } from "./sessions/routes";
 import { tenantRoutes } from "./tenants/routes";
 import { tokenRoutes } from "./tokens/routes";
 import { webhookRoutes } from "./webhooks/routes";
@@ -71,6 +72,7 @@ export function buildApp() {
   api.use("*", authenticateKnownRoutes);
   api.route("/", applicationRoutes);
   api.route("/", permissionRoutes);
+  api.route("/", sessionRoutes);
   api.route("/", proxyRoutes);
   api.route("/", tokenRoutes);
   api.route("/", detokenizeRoutes);

@@ -78,6 +78,16 @@ export const APPLICATIONS = {
   allowedOriginMaxLength: 300,
 } as const;
 
+/** Sessions (POST /sessions, POST /sessions/authorize). */
+export const SESSIONS = {
+  /** A session's lifetime unless its authorization sets another: 3 minutes, as the original interface's. */
+  defaultLifetimeMs: 3 * 60_000,
+  /** The latest an authorization may set `expires_at`: a day after the session was created. */
+  maxLifetimeMs: 24 * 60 * 60_000,
+  /** Sessions of one public application awaiting authorization at once (429 beyond). */
+  maxPending: 10_000,
+} as const;
+
 /** Longest API key or proxy key the vault will look up. */
 export const SECRET_MAX_LENGTH = 256;
 

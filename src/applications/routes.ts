@@ -97,12 +97,12 @@ const update = createRoute({
   summary: "Replace an application's name, permissions and rules",
   description:
     "Needs application:update. Permissions and rules left out become empty; `type` may be left out but not changed. " +
-    "Its keys stay valid and the new grants apply from the next request.",
+    "Its keys stay valid and the new grants apply from the next request. An expiring application (a session's) cannot be changed (409).",
   middleware: [requirePermission("application:update"), json] as const,
   request: { params: IdParams, ...jsonBody(UpdateApplicationBody, APPLICATION_REPLACEMENT_EXAMPLE) },
   responses: {
     200: jsonContent(ApplicationSchema, "The application", REPLACED_APPLICATION_EXAMPLE),
-    ...problemResponses(400, 401, 403, 404, 415),
+    ...problemResponses(400, 401, 403, 404, 409, 415),
   },
 });
 

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { TRANSFORMS } from "../auth/access";
-import { APPLICATION_TYPES, PERMISSIONS } from "../auth/permissions";
+import { CONDITION_ATTRIBUTES, CONDITION_OPERATORS, TRANSFORMS } from "../auth/access";
+import { APPLICATION_TYPES, CREATABLE_APPLICATION_TYPES, PERMISSIONS } from "../auth/permissions";
 import { Name } from "../http/schemas";
 import { APPLICATIONS } from "../limits";
 import { RuleContainerPath } from "../tokens/containers";
@@ -51,10 +51,24 @@ const AllowedOrigins = z
       "naming another origin than these and the vault's own is refused (403). Requests without Origin (servers) are unaffected.",
   });
 
+export const AccessConditionSchema = z
+  .strictObject({
+    attribute: z.enum(CONDITION_ATTRIBUTES, { error: `must be one of ${CONDITION_ATTRIBUTES.join(", ")}` }),
+    operator: z.enum(CONDITION_OPERATORS, { error: `must be one of ${CONDITION_OPERATORS.join(", ")}` }),
+    value: z.string().min(1).max(400),
+  })
+  .openapi("AccessCondition");
+
+/** A rule as applications show it: an expiring application's (a session's) may hold conditions instead of a container. */
+const ShownAccessRuleSchema = AccessRuleSchema.extend({
+  container: AccessRuleSchema.shape.container.optional(),
+  conditions: z.array(AccessConditionSchema).optional(),
+});
+
 export const CreateApplicationBody = z
   .object({
     name: Name,
-    type: z.enum(APPLICATION_TYPES, { error: `must be one of ${APPLICATION_TYPES.join(", ")}` }),
+    type: z.enum(CREATABLE_APPLICATION_TYPES, { error: `must be one of ${CREATABLE_APPLICATION_TYPES.join(", ")}` }),
     permissions: z.array(Permission).max(PERMISSIONS.length).default([]),
     rules: z.array(AccessRuleSchema).max(APPLICATIONS.maxRules).default([]),
     allowed_origins: AllowedOrigins,
@@ -95,12 +109,13 @@ export const ApplicationSchema = z
     name: z.string(),
     type: z.enum(APPLICATION_TYPES),
     permissions: z.array(z.string()),
-    rules: z.array(AccessRuleSchema),
+    rules: z.array(ShownAccessRuleSchema),
     allowed_origins: z.array(z.string()),
     created_by: z.string().nullable(),
     created_at: z.string(),
     modified_by: z.string().nullable(),
     modified_at: z.string().nullable(),
+    expires_at: z.string().optional().openapi({ description: "An expiring application's end: its keys answer 401 from then on" }),
   })
   .openapi("Application");
 

@@ -23,6 +23,7 @@ export function toApplicationResponse(row: ApplicationRow): ApplicationResponse 
     rules: JSON.parse(row.rules),
     allowed_origins: JSON.parse(row.allowedOrigins),
     ...auditFieldsOf(row),
+    ...(row.expiresAt === null ? {} : { expires_at: isoTime(row.expiresAt)! }),
   };
 }
 
@@ -110,6 +111,7 @@ export async function insertApplication(context: TenantContext, createdBy: strin
     createdAt: now,
     modifiedBy: null,
     modifiedAt: null,
+    expiresAt: null,
   };
   const key = await newKey(context.tenantId, row.id, now);
   await storage.insertApplication(context.control, row, key.row);
@@ -149,6 +151,9 @@ export async function listApplications(
 
 export async function updateApplication(context: TenantContext, principal: Principal, id: string, input: UpdateApplication) {
   const existing = await findApplication(context, id);
+  if (existing.type === "expiring") {
+    throw new ConflictError("An expiring application holds what its session was authorized for; it cannot be changed, only deleted");
+  }
   if (input.type !== undefined && input.type !== existing.type) {
     throw ValidationError.field("type", "cannot be changed; create a new application instead");
   }

@@ -16,6 +16,7 @@ export const ENTITY_TYPES = {
   proxy: "Proxy",
   reactor: "Reactor",
   "reactor-formula": "Reactor formula",
+  session: "Session",
   tenant: "Tenant",
   token: "Token",
   webhook: "Webhook",

@@ -30,6 +30,8 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "PUT /applications/{id}": op("application", "update", "Updated application"),
   "DELETE /applications/{id}": op("application", "delete", "Deleted application and revoked its keys"),
   "POST /applications/{id}/keys": op("api_key", "create", "Created API key", null),
+  "POST /sessions": op("session", "create", "Created session", null),
+  "POST /sessions/authorize": op("application", "create", "Authorized session as an expiring application", null),
   "POST /applications/{id}/regenerate": op("api_key", "create", "Regenerated API key", null),
   "GET /applications/{id}/keys": op("api_key", "list", "Listed application keys", null),
   "DELETE /applications/{id}/keys/{key_id}": op("api_key", "delete", "Revoked API key", "key_id"),

@@ -1,5 +1,7 @@
-export const APPLICATION_TYPES = ["private", "public", "management"] as const;
+/** `expiring` applications are made only by authorizing a session (src/sessions/), never by POST /applications. */
+export const APPLICATION_TYPES = ["private", "public", "management", "expiring"] as const;
 export type ApplicationType = (typeof APPLICATION_TYPES)[number];
+export const CREATABLE_APPLICATION_TYPES = ["private", "public", "management"] as const;
 
 export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"] as const;
 
@@ -23,15 +25,16 @@ export const MANAGEMENT_PERMISSIONS = [
   "log:read",
 ] as const;
 
-export const PERMISSIONS = [...TOKEN_PERMISSIONS, ...MANAGEMENT_PERMISSIONS] as const;
+export const PERMISSIONS = [...TOKEN_PERMISSIONS, "session:authorize", ...MANAGEMENT_PERMISSIONS] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
 
 /** Which application types may hold each permission. */
 export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
   public: ["token:create", "token:update"],
-  private: TOKEN_PERMISSIONS,
+  private: [...TOKEN_PERMISSIONS, "session:authorize"],
   management: MANAGEMENT_PERMISSIONS,
+  expiring: TOKEN_PERMISSIONS,
 };
 
 export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
@@ -41,6 +44,7 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "token:delete": "Delete tokens",
   "token:search": "Search tokens",
   "token:use": "Detokenize tokens in proxies and reactors",
+  "session:authorize": "Authorize sessions with no more than this application holds (POST /sessions/authorize)",
   "application:create": "Create applications and their keys",
   "application:read": "Read applications",
   "application:update": "Update applications",

@@ -29,7 +29,9 @@ export async function principalForKey(context: RequestContext, apiKey: string): 
     context.config.CREDENTIAL_CACHE_TTL_MS,
     async () => {
       const row = await storage.applicationOfKeyHash(context.control, await sha256Hex(apiKey));
-      return row ? { ...principalOf(row), credentialId: row.keyId, credentialExpiresAt: row.expiresAt } : null;
+      return row
+        ? { ...principalOf(row), credentialId: row.keyId, credentialExpiresAt: earliest(row.expiresAt, row.applicationExpiresAt) }
+        : null;
     },
     (found) => found !== null,
   );
@@ -38,6 +40,12 @@ export async function principalForKey(context: RequestContext, apiKey: string): 
     throw new UnauthenticatedError(`The API key expired at ${new Date(expiresAt).toISOString()}`);
   }
   return principal;
+}
+
+/** A key stops working at its own expiry or its application's (an expiring application's), whichever comes first. */
+function earliest(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  return b === null ? a : Math.min(a, b);
 }
 
 /** The principal of an application row (used for proxies' and reactors' applications too). */
@@ -75,7 +83,7 @@ export async function principalForApplication(context: TenantContext, applicatio
  */
 export async function requireActingApplication(context: TenantContext, applicationId: string): Promise<Principal> {
   const principal = await principalForApplication(context, applicationId);
-  if (!principal || principal.applicationType === "management") {
+  if (!principal || (principal.applicationType !== "public" && principal.applicationType !== "private")) {
     throw ValidationError.field("application.id", "must be a public or private application of this tenant");
   }
   return principal;

@@ -1,6 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { apiKeys, applications } from "../db/control-tables";
+import type { ApplicationType } from "./permissions";
 
 /** The columns of an application that `principalOf` reads: select them, or nest them in a join. */
 export const principalColumns = {
@@ -15,7 +16,7 @@ export const principalColumns = {
 export type PrincipalColumns = {
   tenantId: string;
   applicationId: string;
-  type: "private" | "public" | "management";
+  type: ApplicationType;
   permissions: string;
   rules: string;
   allowedOrigins: string;
@@ -25,9 +26,9 @@ export type PrincipalColumns = {
 export async function applicationOfKeyHash(
   db: Database,
   hash: string,
-): Promise<(PrincipalColumns & { keyId: string; expiresAt: number | null }) | undefined> {
+): Promise<(PrincipalColumns & { keyId: string; expiresAt: number | null; applicationExpiresAt: number | null }) | undefined> {
   const [row] = await db
-    .select({ ...principalColumns, keyId: apiKeys.id, expiresAt: apiKeys.expiresAt })
+    .select({ ...principalColumns, keyId: apiKeys.id, expiresAt: apiKeys.expiresAt, applicationExpiresAt: applications.expiresAt })
     .from(apiKeys)
     .innerJoin(applications, and(eq(applications.id, apiKeys.applicationId), eq(applications.tenantId, apiKeys.tenantId)))
     .where(eq(apiKeys.hash, hash))

@@ -96,7 +96,7 @@ export const applications = sqliteTable(
     id: text("id").primaryKey(),
     tenantId: text("tenant_id").notNull(),
     name: text("name").notNull(),
-    type: text("type", { enum: ["private", "public", "management"] }).notNull(),
+    type: text("type", { enum: ["private", "public", "management", "expiring"] }).notNull(),
     /** JSON array of permission names. */
     permissions: text("permissions").notNull().default("[]"),
     /** JSON array of access rules. */
@@ -104,8 +104,40 @@ export const applications = sqliteTable(
     /** JSON array of exact origins a public application's key is used from (frames and the Origin header). */
     allowedOrigins: text("allowed_origins").notNull().default("[]"),
     ...auditColumns,
+    /** An expiring application's end: every key of it is refused (401) from then on, and the cron deletes it. */
+    expiresAt: integer("expires_at"),
   },
-  (table) => [index("applications_tenant_created").on(table.tenantId, table.createdAt, table.id)],
+  (table) => [
+    index("applications_tenant_created").on(table.tenantId, table.createdAt, table.id),
+    index("applications_expires").on(table.expiresAt),
+  ],
+);
+
+/**
+ * Sessions a public application created (src/sessions/). Until authorized, the session key is in no
+ * api_keys row, so it authenticates nothing; authorizing inserts the expiring application and its key
+ * (this key_hash) and sets expiring_application_id, once.
+ */
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    /** The public application whose key created it. */
+    applicationId: text("application_id").notNull(),
+    /** SHA-256 of the session key and of the nonce; neither is stored in plaintext. */
+    keyHash: text("key_hash").notNull(),
+    nonceHash: text("nonce_hash").notNull(),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    /** The expiring application its authorization made; null while it awaits one. */
+    expiringApplicationId: text("expiring_application_id"),
+  },
+  (table) => [
+    uniqueIndex("sessions_nonce").on(table.tenantId, table.nonceHash),
+    index("sessions_pending").on(table.tenantId, table.applicationId, table.expiresAt),
+    index("sessions_expires").on(table.expiresAt),
+  ],
 );
 
 export const apiKeys = sqliteTable(

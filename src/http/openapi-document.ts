@@ -40,6 +40,10 @@ export const OPENAPI_OBJECT = {
     { name: "Reactor formulas", description: "The code reactors run: the official formulas and the tenant's own." },
     { name: "Reactors", description: "A formula with its configuration, run on request with detokenized arguments." },
     { name: "Applications", description: "Applications, their API keys, permissions and access rules." },
+    {
+      name: "Sessions",
+      description: "Short-lived keys a public application's page creates and its server authorizes for chosen tokens.",
+    },
     { name: "Webhooks", description: "Signed notifications of the tenant's events, sent to its URLs." },
     { name: "Audit log", description: "Who did what to which entity, in a hash chain that can be verified." },
     { name: "Operators", description: "The deployment operator's routes: tenants, their placement and their keys." },

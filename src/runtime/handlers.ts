@@ -10,6 +10,7 @@ import type { RequestContext } from "../context";
 import type { Bindings } from "../env";
 import { purgeExpiredReplyCvcs, purgeIdempotencyRecords } from "../idempotency/service";
 import { driveRotations, type RotationMessage, resumeRotations } from "../keys/rotation";
+import { purgeExpiredSessions } from "../sessions/service";
 import { purgeShreddedTenants } from "../tenants/shred";
 import { purgeExpiredCvcs } from "../tokens/cvc";
 import { purgeExpiredTokens } from "../tokens/service";
@@ -26,13 +27,14 @@ const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<ne
   "token-vault-rotation": (context, batch) => driveRotations(context, batch as MessageBatch<RotationMessage>),
 };
 
-/** Every 15 minutes (wrangler.toml): purges what expired or was shredded, chains the audit entries left waiting, resumes stopped key rotations. */
+/** Every 15 minutes (wrangler.toml): purges what expired (tokens, sessions and their expiring applications) or was shredded, chains the audit entries left waiting, resumes stopped key rotations. */
 export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (controller, env, ctx) => {
   const context = requestContextOf(env, `cron/${controller.scheduledTime}`);
   context.audit.actor = { id: null, type: "system" };
   const maintenance = Promise.all([
     purgeIdempotencyRecords(context, controller.scheduledTime),
     purgeExpiredTokens(context, controller.scheduledTime),
+    purgeExpiredSessions(context, controller.scheduledTime),
     purgeExpiredCvcs(context, controller.scheduledTime),
     purgeExpiredReplyCvcs(context, controller.scheduledTime),
     chainPendingEntries(context),

@@ -56,7 +56,7 @@ async function existingDuplicates(
   const identity = identityAs(of);
   const oldest = new Map<string, TokenRow>();
   for (const row of rows) {
-    if (!oldest.has(identity(row)) && accessTo(principal, permission, containersOf(row)) !== null) oldest.set(identity(row), row);
+    if (!oldest.has(identity(row)) && accessTo(principal, permission, containersOf(row), row.id) !== null) oldest.set(identity(row), row);
   }
   return oldest;
 }

@@ -19,7 +19,7 @@ import * as writes from "./storage-writes";
 
 export async function getToken(context: TenantContext, principal: Principal, id: string): Promise<TokenResponse> {
   const row = await findLiveToken(context, id, Date.now());
-  const transform = accessTo(principal, "token:read", containersOf(row));
+  const transform = accessTo(principal, "token:read", containersOf(row), row.id);
   if (!transform) throw new ForbiddenError(`token:read is not granted on any container of token ${id}`);
   const keys = await context.keys();
   return present(row, transform, () => decryptData(keys, row));
@@ -53,7 +53,7 @@ export async function deleteToken(context: TenantContext, principal: Principal, 
   context.requireWritable();
   const now = Date.now();
   const row = await findLiveToken(context, id, now);
-  requireOnEveryContainer(principal, "token:delete", containersOf(row));
+  requireOnEveryContainer(principal, "token:delete", containersOf(row), "", row.id);
   if (!(await writes.deleteToken(context.db.$client, context.tenantId, row.id, now))) throw new NotFoundError(`Token ${id}`);
   context.audit.describe({ event: { type: "token.deleted", data: { token: { id: row.id } } } });
 }
@@ -67,7 +67,7 @@ export async function presentTokens(
 ): Promise<TokenResponse[]> {
   const keys = await context.keys();
   return Promise.all(
-    rows.map((row) => present(row, accessTo(principal, permission, containersOf(row)) ?? "redact", () => decryptData(keys, row))),
+    rows.map((row) => present(row, accessTo(principal, permission, containersOf(row), row.id) ?? "redact", () => decryptData(keys, row))),
   );
 }
 

@@ -39,12 +39,12 @@ export async function updateToken(
   const keys = await context.keys();
   for (let attempt = 1; ; attempt++) {
     const now = Date.now();
-    requireOnEveryContainer(principal, "token:update", containersOf(row));
+    requireOnEveryContainer(principal, "token:update", containersOf(row), "", row.id);
     const stored = await decryptData(keys, row);
     const definition = patchedDefinition(row, stored, patch);
-    requireOnEveryContainer(principal, "token:update", definition.containers);
+    requireOnEveryContainer(principal, "token:update", definition.containers, "", row.id);
     const added = definition.containers.filter((container) => !containersOf(row).includes(container));
-    requireOnEveryContainer(principal, "token:create", added);
+    requireOnEveryContainer(principal, "token:create", added, "", row.id);
     requireSightOfData(principal, row, stored, definition, patch);
     const errors: FieldErrors = {};
     const evaluated = evaluate(definition, fieldErrorCollector(errors), WorkBudget.of(definition.data));
@@ -67,7 +67,7 @@ export async function updateToken(
       if (duplicate) return presentDuplicate(keys, principal, duplicate);
     }
     if (await replaceToken(context.db.$client, sealed, row.ciphertext)) {
-      const transform = accessTo(principal, "token:update", definition.containers) ?? "redact";
+      const transform = accessTo(principal, "token:update", definition.containers, row.id) ?? "redact";
       const updated = await present(sealed.row, transform, () => definition.data);
       context.audit.describe({ event: { type: "token.updated", data: tokenEventData(updated) } });
       return { ...updated, deduplicated: false };
@@ -99,7 +99,7 @@ function requireSightOfData(principal: Principal, row: TokenRow, stored: unknown
     ["containers", before.some((container) => !definition.containers.includes(container))],
   ].flatMap(([member, differs]) => (differs ? [member] : []));
   if (changed.length === 0) return;
-  if (accessTo(principal, "token:update", [...before, ...definition.containers]) === "reveal") return;
+  if (accessTo(principal, "token:update", [...before, ...definition.containers], row.id) === "reveal") return;
   throw new ForbiddenError(
     `${changed.join(", ")} may change only in the request that replaces the whole data, or by a caller whose token:update ` +
       "rule reveals the data in every container of the token, before and after the update; this caller's rules do not",
@@ -147,7 +147,7 @@ function definedMembers(patch: UpdateToken): Partial<UpdateToken> {
  * token:read on it, its definition is left out along with its data.
  */
 async function presentDuplicate(keys: TenantKeys, principal: Principal, row: TokenRow): Promise<UpdatedTokenResponse> {
-  const transform = accessTo(principal, "token:read", containersOf(row));
+  const transform = accessTo(principal, "token:read", containersOf(row), row.id);
   const token = await present(row, transform ?? "redact", () => decryptData(keys, row));
   if (transform !== null) return { ...token, deduplicated: true };
   const { metadata: _metadata, search_indexes: _indexes, fingerprint_expression: _expression, mask: _mask, ...redacted } = token;

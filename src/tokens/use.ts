@@ -72,7 +72,7 @@ function checkedUse(
   row: storage.UsableToken | undefined,
 ): { row: storage.UsableToken; transform: ShownToken["transform"] } {
   if (!row) throw new ValidationError(`Token ${id} does not exist or has expired`);
-  const transform = useTransform(principal, id, containersOf(row));
+  const transform = useTransform(principal, row.id, containersOf(row));
   if (transform === "redact" || (transform === "mask" && row.mask === null)) {
     throw new ForbiddenError(`The token:use rule for token ${id} redacts its data`);
   }

@@ -371,7 +371,8 @@ describe("applications: POST /applications/{id}/regenerate", () => {
 describe("permissions: GET /permissions?application_type=", () => {
   it.each([
     ["public", ["token:create", "token:update"]],
-    ["private", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
+    ["private", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", "session:authorize"]],
+    ["expiring", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
   ])("lists only the permissions a %s application may hold", async (type, expected) => {
     const tenant = await seedTenant();
     const reply = await call("GET", `/permissions?application_type=${type}`, { key: tenant.managementKey });
@@ -393,13 +394,13 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(23);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(24);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {
     const tenant = await seedTenant();
-    const problem = expectProblem(await call("GET", "/permissions?application_type=expiring", { key: tenant.managementKey }), 400);
-    expect(problem.errors).toEqual({ application_type: ["must be one of private, public, management"] });
+    const problem = expectProblem(await call("GET", "/permissions?application_type=temporary", { key: tenant.managementKey }), 400);
+    expect(problem.errors).toEqual({ application_type: ["must be one of private, public, management, expiring"] });
   });
 });
 
@@ -414,7 +415,7 @@ describe("applications: OpenAPI", () => {
       expect.objectContaining({
         name: "application_type",
         in: "query",
-        schema: expect.objectContaining({ enum: ["private", "public", "management"] }),
+        schema: expect.objectContaining({ enum: ["private", "public", "management", "expiring"] }),
       }),
     );
   });

@@ -35,10 +35,11 @@ describe("authentication", () => {
     expect(reply.body).toContainEqual({
       type: "token:create",
       description: expect.any(String),
-      application_types: ["private", "public"],
+      application_types: ["private", "public", "expiring"],
     });
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "proxy:create", application_types: ["management"] }));
-    expect(reply.body).toHaveLength(23);
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "session:authorize", application_types: ["private"] }));
+    expect(reply.body).toHaveLength(24);
   });
 });
 

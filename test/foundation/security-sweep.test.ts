@@ -47,6 +47,9 @@ const VALID_BODIES: Record<string, unknown> = {
   "PUT /webhooks/{id}": { name: "renamed", url: "https://example.com/hook", events: ["token.created"] },
 };
 
+/** Routes that need a key of one application type rather than a permission: the 403 names the type. */
+const KEY_OF_TYPE = new Map([["POST /sessions", /requires a public application's key/]]);
+
 /** Routes every valid key may call: they only show the caller what it already is or may hold. */
 const ANY_VALID_KEY = new Set(["GET /applications/key", "GET /permissions"]);
 
@@ -149,7 +152,8 @@ describe("security sweep over every route of the OpenAPI document", () => {
       const key = invokesProxy(operation) ? ownerPowerless : powerless;
       const reply = await send(operation, ownedPath(operation.path), { "SVC-API-KEY": key, ...proxyKeyFor(operation) });
       expect(reply.status, name(operation)).toBe(403);
-      expect(reply.body.detail ?? reply.body.proxy_error?.detail, name(operation)).toMatch(/requires the permission [a-z-]+:[a-z]+/);
+      const refusal = KEY_OF_TYPE.get(name(operation)) ?? /requires the permission [a-z-]+:[a-z]+/;
+      expect(reply.body.detail ?? reply.body.proxy_error?.detail, name(operation)).toMatch(refusal);
     }
   });
 

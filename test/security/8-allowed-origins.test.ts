@@ -113,6 +113,12 @@ describe("allowed_origins: the Origin rule", () => {
     expectProblem(own, 403);
   });
 
+  it("refuses POST /sessions from an origin not listed, and answers it from a listed one", async () => {
+    const { key } = await publicKeyFor([SHOP]);
+    expectProblem(await call("POST", "/sessions", { key, headers: { origin: ELSEWHERE } }), 403);
+    expect((await call("POST", "/sessions", { key, headers: { origin: SHOP } })).status).toBe(201);
+  });
+
   it("answers the listed origins, the vault's own (its frames) and servers (no Origin)", async () => {
     const { key } = await publicKeyFor([SHOP]);
     for (const headers of [{ origin: SHOP }, { origin: new URL(BASE).origin }, {}] as Record<string, string>[]) {

@@ -40,9 +40,11 @@ async function seedKeys(): Promise<void> {
   const tenant = await seedTenant();
   const everything = await createApplication(tenant, {
     type: "private",
-    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"],
+    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", "session:authorize"],
   });
-  keys = [tenant.managementKey, everything.key];
+  // A public key reaches POST /sessions, which refuses every other type of key.
+  const page = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
+  keys = [tenant.managementKey, everything.key, page.key];
 }
 
 const anyJson = fc.jsonValue({ maxDepth: 3 });

@@ -9,6 +9,7 @@ import type { keyRoutes } from "../../src/keys/routes";
 import type { proxyRoutes } from "../../src/proxies/routes";
 import type { reactorRoutes } from "../../src/reactors/routes";
 import type { searchRoutes } from "../../src/search/routes";
+import type { sessionRoutes } from "../../src/sessions/routes";
 import type { tenantRoutes } from "../../src/tenants/routes";
 import type { tokenRoutes } from "../../src/tokens/routes";
 import { ALL_DATABASES } from "./context";
@@ -46,6 +47,7 @@ type Routes = ExtractSchema<typeof applicationRoutes> &
   ExtractSchema<typeof proxyRoutes> &
   ExtractSchema<typeof reactorRoutes> &
   ExtractSchema<typeof searchRoutes> &
+  ExtractSchema<typeof sessionRoutes> &
   ExtractSchema<typeof tenantRoutes> &
   ExtractSchema<typeof keyRoutes> &
   ExtractSchema<typeof detokenizeRoutes> &
