@@ -37,7 +37,7 @@ beforeAll(async () => {
   const tenant = await seedTenant();
   const tokens = await createApplication(tenant, {
     type: "private",
-    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"],
+    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", "session:authorize"],
   });
   keys = [tenant.managementKey, tokens.key];
 });
