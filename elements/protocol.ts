@@ -39,9 +39,21 @@ export interface ElementOptions {
   label?: string;
   readOnly?: boolean;
   disabled?: boolean;
+  /** A button in the frame that copies the shown value to the clipboard (text elements). */
+  copy?: boolean;
 }
 
 export type Operation = "tokens.create" | "tokenize";
+
+/**
+ * The requests that reveal: `sessions.create` (POST /sessions with the init's public key) and
+ * `tokens.retrieve` (GET /tokens/{id} with a session's key, `{id, apiKey}`), whose answer reaches the
+ * page with each data leaf replaced by a reference only a frame can resolve.
+ */
+export type RevealOperation = "sessions.create" | "tokens.retrieve";
+
+/** What the page holds in place of a revealed value: `tvref_` and 32 random hex digits. */
+export const REFERENCE_PATTERN = /^tvref_[0-9a-f]{32}$/;
 
 /** Where in a request's shape an element's value goes: its whole value, or the month or year of an expiration date. */
 export interface ElementReference {
@@ -56,7 +68,9 @@ export type PageMessage =
   | { type: "clear" }
   | { type: "focus" }
   | { type: "blur" }
-  | { type: "submit"; id: number; operation: Operation; body: unknown; references: ElementReference[] };
+  | { type: "submit"; id: number; operation: Operation | RevealOperation; body: unknown; references: ElementReference[] }
+  /** Shows the value of a reference in a read-only text element; answered with a `result`, never the value. */
+  | { type: "setValue"; id: number; reference: string };
 
 /** What `change` tells the page: never a typed value, only its state and the card's public facts. */
 export interface ChangeEvent {
@@ -94,14 +108,17 @@ export type FrameMessage =
 /**
  * The messages between the frames of one init. `gather` asks the frames of the named elements for
  * their values on behalf of a request the asking frame sends to the vault; each answers `value` (or
- * the errors that keep it from being sent). `brand` lets a security code frame follow the brand of
+ * the errors that keep it from being sent; a text frame showing a revealed value never gives it). `brand` lets a security code frame follow the brand of
  * the number typed in another frame, and `brand?` asks for it.
  */
 export type ChannelMessage =
   | { type: "gather"; id: string; key: string; elements: string[] }
   | { type: "value"; id: string; element: string; value: unknown; errors: FieldError[] }
   | { type: "brand"; brand: CardBrand | undefined }
-  | { type: "brand?" };
+  | { type: "brand?" }
+  /** A read-only text frame asks for a reference's value; the frame that retrieved the token answers `resolved`. */
+  | { type: "resolve"; id: string; key: string; reference: string }
+  | { type: "resolved"; id: string; value: unknown };
 
 export function channelName(channel: string): string {
   return `token-vault-elements/${channel}`;

@@ -14,6 +14,8 @@ export interface Holding {
   errors(): FieldError[];
   /** The brand of the number typed here, for a security code frame; undefined without a number. */
   brand(): CardBrand | undefined;
+  /** The value of a reference to a token this frame retrieved; undefined when it holds none. */
+  revealed(reference: string): unknown;
 }
 
 export interface Gathered {
@@ -27,6 +29,7 @@ const GATHER_TIMEOUT_MS = 5_000;
 export class FrameChannel {
   private readonly channel: BroadcastChannel;
   private readonly waiting = new Map<string, { missing: Set<string>; gathered: Map<string, Gathered>; done: () => void }>();
+  private readonly resolving = new Map<string, (value: unknown) => void>();
 
   constructor(
     private readonly parameters: FrameParameters,
@@ -48,6 +51,11 @@ export class FrameChannel {
         onBrand(data.brand);
       } else if (data.type === "brand?") {
         this.announceBrand();
+      } else if (data.type === "resolve") {
+        const value = data.key === parameters.key ? holding.revealed(data.reference) : undefined;
+        if (value !== undefined) this.post({ type: "resolved", id: data.id, value });
+      } else if (data.type === "resolved") {
+        this.resolving.get(data.id)?.(data.value);
       }
     };
     this.post({ type: "brand?" });
@@ -82,6 +90,25 @@ export class FrameChannel {
         },
       });
       this.post({ type: "gather", id, key: this.parameters.key, elements: [...missing] });
+    });
+  }
+
+  /** A reference's value, from this frame or the frame of this init that retrieved its token; a problem when none holds it. */
+  resolve(reference: string): Promise<unknown> {
+    const own = this.holding.revealed(reference);
+    if (own !== undefined) return Promise.resolve(own);
+    const id = crypto.randomUUID();
+    return new Promise((resolve, reject: (problem: Problem) => void) => {
+      const timer = setTimeout(() => {
+        this.resolving.delete(id);
+        reject(badRequest("No element of this init holds the reference: the element that retrieved the token must stay mounted"));
+      }, GATHER_TIMEOUT_MS);
+      this.resolving.set(id, (value) => {
+        clearTimeout(timer);
+        this.resolving.delete(id);
+        resolve(value);
+      });
+      this.post({ type: "resolve", id, key: this.parameters.key, reference });
     });
   }
 

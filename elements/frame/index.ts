@@ -8,12 +8,14 @@ import {
   type FrameParameters,
   HEADER_PREFIX_PATTERN,
   type PageMessage,
+  REFERENCE_PATTERN,
 } from "../protocol";
 import { applyOptions, showState } from "./appearance";
 import type { CardBrand, FieldError } from "./cards";
 import { FrameChannel } from "./channel";
 import { cvcField, expirationField, type Field, numberField, textField } from "./fields";
 import { badRequest } from "./problems";
+import { isRevealOperation, revealedValue, runRevealOperation } from "./reveal";
 import { fillRequest, isOperation, RefusedRequest, sendToVault } from "./submit";
 
 /*
@@ -46,6 +48,9 @@ function start(parameters: FrameParameters): void {
   }
   document.body.append(form);
   applyOptions(fields, options, labels);
+  /** Whether the text shown is a revealed value (setValue): it is never gathered into a request, and stays read-only. */
+  let revealing = false;
+  if (text && options.copy === true) form.append(copyButton(text.input));
 
   const errors = (): FieldError[] =>
     fields.flatMap((field) => {
@@ -59,10 +64,11 @@ function start(parameters: FrameParameters): void {
         const expirationValue = { expiration_month: expiration?.month(), expiration_year: expiration?.year() };
         if (parameters.kind === "card") return { number: number?.digits(), ...expirationValue, cvc: cvc?.digits() };
         if (parameters.kind === "cardExpirationDate") return expirationValue;
-        return number?.digits() ?? cvc?.digits() ?? text?.text();
+        return revealing ? undefined : (number?.digits() ?? cvc?.digits() ?? text?.text());
       },
-      errors,
+      errors: () => (revealing ? [{ field: "value", code: "invalid" }] : errors()),
       brand: () => number?.brand(),
+      revealed: revealedValue,
     },
     (announced) => {
       if (number || !cvc || announced === brandElsewhere) return;
@@ -136,8 +142,10 @@ function start(parameters: FrameParameters): void {
     if (message.type === "update") {
       options = { ...options, ...message.options };
       applyOptions(fields, options, labels);
+      if (revealing && text) text.input.readOnly = true;
     } else if (message.type === "clear") {
       for (const field of fields) field.input.value = "";
+      revealing = false;
       refresh(true);
     } else if (message.type === "focus") {
       fields[0]!.input.focus();
@@ -145,12 +153,35 @@ function start(parameters: FrameParameters): void {
       (document.activeElement as HTMLElement | null)?.blur();
     } else if (message.type === "submit") {
       submit(message).then((result) => toPage({ type: "result", id: message.id, ...result }));
+    } else if (message.type === "setValue") {
+      show(message.reference).then((result) => toPage({ type: "result", id: message.id, ...result }));
     }
   });
+
+  /** Shows a reference's value, resolved among the init's frames; the page hears only whether it worked. */
+  async function show(reference: unknown) {
+    if (!text || options.readOnly !== true) {
+      return { ok: false as const, problem: badRequest("setValue shows a value only in a text element created with { readOnly: true }") };
+    }
+    if (typeof reference !== "string" || !REFERENCE_PATTERN.test(reference)) {
+      return { ok: false as const, problem: badRequest("setValue takes a reference from tokens.retrieve") };
+    }
+    try {
+      const value = await channel.resolve(reference);
+      revealing = true;
+      text.input.readOnly = true;
+      text.input.value = typeof value === "string" ? value : JSON.stringify(value);
+      refresh(false);
+      return { ok: true as const, body: null };
+    } catch (problem) {
+      return { ok: false as const, problem: problem as ReturnType<typeof badRequest> };
+    }
+  }
 
   async function submit(message: Extract<PageMessage, { type: "submit" }>) {
     try {
       const { operation, body, references } = message;
+      if (isRevealOperation(operation)) return await runRevealOperation(parameters, operation, body);
       if (!isOperation(operation) || !Array.isArray(references) || !references.every(isReference)) {
         throw new RefusedRequest(badRequest("Not a request the elements can send"));
       }
@@ -163,6 +194,18 @@ function start(parameters: FrameParameters): void {
 
   refresh(false);
   toPage({ type: "ready" });
+}
+
+/** Copies what the input shows, from inside the frame (the iframe allows clipboard-write). */
+function copyButton(input: HTMLInputElement): HTMLButtonElement {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "copy";
+  button.textContent = "Copy";
+  button.addEventListener("click", () => {
+    navigator.clipboard.writeText(input.value).catch(() => {});
+  });
+  return button;
 }
 
 const DEFAULT_LABELS: Record<ElementKind, string[]> = {

@@ -121,7 +121,7 @@ function isPlace(node: unknown, segment: unknown): node is Record<string | numbe
   return fits && Object.hasOwn(node, segment as string | number);
 }
 
-function isProblem(value: unknown): value is Problem {
+export function isProblem(value: unknown): value is Problem {
   return typeof value === "object" && value !== null && typeof (value as Problem).status === "number";
 }
 

@@ -7,6 +7,7 @@ import {
   type FrameMessage,
   type Operation,
   type PageMessage,
+  type RevealOperation,
 } from "../protocol";
 import { ProblemError } from "./problem";
 
@@ -70,6 +71,8 @@ export class VaultElement {
     iframe.src = `${vaultOrigin}${FRAME_PATH}?${query}#${encodeURIComponent(JSON.stringify(this.options))}`;
     iframe.title = this.options.label ?? "Secure input";
     iframe.referrerPolicy = "origin";
+    // A text element's copy button writes to the clipboard from inside the frame.
+    iframe.allow = "clipboard-write";
     iframe.setAttribute("scrolling", "no");
     iframe.style.cssText = "display:block;width:100%;height:2.5em;border:0;margin:0;padding:0;background:transparent;overflow:hidden";
     this.iframe = iframe;
@@ -143,11 +146,27 @@ export class VaultElement {
   }
 
   /** Asks this element's frame to fill in the shape with the elements' values and send it to the vault. */
-  submit(operation: Operation, body: unknown, references: ElementReference[]): Promise<unknown> {
+  submit(operation: Operation | RevealOperation, body: unknown, references: ElementReference[]): Promise<unknown> {
+    return this.request((id) => ({ type: "submit", id, operation, body, references }));
+  }
+
+  /**
+   * Shows the value a reference from `tokens.retrieve` stands for, in this text element created with
+   * `{ readOnly: true }`: its frame gets the value from the frame that retrieved it, never through the page.
+   */
+  async setValue(reference: string): Promise<void> {
+    if (this.kind !== "text" || this.options.readOnly !== true) {
+      throw new TypeError("setValue needs a text element created with { readOnly: true }");
+    }
+    await this.whenReady();
+    await this.request((id) => ({ type: "setValue", id, reference }));
+  }
+
+  private request(message: (id: number) => PageMessage): Promise<unknown> {
     const id = this.nextResult++;
     return new Promise((resolve, reject) => {
       this.results.set(id, { resolve, reject });
-      this.send({ type: "submit", id, operation, body, references });
+      this.send(message(id));
     });
   }
 

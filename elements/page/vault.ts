@@ -1,4 +1,4 @@
-import { ELEMENT_KINDS, type ElementKind, type ElementOptions, type Operation } from "../protocol";
+import { ELEMENT_KINDS, type ElementKind, type ElementOptions, type Operation, type RevealOperation } from "../protocol";
 import { type InitContext, randomId, VaultElement } from "./element";
 import { ProblemError } from "./problem";
 import { describeRequest } from "./shape";
@@ -15,6 +15,16 @@ export class Vault {
   readonly tokens = {
     /** POST /tokens with `{type, data, containers, metadata, expires_at, deduplicate_token}`; elements only in `data`. */
     create: (request: unknown): Promise<unknown> => this.send("tokens.create", request),
+    /**
+     * GET /tokens/{id} with a session's key, run in a frame: the token with each data leaf replaced by
+     * a reference, which only `setValue` of a read-only text element can show.
+     */
+    retrieve: (id: string, { apiKey }: { apiKey: string }): Promise<unknown> => this.reveal("tokens.retrieve", { id, apiKey }),
+  };
+
+  readonly sessions = {
+    /** POST /sessions with the init's public key: `{sessionKey, nonce, expiresAt}`; the page's server authorizes the nonce. */
+    create: (): Promise<unknown> => this.reveal("sessions.create", {}),
   };
 
   constructor(vaultOrigin: string, key: string) {
@@ -31,6 +41,14 @@ export class Vault {
   /** POST /tokenize: any JSON, with elements where strings may stand or in a token request's data. */
   tokenize(payload: unknown): Promise<unknown> {
     return this.send("tokenize", payload);
+  }
+
+  /** A request without element values, sent by any mounted element's frame (the API has no CORS: the page cannot call it). */
+  private async reveal(operation: RevealOperation, body: unknown): Promise<unknown> {
+    const sender = this.elements.find((element) => element.mounted);
+    if (!sender) throw ProblemError.badRequest("Mount an element before sending a request: its frame sends it");
+    await sender.whenReady();
+    return sender.submit(operation, body, []);
   }
 
   private async send(operation: Operation, request: unknown): Promise<unknown> {

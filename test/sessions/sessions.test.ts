@@ -1,7 +1,9 @@
+import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { entryWhere } from "../support/audit";
 import { callConfigured } from "../support/configured";
 import { runCron } from "../support/cron";
-import { call, callRoute, createApplication, expectProblem } from "../support/harness";
+import { call, callRoute, createApplication, expectProblem, rowCounts } from "../support/harness";
 import { searchIds } from "../support/search";
 import { createToken, seedTokenTenant, type TokenTenant, VISA } from "../support/tokens";
 
@@ -238,4 +240,49 @@ describe("sessions", () => {
     });
     expectProblem(changed, 409);
   });
+
+  it("POST /sessions counts against the public key's limit per client address: past it a 429 writes no session", async () => {
+    const { key } = await createApplication(merchant, { type: "public", permissions: ["token:create"] });
+    // The limit counts in fixed windows of a minute: all the requests must fall in one.
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left < 20_000) await sleep(left + 100);
+    const limits = { PUBLIC_CLIENT_RATE_LIMIT: env.DEFAULT_PUBLIC_CLIENT_RATE_LIMIT };
+    const headers = { "SVC-API-KEY": key, "CF-Connecting-IP": "198.51.100.27" };
+    for (let i = 0; i < 60; i++) expect((await callConfigured(limits, "POST", "/sessions", { headers })).status).toBe(201);
+    const before = await rowCounts();
+    const refused = expectProblem(await callConfigured(limits, "POST", "/sessions", { headers }), 429);
+    expect(refused.detail).toContain("public key");
+    expect(await rowCounts()).toEqual(before);
+  }, 60_000);
+
+  it("a public application holds at most 10,000 sessions awaiting authorization: then a 429, until they end", async () => {
+    const application = await createApplication(merchant, { type: "public", permissions: ["token:create"] });
+    const now = Date.now();
+    // Filled straight into D1: 10,000 requests would take the suite minutes.
+    await env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+       INSERT INTO sessions (id, tenant_id, application_id, key_hash, nonce_hash, created_at, expires_at)
+       SELECT ?1 || i, ?2, ?3, 'k' || ?1 || i, 'n' || ?1 || i, ?4, ?5 FROM n`,
+    )
+      .bind(crypto.randomUUID(), merchant.tenantId, application.id, now, now + 180_000)
+      .run();
+    const full = expectProblem(await call("POST", "/sessions", { key: application.key }), 429);
+    expect(full.detail).toContain("10000 sessions awaiting authorization");
+    await runCron(now + 181_000);
+    expect((await call("POST", "/sessions", { key: application.key })).status).toBe(201);
+  }, 60_000);
+
+  it("are recorded in the audit log: the session created, the expiring application its authorization made", async () => {
+    const tenant = await seedMerchant();
+    const session = await createSession(tenant.publicKey);
+    expect((await authorize(tenant.serverKey, { nonce: session.nonce, rules: revealOne(tenant.card.id) })).status).toBe(200);
+    const own = await callRoute("GET /applications/key", 200, { key: session.session_key });
+    const created = await entryWhere(tenant, { entity_type: "session" }, (entry) => entry.operation === "create");
+    expect(created).toMatchObject({ status: 201, message: "Created session", actor_type: "application" });
+    const authorized = await entryWhere(tenant, { entity_type: "application" }, (entry) => entry.entity_id === own.body.id);
+    expect(authorized).toMatchObject({ operation: "create", status: 200 });
+    expect(authorized?.message).toContain("Authorized session as an expiring application");
+    expect(JSON.stringify([created, authorized])).not.toContain(session.session_key);
+    expect(JSON.stringify([created, authorized])).not.toContain(session.nonce);
+  }, 60_000);
 });

@@ -5,11 +5,17 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
+ * The merchant's server authorizing a session its page created: `POST /authorize-session {nonce}`
+ * answers what the vault answered it (the status, and the problem if any).
+ */
+export type AuthorizeSession = (nonce: string) => Promise<{ status: number; body: unknown }>;
+
+/**
  * The merchant's site, on a loopback origin of its own (the vault is another): a checkout page that
  * loads its spy script, the vault's elements.js and its checkout code. It keeps every request it
  * receives, so a test can show that none carried a typed value.
  */
-export async function startMerchant(vaultUrl: string) {
+export async function startMerchant(vaultUrl: string, authorizeSession?: AuthorizeSession) {
   const received: string[] = [];
   const folder = dirname(fileURLToPath(import.meta.url));
   const scripts: Record<string, string> = {
@@ -34,7 +40,14 @@ export async function startMerchant(vaultUrl: string) {
     request.on("end", () => {
       received.push(`${request.method} ${request.url} ${JSON.stringify(request.headers)} ${body}`);
       const script = scripts[request.url ?? ""];
-      if (request.url === "/") {
+      if (request.method === "POST" && request.url === "/authorize-session" && authorizeSession) {
+        const { nonce } = JSON.parse(body || "{}") as { nonce?: string };
+        authorizeSession(String(nonce)).then(({ status, body: answer }) => {
+          response.statusCode = status;
+          response.setHeader("content-type", "application/json");
+          response.end(JSON.stringify(answer ?? null));
+        });
+      } else if (request.url === "/") {
         response.setHeader("content-type", "text/html; charset=utf-8");
         response.end(page);
       } else if (script) {
