@@ -37,6 +37,7 @@ beforeAll(async () => {
   const tenant = await seedTenant();
   const tokens = await createApplication(tenant, {
     type: "private",
+    // session:authorize too, so that POST /sessions/authorize reads its body.
     permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", "session:authorize"],
   });
   keys = [tenant.managementKey, tokens.key];
