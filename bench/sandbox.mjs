@@ -20,7 +20,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const workDir = join(root, ".bench", "sandbox");
 
 const ENTRY = `
-import { RequestContext } from "../../src/context";
+import { requestContextOf } from "../../src/runtime/context";
 // The vault's entrypoints (Bridge, Egress), which the sandbox reaches through ctx.exports.
 export * from "../../src/index";
 
@@ -33,7 +33,7 @@ const INPUT = { args: { body: { amount: 100, currency: "EUR" }, headers: { "cont
 function once(env, mode, owner) {
   if (mode === "in-process") return inProcess(JSON.parse(JSON.stringify(INPUT)));
   // Placed without the directory: this worker's database holds no tenants.
-  const { sandbox } = new RequestContext(env, "bench").placed("bench", "DB");
+  const { sandbox } = requestContextOf(env, "bench").placed("bench", "DB");
   return sandbox.run({ owner: { tenantId: "bench", id: owner, kind: "request-transform" }, code: CODE, input: INPUT, application: null });
 }
 

@@ -1,13 +1,14 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Context, MiddlewareHandler } from "hono";
-import { matchedRoutes } from "hono/route";
+import type { Context } from "hono";
 import { applicationRoutes } from "./applications/routes";
 import { auditRequests } from "./audit/middleware";
 import { logRoutes } from "./audit/routes";
 import { permissionRoutes } from "./auth/routes";
+import { detokenizeRoutes } from "./detokenization/routes";
+import { MethodNotAllowedError, NotFoundError } from "./errors";
 import type { AppEnv } from "./http/context";
-import { handleError } from "./http/errors";
-import { authenticate, limitBody, traceAndConfigure } from "./http/middleware";
+import { handleError, problemResponse } from "./http/errors";
+import { limitBody } from "./http/middleware";
 import {
   CONSISTENCY_BOOKMARK_HEADER,
   DOCUMENTED_PREFIX,
@@ -15,28 +16,17 @@ import {
   registerDocumentedHeaders,
   TRACE_ID_HEADER,
 } from "./http/openapi-document";
-import { MethodNotAllowedError, NotFoundError, problemResponse } from "./http/problem";
 import { createRouter, documentEveryOperation, HTTP_METHODS } from "./http/router";
 import { problemResponses } from "./http/schemas";
 import { keyRoutes } from "./keys/routes";
 import { isInvocationPath } from "./proxies/destination";
 import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
 import { reactorRoutes } from "./reactors/routes";
+import { authenticateKnownRoutes, traceAndConfigure } from "./runtime/middleware";
 import { searchRoutes } from "./search/routes";
 import { tenantRoutes } from "./tenants/routes";
-import { ensureBootstrap } from "./tenants/service";
-import { detokenizeRoutes } from "./tokens/detokenize-routes";
 import { tokenRoutes } from "./tokens/routes";
 import { webhookRoutes } from "./webhooks/routes";
-
-/** Authenticates every request that reaches a known route; unknown routes fall through to 404/405. */
-const authenticateKnownRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (!matchedRoutes(c).some((route) => route.method !== "ALL")) return next();
-  const bootstrapKey = c.var.config.BOOTSTRAP_API_KEY;
-  if (bootstrapKey) await ensureBootstrap(c.var.request, bootstrapKey);
-  // Awaited, not returned: workerd reports a rejection adopted one microtask late as unhandled.
-  await authenticate(c, next);
-};
 
 export function buildApp() {
   const app = new OpenAPIHono<AppEnv>({ strict: false });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ConfigurationError } from "./http/problem";
+import { ConfigurationError } from "./errors";
 
 /**
  * The bindings, typed from wrangler.toml by `wrangler types` (src/worker-configuration.generated.d.ts,

@@ -1,52 +1,11 @@
+/** The worker: the Hono app for `fetch`, the cron and queue handlers, and the entrypoints tenant code reaches. */
 import { buildApp } from "./app";
-import type { AuditEntry } from "./audit/entry";
-import { recordEntries } from "./audit/recorder";
-import { purgeOldLogs } from "./audit/service";
-import { chainPendingEntries, keepDeadEntries, writeAuditBatch } from "./audit/writer";
-import { RequestContext } from "./context";
 import type { Bindings } from "./env";
-import { purgeExpiredReplyCvcs, purgeIdempotencyRecords } from "./idempotency/service";
-import { driveRotations, type RotationMessage, resumeRotations } from "./keys/rotation";
-import { purgeShreddedTenants } from "./tenants/shred";
-import { purgeExpiredCvcs } from "./tokens/cvc";
-import { purgeExpiredTokens } from "./tokens/service";
-import { deliverWebhooks, recordDeadDeliveries } from "./webhooks/delivery";
-import type { WebhookDelivery } from "./webhooks/events";
+import { queue, scheduled } from "./runtime/handlers";
 
-export { Egress } from "./egress/entrypoint";
-export { Bridge } from "./sandbox/bridge";
+export { Bridge } from "./runtime/bridge";
+export { Egress } from "./runtime/egress";
 
 const app = buildApp();
 
-/** The queues this worker consumes (wrangler.toml), by name. */
-const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<never>) => Promise<void>> = {
-  "token-vault-audit": (context, batch) => writeAuditBatch(context, batch as MessageBatch<AuditEntry>),
-  "token-vault-audit-dead": (context, batch) => keepDeadEntries(context, batch as MessageBatch<AuditEntry>),
-  "token-vault-webhooks": (context, batch) => deliverWebhooks(context, batch as MessageBatch<WebhookDelivery>),
-  "token-vault-webhooks-dead": (context, batch) => recordDeadDeliveries(context, batch as MessageBatch<WebhookDelivery>),
-  "token-vault-rotation": (context, batch) => driveRotations(context, batch as MessageBatch<RotationMessage>),
-};
-
-export default {
-  fetch: app.fetch,
-  async scheduled(controller, env, ctx) {
-    const context = new RequestContext(env, `cron/${controller.scheduledTime}`);
-    context.audit.actor = { id: null, type: "system" };
-    const maintenance = Promise.all([
-      purgeIdempotencyRecords(context, controller.scheduledTime),
-      purgeExpiredTokens(context, controller.scheduledTime),
-      purgeExpiredCvcs(context, controller.scheduledTime),
-      purgeExpiredReplyCvcs(context, controller.scheduledTime),
-      chainPendingEntries(context),
-      purgeOldLogs(context, controller.scheduledTime),
-      purgeShreddedTenants(context),
-      resumeRotations(context, controller.scheduledTime),
-    ]).then(() => recordEntries(context, context.audit.conclude(undefined, 200)));
-    ctx.waitUntil(maintenance);
-  },
-  async queue(batch, env) {
-    const consume = CONSUMERS[batch.queue];
-    if (!consume) throw new Error(`No consumer for queue ${batch.queue}`);
-    await consume(new RequestContext(env, `queue/${batch.queue}/${crypto.randomUUID()}`), batch as MessageBatch<never>);
-  },
-} satisfies ExportedHandler<Bindings>;
+export default { fetch: app.fetch, scheduled, queue } satisfies ExportedHandler<Bindings>;

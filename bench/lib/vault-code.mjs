@@ -17,7 +17,7 @@ export { parse as parseGenerated } from "./src/search/parser.generated.js";
 export { definitionOf, evaluate } from "./src/tokens/definition";
 export { WorkBudget } from "./src/tokens/expressions";
 export { sealToken } from "./src/tokens/sealing";
-export { insertTokens } from "./src/tokens/storage";
+export { insertTokens } from "./src/tokens/storage-writes";
 `;
 
 let bundled;

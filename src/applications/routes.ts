@@ -1,10 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
-import { idempotent } from "../http/idempotency";
-import { optionalJson, requireContentType, requirePermission } from "../http/middleware";
+import { optionalJson, requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, optionalJsonBody, paginated, problemResponses, Uuid } from "../http/schemas";
+import { idempotent } from "../idempotency/middleware";
 import {
   APPLICATION_EXAMPLE,
   APPLICATION_KEYS_EXAMPLE,

@@ -3,7 +3,7 @@ import { credentialsChanged } from "../auth/lookup-cache";
 import { type ApplicationType, mayHold, PERMISSIONS_BY_TYPE, type Permission } from "../auth/permissions";
 import type { TenantContext } from "../context";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
-import { addFieldError, ConflictError, type FieldErrors, NotFoundError, ValidationError } from "../http/problem";
+import { addFieldError, ConflictError, type FieldErrors, NotFoundError, ValidationError } from "../errors";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { APPLICATIONS } from "../limits";
 import type { ApiKeyInput, ApplicationKeyResponse, ApplicationResponse, CreateApplication, UpdateApplication } from "./schema";

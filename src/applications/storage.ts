@@ -1,7 +1,7 @@
 import { and, count, desc, eq, inArray } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { apiKeys, applications } from "../db/control-tables";
 import { namedResourcesPage } from "../db/pages";
-import { apiKeys, applications } from "../db/schema";
 import type { ListFilter } from "../http/schemas";
 
 export type ApplicationRow = typeof applications.$inferSelect;

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
-import { requirePermission, staleReadsAllowed } from "../http/middleware";
+import { staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonContent, paginated, problemResponses } from "../http/schemas";
 import { ENTITY_TYPES_EXAMPLE, LOG_ENTRY_EXAMPLE, VERIFICATION_EXAMPLE } from "./examples";

@@ -5,8 +5,8 @@
  */
 import { and, desc, eq, gte, lt, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { auditLog } from "../db/data-tables";
 import { selectPage } from "../db/pages";
-import { auditLog } from "../db/schema";
 import { CHAINED_COLUMNS, type ChainedEntry, chainedValues } from "./chain";
 import type { AuditEntry } from "./entry";
 

@@ -19,7 +19,7 @@
  */
 import type { RequestContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
-import { ConfigurationError, NotFoundError, TenantMovingError } from "../http/problem";
+import { ConfigurationError, NotFoundError, TenantMovingError } from "../errors";
 import { enqueueWebhookEvents } from "../webhooks/events";
 import { type ChainedEntry, extend, GENESIS, headMac } from "./chain";
 import { type AuditEntry, byTenant, DEPLOYMENT_TENANT } from "./entry";

@@ -1,4 +1,4 @@
-import { ForbiddenError } from "../http/problem";
+import { ForbiddenError } from "../errors";
 import type { Permission, TokenPermission } from "./permissions";
 
 export const TRANSFORMS = ["reveal", "mask", "redact"] as const;

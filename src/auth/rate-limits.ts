@@ -1,5 +1,5 @@
 import type { RequestContext } from "../context";
-import { TooManyRequestsError } from "../http/problem";
+import { TooManyRequestsError } from "../errors";
 import type { KeyPrincipal } from "./access";
 
 /*

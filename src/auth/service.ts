@@ -1,6 +1,6 @@
 import type { RequestContext, TenantContext } from "../context";
 import { SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
-import { UnauthenticatedError, ValidationError } from "../http/problem";
+import { UnauthenticatedError, ValidationError } from "../errors";
 import type { AccessRule, KeyPrincipal, Principal } from "./access";
 import { LookupCache } from "./lookup-cache";
 import type { Permission } from "./permissions";

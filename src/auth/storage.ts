@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { apiKeys, applications } from "../db/schema";
+import { apiKeys, applications } from "../db/control-tables";
 
 /** The columns of an application that `principalOf` reads: select them, or nest them in a join. */
 export const principalColumns = {

@@ -1,5 +1,5 @@
 import type { KeyEncryptionKey } from "../env";
-import { ConfigurationError } from "../http/problem";
+import { ConfigurationError } from "../errors";
 import { deriveBytes, importMasterKey } from "./derive";
 import { fromBase64, fromBase64Url, toBase64Url, utf8 } from "./encoding";
 import { derivedMaterial } from "./tenant-keys";

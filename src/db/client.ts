@@ -1,7 +1,11 @@
 import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
 import type { Bindings } from "../env";
-import { ConfigurationError } from "../http/problem";
-import * as schema from "./schema";
+import { ConfigurationError } from "../errors";
+import * as controlTables from "./control-tables";
+import * as dataTables from "./data-tables";
+
+/** Every table drizzle knows, whichever database holds it. */
+const schema = { ...controlTables, ...dataTables };
 
 export type Database = DrizzleD1Database<typeof schema> & { $client: D1Database };
 
@@ -35,7 +39,7 @@ export function sessionOf(env: Bindings, binding: string, constraint: string): {
 
 /**
  * The database bound as `binding`, through drizzle. Called only by the request context
- * (src/context.ts), which knows which binding a tenant's data lives in.
+ * (src/runtime/context.ts), which knows which binding a tenant's data lives in.
  */
 export function databaseOf(env: Bindings, binding: string = CONTROL_BINDING): Database {
   const d1 = (env as unknown as Record<string, unknown>)[binding] as D1Database | undefined;

@@ -1,4 +1,4 @@
-import { ProblemError } from "../http/problem";
+import { ProblemError } from "../errors";
 import type { EgressFetchOptions } from "./policy";
 
 /**

@@ -1,4 +1,4 @@
-import { ProblemError } from "../http/problem";
+import { ProblemError } from "../errors";
 
 /**
  * The one egress policy for proxy destinations and sandbox `fetch`: HTTPS to public hosts only.

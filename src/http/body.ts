@@ -1,5 +1,5 @@
+import { ValidationError } from "../errors";
 import { BODY } from "../limits";
-import { ValidationError } from "./problem";
 
 /**
  * What every JSON body the vault reads must satisfy before anything looks inside it: valid UTF-8

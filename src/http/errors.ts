@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { type Problem, problemOf, ResponseError, ValidationError } from "../errors";
 import type { AppEnv } from "./context";
-import { problemOf, problemResponse, ResponseError, ValidationError } from "./problem";
 
 /** The API's error handler: problem details (problemOf), or the response an error carries. */
 export function handleError(error: Error, c: Context<AppEnv>): Response {
@@ -22,4 +22,12 @@ function titleOf(status: number): string {
 function withTrace(c: Context<AppEnv>, response: Response): Response {
   if (c.var.config && c.var.traceId) response.headers.set(c.var.config.headers.traceId, c.var.traceId);
   return response;
+}
+
+/** A problem as an HTTP answer: `application/problem+json` (RFC 7807). */
+export function problemResponse(problem: Problem, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(problem), {
+    status: problem.status,
+    headers: { "content-type": "application/problem+json", ...headers },
+  });
 }

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { secretsEqual } from "../crypto/secrets";
+import { NotFoundError, UnauthenticatedError } from "../errors";
 import type { AppEnv } from "./context";
-import { NotFoundError, UnauthenticatedError } from "./problem";
 
 /** Operators only: `{P}-OPERATOR-KEY` must equal OPERATOR_API_KEY; without that secret the route does not exist. */
 export const requireOperator: MiddlewareHandler<AppEnv> = async (c, next) => {

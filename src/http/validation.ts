@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { addFieldError, type FieldErrors, ValidationError } from "./problem";
+import { addFieldError, type FieldErrors, ValidationError } from "../errors";
 
 /** `rules[0].container` style path of a zod issue; the target (body, query, path) when empty. */
 export function fieldPath(path: readonly PropertyKey[], fallback = "body"): string {

@@ -14,11 +14,10 @@
 import type { Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
-import { ConflictError } from "../http/problem";
-import type { ShownToken } from "../http/redaction";
+import { ConflictError, type ShownToken } from "../errors";
 import { IDEMPOTENCY_WINDOW_MS } from "../limits";
 import { CVC_PURGE_CHUNK, cvcDeadlineInReply, keysUnlessShredded, replyWithoutCvcs } from "../tokens/cvc";
-import { shownLessNow } from "../tokens/service";
+import { shownLessNow } from "../tokens/use";
 import * as storage from "./storage";
 
 /** A response given before under the same key. */

@@ -1,6 +1,6 @@
 import { and, eq, isNotNull, lt, lte } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { idempotencyRecords } from "../db/schema";
+import { idempotencyRecords } from "../db/data-tables";
 
 /** One application's use of one idempotency key. */
 export interface IdempotencyScope {

@@ -20,19 +20,14 @@
  * cron then starts a new one where the last left off: the state is all in the row and the data.
  */
 import { credentialsChanged } from "../auth/lookup-cache";
-import type { RequestContext, TenantContext } from "../context";
+import type { RequestContext } from "../context";
 import { Keyring } from "../crypto/keyring";
 import { auditKeyOf, newMaterial, type TenantKeys } from "../crypto/tenant-keys";
-import { ConflictError, NotFoundError } from "../http/problem";
+import { ConflictError, NotFoundError } from "../errors";
 import { isoTime } from "../http/schemas";
-import { detokenizedContext, sealingContext } from "../idempotency/service";
-import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";
-import { configurationContext as reactorConfigurationContext } from "../reactors/configuration";
-import { findMove, placementOf } from "../tenants/storage";
-import { resealToken } from "../tokens/sealing";
-import * as tokenStorage from "../tokens/storage";
-import { secretContext } from "../webhooks/service";
-import { storedTenantKeys, tenantKeysOf } from "./service";
+import { findMove, readPlacement } from "../tenants/storage";
+import { countSealedBefore, reencryptBatch, yieldToRequests } from "./reencryption";
+import { storedTenantKeys } from "./service";
 import * as storage from "./storage";
 
 /** One message of a rotation's chain. */
@@ -59,45 +54,12 @@ export interface RotationStatus {
  * waiting on it were dropped), while handing on costs one queue delivery.
  */
 const STEP_BUDGET_MS = 1_000;
+
 /** How long past its expected next step a chain keeps the lease: after that the cron takes over. */
 const LEASE_SLACK_MS = 15_000;
+
 /** The lease of a chain whose next step runs `delayMs` from now. */
 const leaseFor = (delayMs = 0) => Date.now() + delayMs + STEP_BUDGET_MS + LEASE_SLACK_MS;
-
-/** Tokens re-sealed per D1 batch (each is a handful of statements). */
-const TOKENS_PER_WRITE = 10;
-
-/** A column that holds ciphertexts (`v{version}.…`) under the tenant's data key, besides the tokens'. */
-interface SealedColumn {
-  database: "control" | "data";
-  table: string;
-  column: string;
-  /** The columns besides tenant_id that name one row. */
-  key: string[];
-  /** The additional data the column's ciphertexts were sealed with. */
-  context: (row: Record<string, string>) => string;
-}
-
-const SEALED_COLUMNS: SealedColumn[] = [
-  { database: "control", table: "proxies", column: "key_ciphertext", key: ["id"], context: (row) => proxyKeyContext(row.id!) },
-  { database: "control", table: "proxies", column: "configuration", key: ["id"], context: (row) => proxyConfigurationContext(row.id!) },
-  { database: "control", table: "reactors", column: "configuration", key: ["id"], context: (row) => reactorConfigurationContext(row.id!) },
-  { database: "control", table: "webhooks", column: "secret_ciphertext", key: ["id"], context: (row) => secretContext(row.id!) },
-  {
-    database: "data",
-    table: "idempotency_records",
-    column: "response",
-    key: ["application_id", "key"],
-    context: (row) => sealingContext(row.key!),
-  },
-  {
-    database: "data",
-    table: "idempotency_records",
-    column: "detokenized",
-    key: ["application_id", "key"],
-    context: (row) => detokenizedContext(row.key!),
-  },
-];
 
 export function statusOf(rotation: storage.Rotation): RotationStatus {
   return {
@@ -127,7 +89,7 @@ export async function rotationStatus(context: RequestContext, tenantId: string):
  */
 export async function startRotation(context: RequestContext, tenantId: string): Promise<RotationStatus> {
   const { control } = context;
-  const placement = await placementOf(control, tenantId);
+  const placement = await readPlacement(control, tenantId);
   if (!placement || placement.shredded) throw new NotFoundError(`Tenant ${tenantId}`);
   const running = await storage.findRotation(control, tenantId);
   if (running && running.state !== "done") {
@@ -135,7 +97,7 @@ export async function startRotation(context: RequestContext, tenantId: string): 
   }
   if (await findMove(control, tenantId)) throw new ConflictError(`Tenant ${tenantId} is being moved; finish the move first`);
   // Stores a tenant's derived keys first, if it predates envelope encryption.
-  await tenantKeysOf(context, tenantId);
+  await context.keysOf(tenantId);
   const [current, ...older] = await storage.keyRecords(control, tenantId);
   if (!current || older.length > 0) throw new ConflictError(`Tenant ${tenantId} holds ${older.length + 1} data-key versions`);
   const keyring = Keyring.of(context.config.keyring);
@@ -256,101 +218,4 @@ async function advance(context: RequestContext, { tenant_id: tenantId, runner }:
 async function later(context: RequestContext, rotation: storage.Rotation, delayMs: number): Promise<void> {
   const held = await storage.updateRotation(context.control, rotation, { leaseUntil: leaseFor(delayMs) });
   if (held) await queueStep(context, rotation, delayMs);
-}
-
-/** Records of the tenant still sealed under a version older than `version`. */
-async function countSealedBefore(tenant: TenantContext, version: number): Promise<number> {
-  let total = await tokenStorage.countTokensSealedBefore(tenant.db, tenant.tenantId, version);
-  for (const column of SEALED_COLUMNS) {
-    const row = await databaseOf(tenant, column)
-      .prepare(`SELECT count(*) AS n FROM ${column.table} WHERE tenant_id = ? AND ${olderThan(column)}`)
-      .bind(tenant.tenantId, prefixOf(version))
-      .first<{ n: number }>();
-    total += row?.n ?? 0;
-  }
-  return total;
-}
-
-/**
- * One step: up to a batch of each sealed column's older records (those `finished` skipped), then of
- * tokens, re-encrypted under the keys' current version. Answers how many were found under an older version and how many were
- * rewritten (the others changed meanwhile).
- */
-async function reencryptBatch(
-  tenant: TenantContext,
-  keys: TenantKeys,
-  version: number,
-  finished: Set<string>,
-): Promise<{ found: number; reencrypted: number }> {
-  const limit = tenant.config.ROTATION_BATCH_SIZE;
-  let found = 0;
-  let reencrypted = 0;
-  for (const column of SEALED_COLUMNS) {
-    const name = `${column.table}.${column.column}`;
-    if (finished.has(name)) continue;
-    const done = await reencryptColumn(tenant, keys, column, limit);
-    if (done.found === 0) finished.add(name);
-    found += done.found;
-    reencrypted += done.reencrypted;
-  }
-  const rows = await tokenStorage.tokensSealedBefore(tenant.db, tenant.tenantId, version, limit);
-  found += rows.length;
-  for (let i = 0; i < rows.length; i += TOKENS_PER_WRITE) {
-    const chunk = rows.slice(i, i + TOKENS_PER_WRITE);
-    const resealed = await Promise.all(chunk.map(async (row) => ({ token: await resealToken(keys, row), readCiphertext: row.ciphertext })));
-    reencrypted += await tokenStorage.replaceTokens(tenant.db.$client, resealed);
-    await yieldToRequests();
-  }
-  return { found, reencrypted };
-}
-
-async function reencryptColumn(
-  tenant: TenantContext,
-  keys: TenantKeys,
-  column: SealedColumn,
-  limit: number,
-): Promise<{ found: number; reencrypted: number }> {
-  const d1 = databaseOf(tenant, column);
-  const { results } = await d1
-    .prepare(
-      `SELECT ${column.key.join(", ")}, ${column.column} AS sealed FROM ${column.table} WHERE tenant_id = ? AND ${olderThan(column)} LIMIT ?`,
-    )
-    .bind(tenant.tenantId, prefixOf(keys.current.version), limit)
-    .all<Record<string, string>>();
-  if (results.length === 0) return { found: 0, reencrypted: 0 };
-  const statements = await Promise.all(
-    results.map(async (row) => {
-      const context = column.context(row);
-      const sealed = await keys.encrypt(await keys.decrypt(row.sealed!, context), context);
-      return d1
-        .prepare(
-          `UPDATE ${column.table} SET ${column.column} = ? WHERE tenant_id = ? AND ${column.key.map((key) => `${key} = ?`).join(" AND ")} AND ${column.column} = ?`,
-        )
-        .bind(sealed, tenant.tenantId, ...column.key.map((key) => row[key]), row.sealed);
-    }),
-  );
-  const updated = await d1.batch(statements);
-  return { found: results.length, reencrypted: updated.reduce((sum, result) => sum + result.meta.changes, 0) };
-}
-
-/**
- * Lets requests waiting on this isolate run: re-sealing is CPU-bound (decrypt, render the
- * expressions, seal), and an isolate runs one thing at a time.
- */
-function yieldToRequests(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
-}
-
-function databaseOf(tenant: TenantContext, column: SealedColumn): D1Database {
-  return column.database === "control" ? tenant.control.$client : tenant.db.$client;
-}
-
-/** The column holds a ciphertext sealed under another version than the pattern bound for it (prefixOf). */
-function olderThan(column: SealedColumn): string {
-  return `${column.column} IS NOT NULL AND ${column.column} NOT LIKE ?`;
-}
-
-/** The LIKE pattern of ciphertexts sealed under `version` (`v{version}.…`). */
-function prefixOf(version: number): string {
-  return `v${version}.%`;
 }

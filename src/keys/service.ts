@@ -9,7 +9,7 @@ import { credentialsChanged, LookupCache } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
 import { Keyring } from "../crypto/keyring";
 import { DataKeys, newMaterial, TenantKeys } from "../crypto/tenant-keys";
-import { NotFoundError } from "../http/problem";
+import { NotFoundError } from "../errors";
 import * as storage from "./storage";
 
 /** Key records by tenant, for the credentials' time to live: a rotation reaches every isolate within it. */

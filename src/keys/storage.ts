@@ -1,6 +1,6 @@
 import { and, count, eq, isNull, lt, ne, or, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { keyRotations, tenantKeys, tenants } from "../db/schema";
+import { keyRotations, tenantKeys, tenants } from "../db/control-tables";
 
 export type KeyRecord = typeof tenantKeys.$inferSelect;
 export type Rotation = typeof keyRotations.$inferSelect;

@@ -1,5 +1,5 @@
+import type { ProblemError } from "../errors";
 import { jsonDepthOf, MAX_JSON_DEPTH, utf8TextOf } from "../http/body";
-import type { ProblemError } from "../http/problem";
 
 /** The body types the vault reads as structured data: detokenized per value, and given to transforms. */
 export const STRUCTURED_MEDIA_TYPES = ["application/json", "application/x-www-form-urlencoded"] as const;

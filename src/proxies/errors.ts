@@ -1,6 +1,6 @@
 import type { Context } from "hono";
+import { ProblemError, problemOf, ResponseError } from "../errors";
 import type { AppEnv } from "../http/context";
-import { ProblemError, problemOf, ResponseError } from "../http/problem";
 
 /** The destination did not answer in time (`PROXY_TIMEOUT_MS`). */
 export class DestinationTimeoutError extends ProblemError {

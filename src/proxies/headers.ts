@@ -1,5 +1,5 @@
 import type { Config } from "../env";
-import type { ProblemError } from "../http/problem";
+import type { ProblemError } from "../errors";
 
 /** Headers that describe one connection, not the request: never forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([

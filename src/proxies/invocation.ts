@@ -1,13 +1,13 @@
 import { holdsPermission, type Principal } from "../auth/access";
 import { countAnonymousProxyCall, countKeyRequests } from "../auth/rate-limits";
 import { principalForKey } from "../auth/service";
-import type { RequestContext, TenantContext } from "../context";
+import type { RequestContext, ScriptKind, TenantContext } from "../context";
+import { detokenizeJson } from "../detokenization/service";
 import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../egress/policy";
+import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../errors";
 import { utf8TextOf } from "../http/body";
-import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../http/problem";
 import { HTTP_METHODS } from "../http/router";
-import { ScriptFailedError, type ScriptKind, type TransformResult } from "../sandbox";
-import { detokenizeJson } from "../tokens/detokenize";
+import { ScriptFailedError, type TransformResult } from "../sandbox";
 import { mightHoldReferences, parseStructured, type StructuredMediaType, serialiseStructured, structuredMediaTypeOf } from "./bodies";
 import { type CallerTarget, callerTarget, destinationFor, proxyKeyInQuery } from "./destination";
 import { DestinationResponseError, DestinationTimeoutError } from "./errors";
@@ -34,8 +34,8 @@ interface Invocation {
 }
 
 /**
- * The proxy pipeline (ARCHITECTURE §7): find the proxy by its key (or take an ephemeral proxy's
- * destination from `{P}-PROXY-URL`), authenticate, detokenize the body
+ * The proxy pipeline (docs/architecture.md, "Request flow per area"): find the proxy by its key (or
+ * take an ephemeral proxy's destination from `{P}-PROXY-URL`), authenticate, detokenize the body
  * and headers, run the request transform, forward through the egress policy, run the response
  * transform, and return the destination's response. Every failure is thrown as a ProblemError,
  * which the route answers as `proxy_error`; a transform's CustomHttpResponseError is the answer.

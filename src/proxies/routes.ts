@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
-import { idempotent } from "../http/idempotency";
-import { limitBody, optionalJson, requireContentType, requirePermission } from "../http/middleware";
+import { limitBody, optionalJson, requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER, PROXY_INVOCATION_SECURITY, PROXY_URL_HEADER } from "../http/openapi-document";
 import { createRouter, HTTP_METHODS } from "../http/router";
 import {
@@ -15,6 +15,7 @@ import {
   paginated,
   problemResponses,
 } from "../http/schemas";
+import { idempotent } from "../idempotency/middleware";
 import { CARD_CHARGE_EXAMPLE } from "../tokens/examples";
 import { INVOCATION_PATH } from "./destination";
 import { proxyErrorResponse } from "./errors";

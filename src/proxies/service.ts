@@ -1,15 +1,15 @@
 import type { Principal } from "../auth/access";
 import { credentialsChanged, LookupCache } from "../auth/lookup-cache";
 import { principalOf, requireActingApplication } from "../auth/service";
-import type { RequestContext, TenantContext } from "../context";
+import type { RequestContext, ScriptKind, TenantContext } from "../context";
 import { generateSecret, SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { egressRefusal } from "../egress/policy";
+import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
-import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
-import { type ScriptKind, validateCode } from "../sandbox";
+import { validateCode } from "../sandbox";
 import { ProxyBody, type ProxyConfiguration, type ProxyInput, type ProxyPatch, type ProxyResponse, type RollKeyInput } from "./schema";
 import type { ProxyRow } from "./storage";
 import * as storage from "./storage";

@@ -1,8 +1,8 @@
 import { and, eq, gt, or } from "drizzle-orm";
 import { type PrincipalColumns, principalColumns } from "../auth/storage";
 import type { Database } from "../db/client";
+import { applications, proxies } from "../db/control-tables";
 import { namedResourcesPage } from "../db/pages";
-import { applications, proxies } from "../db/schema";
 import type { ListFilter } from "../http/schemas";
 
 export type ProxyRow = typeof proxies.$inferSelect;

@@ -1,5 +1,5 @@
+import { type FieldErrors, ValidationError } from "../errors";
 import { isPlainObject } from "../http/json";
-import { type FieldErrors, ValidationError } from "../http/problem";
 import type { ConfigurationElement, RequestParameter, ValueType } from "./schema";
 
 export type ConfigurationValue = string | number | boolean;

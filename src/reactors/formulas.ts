@@ -1,6 +1,6 @@
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
-import { ConflictError, describeFieldErrors, ForbiddenError, NotFoundError } from "../http/problem";
+import { ConflictError, describeFieldErrors, ForbiddenError, NotFoundError } from "../errors";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { validateCode } from "../sandbox";
 import { decryptConfiguration } from "./configuration";

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
-import { idempotent } from "../http/idempotency";
-import { requireContentType, requirePermission } from "../http/middleware";
+import { requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import {
@@ -15,6 +15,7 @@ import {
   paginated,
   problemResponses,
 } from "../http/schemas";
+import { idempotent } from "../idempotency/middleware";
 import {
   FORMULA_EXAMPLE,
   FORMULA_REPLACEMENT_EXAMPLE,

@@ -1,4 +1,4 @@
-import type { ScriptOwner } from "../sandbox";
+import type { ScriptOwner } from "../context";
 
 /** Official formulas belong to no tenant: their scripts are published under this owner. */
 export const OFFICIAL_SCRIPT_OWNER = "official";

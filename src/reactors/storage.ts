@@ -2,9 +2,9 @@ import { and, asc, desc, eq, inArray, isNull, notExists, or, type SQL, sql } fro
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { type PrincipalColumns, principalColumns } from "../auth/storage";
 import type { Database } from "../db/client";
+import { applications, reactorFormulas, reactors } from "../db/control-tables";
 import { nameMatches } from "../db/filters";
 import { namedResourcesPage, selectPage } from "../db/pages";
-import { applications, reactorFormulas, reactors } from "../db/schema";
 import type { ListFilter } from "../http/schemas";
 
 export type FormulaRow = typeof reactorFormulas.$inferSelect;

@@ -1,9 +1,10 @@
+import type { ScriptHost, ScriptOwner, ScriptRequest } from "../context";
 import { toHex, utf8 } from "../crypto/encoding";
 import { EGRESS_CHECK_URL, OUTBOUND_PARAMETER, OUTBOUND_SERVICE, type OutboundParameters } from "../egress/outbound";
 import type { Bindings, Config } from "../env";
-import { ConfigurationError, ProblemError } from "../http/problem";
+import { ConfigurationError, ProblemError, type RevealedValues } from "../errors";
 import { type SandboxEntrypoint, SUBREQUEST_LIMIT, sandboxEgress } from "./loader-host";
-import type { ScriptOwner } from "./types";
+import { runScript } from "./run";
 import {
   buildScriptModules,
   MAIN_MODULE,
@@ -11,6 +12,34 @@ import {
   SANDBOX_COMPATIBILITY_FLAGS,
   type ScriptModule,
 } from "./worker-script";
+
+/**
+ * The Workers for Platforms host: a script is uploaded to the dispatch namespace when its proxy or
+ * formula is saved, and runs there; `bt` travels with each call.
+ */
+export class DispatchHost implements ScriptHost {
+  constructor(
+    private readonly env: Bindings,
+    private readonly config: Config,
+    /** The request's revealed values: what tenant code read through `bt` joins them. */
+    private readonly revealed: RevealedValues,
+  ) {}
+
+  publish(owner: ScriptOwner, code: string): Promise<void> {
+    return uploadScript(this.config, owner, code);
+  }
+
+  unpublish(owner: ScriptOwner): Promise<void> {
+    return deleteScript(this.config, owner);
+  }
+
+  run(request: ScriptRequest) {
+    return runScript(this.config, this.revealed, request, async (inputJson, bridge) => {
+      const dispatched = await dispatchEntrypoint(this.env, this.config, request.owner);
+      return await dispatched.run(inputJson, bridge?.capability ?? null);
+    });
+  }
+}
 
 /** The Cloudflare API refused or failed an upload or removal. */
 export class ScriptPublishError extends ProblemError {
@@ -34,7 +63,7 @@ export async function dispatchScriptName(owner: ScriptOwner): Promise<string> {
 }
 
 /** Uploads the script with its metadata as one multipart form, as the Workers API expects. */
-export async function uploadScript(config: Config, owner: ScriptOwner, code: string): Promise<void> {
+async function uploadScript(config: Config, owner: ScriptOwner, code: string): Promise<void> {
   const modules = buildScriptModules(code, { cpuMs: config.SANDBOX_CPU_MS });
   const form = new FormData();
   form.set(
@@ -55,7 +84,7 @@ export async function uploadScript(config: Config, owner: ScriptOwner, code: str
 }
 
 /** Removes the owner's script; one that is already gone counts as removed. */
-export async function deleteScript(config: Config, owner: ScriptOwner): Promise<void> {
+async function deleteScript(config: Config, owner: ScriptOwner): Promise<void> {
   const response = await fetch(await scriptUrl(config, owner), { method: "DELETE", headers: authorization(config) });
   if (!response.ok && response.status !== 404) throw new ScriptPublishError("remove", response.status, await reasonOf(response));
 }
@@ -78,7 +107,7 @@ export class OutboundMissingError extends ConfigurationError {
 const checkedNamespaces = new WeakSet<DispatchNamespace>();
 
 /** Calls into the script in the namespace; every fetch it makes goes through the outbound worker with the egress policy. */
-export async function dispatchEntrypoint(env: Bindings, config: Config, owner: ScriptOwner): Promise<SandboxEntrypoint> {
+async function dispatchEntrypoint(env: Bindings, config: Config, owner: ScriptOwner): Promise<SandboxEntrypoint> {
   const namespace = env.DISPATCHER;
   if (!namespace) throw new ConfigurationError("SANDBOX_HOST=dispatch needs the DISPATCHER dispatch namespace binding");
   const name = await dispatchScriptName(owner);

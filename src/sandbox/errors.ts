@@ -1,5 +1,5 @@
-import { type FieldErrors, ProblemError, ResponseError } from "../http/problem";
-import type { ScriptKind } from "./types";
+import type { ScriptKind } from "../context";
+import { type FieldErrors, ProblemError, ResponseError } from "../errors";
 
 const KIND_NAMES: Record<ScriptKind, string> = {
   "request-transform": "request transform",

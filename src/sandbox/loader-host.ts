@@ -1,12 +1,13 @@
 import { exports } from "cloudflare:workers";
+import type { ScriptHost, ScriptOwner, ScriptRequest } from "../context";
 import { toHex, utf8 } from "../crypto/encoding";
 import { type SignedProps, signProps } from "../crypto/entrypoint-props";
 import { Keyring } from "../crypto/keyring";
 import type { EgressFetchOptions } from "../egress/policy";
 import type { Bindings, Config } from "../env";
-import { ConfigurationError } from "../http/problem";
+import { ConfigurationError, type RevealedValues } from "../errors";
 import { SANDBOX } from "../limits";
-import type { ScriptOwner } from "./types";
+import { type BridgeCapability, runScript } from "./run";
 import {
   loaderScriptModules,
   MAIN_MODULE,
@@ -15,6 +16,30 @@ import {
   type ScriptModule,
   WRAPPER_VERSION,
 } from "./worker-script";
+
+/**
+ * The Worker Loader host: each run builds (or reuses) an isolate from the code it is given, so
+ * nothing is published ahead of time.
+ */
+export class LoaderHost implements ScriptHost {
+  constructor(
+    private readonly env: Bindings,
+    private readonly config: Config,
+    /** The request's revealed values: what tenant code read through `bt` joins them. */
+    private readonly revealed: RevealedValues,
+  ) {}
+
+  async publish(): Promise<void> {}
+
+  async unpublish(): Promise<void> {}
+
+  run(request: ScriptRequest) {
+    return runScript(this.config, this.revealed, request, async (inputJson, bridge) => {
+      const loaded = await loaderEntrypoint(this.env, this.config, request.owner, request.code, bridge);
+      return await loaded.run(inputJson, null);
+    });
+  }
+}
 
 /**
  * Calls into a sandboxed script with the input as JSON. The bridge capability `bt` is built from
@@ -43,12 +68,12 @@ interface VaultEntrypoints {
  * was built from is unchanged; its id includes the owner, so two owners never share module state,
  * and the application, since the bridge to act as it is part of the isolate's env.
  */
-export async function loaderEntrypoint(
+async function loaderEntrypoint(
   env: Bindings,
   config: Config,
   owner: ScriptOwner,
   code: string,
-  bridge: { applicationId: string; capability: Fetcher } | null,
+  bridge: BridgeCapability | null,
 ): Promise<SandboxEntrypoint> {
   if (!env.LOADER) throw new ConfigurationError("SANDBOX_HOST=loader needs the LOADER worker loader binding");
   const egress = sandboxEgress(config);

@@ -1,11 +1,11 @@
 import { z } from "zod";
+import type { ScriptKind } from "../context";
 import { utf8 } from "../crypto/encoding";
+import type { RevealedValues } from "../errors";
 import { jsonDepthOf, MAX_JSON_DEPTH } from "../http/body";
 import { isPlainObject } from "../http/json";
-import type { RevealedValues } from "../http/redaction";
 import { SANDBOX } from "../limits";
 import { CustomResponseError, ScriptFailedError, TENANT_ERRORS, TenantError } from "./errors";
-import type { ScriptKind } from "./types";
 
 /** Tenant-written messages are returned to the caller; this keeps one from swamping a response. */
 const MAX_MESSAGE_LENGTH = SANDBOX.errorMessageMaxLength;

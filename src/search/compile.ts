@@ -1,9 +1,10 @@
 import { getTableColumns } from "drizzle-orm";
-import { tokens } from "../db/schema";
-import { normalTokenId } from "../tokens/ids";
+import { tokens } from "../db/data-tables";
+import { normalTokenId } from "../tokens/id-format";
 import { SEARCHABLE_TYPES } from "../tokens/types";
 import type { ContainerTerm, Query, Range, Term } from "./ast";
 import { timeSpanOf } from "./dates";
+import { bestDriver, driverRank, UNDRIVABLE } from "./drivers";
 
 /*
  * AST → one parameterised SQL statement (and its bounded count). Every value of the query travels
@@ -61,20 +62,6 @@ const DATA_TYPES_CONDITION = `t.type IN (${SEARCHABLE_TYPES.map((type) => {
 const SELECTED_COLUMNS = Object.entries(getTableColumns(tokens))
   .map(([property, column]) => `t.${column.name} AS "${property}"`)
   .join(", ");
-
-/** Most selective first: the driver of an AND is its operand of lowest rank. */
-const DRIVER_RANK = {
-  id: 0,
-  fingerprint: 1,
-  data: 2,
-  metadata: 3,
-  container: 4,
-  containerSubtree: 5,
-  created_by: 6,
-  modified_by: 6,
-} as const;
-
-const UNDRIVABLE = Number.POSITIVE_INFINITY;
 
 export function compileSearch(query: Query | null, scope: SearchScope, window: SearchWindow): CompiledSearch {
   const values = new QueryValues();
@@ -279,29 +266,4 @@ function balanced(conditions: string[], operator: "AND" | "OR"): string {
   if (conditions.length === 1) return `(${conditions[0]})`;
   const middle = Math.ceil(conditions.length / 2);
   return `(${balanced(conditions.slice(0, middle), operator)} ${operator} ${balanced(conditions.slice(middle), operator)})`;
-}
-
-function driverRank(query: Query): number {
-  switch (query.kind) {
-    case "term":
-      if (query.field === "container") return query.subtree ? DRIVER_RANK.containerSubtree : DRIVER_RANK.container;
-      return query.field in DRIVER_RANK ? DRIVER_RANK[query.field as keyof typeof DRIVER_RANK] : UNDRIVABLE;
-    case "range":
-    case "not":
-      return UNDRIVABLE;
-    case "and":
-      return Math.min(...query.operands.map(driverRank));
-    case "or":
-      return Math.max(...query.operands.map(driverRank));
-  }
-}
-
-function bestDriver(operands: Query[]): Query | undefined {
-  let best: Query | undefined;
-  let bestRank = UNDRIVABLE;
-  for (const operand of operands) {
-    const rank = driverRank(operand);
-    if (rank < bestRank) [best, bestRank] = [operand, rank];
-  }
-  return best;
 }

@@ -1,4 +1,4 @@
-import { ValidationError } from "../http/problem";
+import { ValidationError } from "../errors";
 
 /** A 400 about the query, naming the column (1-based, counted in characters) where it goes wrong. */
 export class InvalidQueryError extends ValidationError {

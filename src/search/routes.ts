@@ -1,10 +1,11 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
+import { requirePermission } from "../auth/middleware";
 import { countKeyRequests } from "../auth/rate-limits";
 import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
 import { isPlainObject } from "../http/json";
-import { requireContentType, requirePermission, staleReadsAllowed } from "../http/middleware";
+import { requireContentType, staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, paginated, problemResponses } from "../http/schemas";
 import { TokenSchema } from "../tokens/schema";

@@ -1,10 +1,11 @@
 import { grantedContainers, holdsPermission, type Principal } from "../auth/access";
 import type { TenantContext } from "../context";
-import { ForbiddenError } from "../http/problem";
+import { ForbiddenError } from "../errors";
 import { type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { SEARCH } from "../limits";
-import { presentTokens, type TokenResponse } from "../tokens/service";
+import type { TokenResponse } from "../tokens/schema";
+import { presentTokens } from "../tokens/service";
 import { dataValuesOf, type Query, redactedQuery } from "./ast";
 import { compileSearch } from "./compile";
 import { parseQuery } from "./parse";

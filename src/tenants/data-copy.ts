@@ -1,9 +1,9 @@
 /**
  * Copying a tenant's data between data databases, for moves: raw D1 statements over the tables
- * that hold tenant data, rows travelling as one JSON parameter (see tokens/storage.ts).
+ * that hold tenant data, rows travelling as one JSON parameter (see tokens/storage-writes.ts).
  */
 
-import { TOKEN_SIDE_TABLE_NAMES as SIDE_TABLES } from "../tokens/storage";
+import { TOKEN_SIDE_TABLE_NAMES as SIDE_TABLES } from "../tokens/storage-writes";
 
 type Row = Record<string, unknown>;
 

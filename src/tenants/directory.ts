@@ -5,7 +5,7 @@
  */
 import { LookupCache } from "../auth/lookup-cache";
 import type { Database } from "../db/client";
-import { ValidationError } from "../http/problem";
+import { ValidationError } from "../errors";
 import * as storage from "./storage";
 
 const placements = new LookupCache<storage.Placement | null>(
@@ -22,7 +22,7 @@ export function placementOf(control: Database, tenantId: string, ttlMs: number):
   return placements.lookup(
     tenantId,
     ttlMs,
-    () => storage.placementOf(control, tenantId),
+    () => storage.readPlacement(control, tenantId),
     (placement) => placement !== null,
   );
 }

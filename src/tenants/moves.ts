@@ -15,7 +15,7 @@
  */
 import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
-import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
+import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { findRotation } from "../keys/storage";
 import * as copy from "./data-copy";
 import { requireDataBinding } from "./directory";
@@ -41,7 +41,7 @@ export interface MoveStatus {
 export async function moveTenant(context: RequestContext, tenantId: string, input: MoveInput): Promise<MoveStatus> {
   const { control } = context;
   requireDataBinding(context.dataBindings(), input.database);
-  const placement = await storage.placementOf(control, tenantId);
+  const placement = await storage.readPlacement(control, tenantId);
   if (!placement || placement.shredded) throw new NotFoundError(`Tenant ${tenantId}`);
   let move: storage.TenantMove =
     (await storage.findMove(control, tenantId)) ?? (await startMove(context, tenantId, placement.database, input.database));

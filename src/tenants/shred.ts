@@ -6,7 +6,7 @@
  */
 import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
-import { ConflictError, NotFoundError } from "../http/problem";
+import { ConflictError, NotFoundError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { purgeTenantData, tenantRowCounts } from "./data-copy";
 import { findMove } from "./storage";

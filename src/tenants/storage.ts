@@ -1,6 +1,6 @@
 import { count, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { tenantMoves, tenants } from "../db/schema";
+import { tenantMoves, tenants } from "../db/control-tables";
 import { insertKeyRecord, type KeyRecord } from "../keys/storage";
 
 /** The tenant with its first data keys, in one batch. */
@@ -66,7 +66,7 @@ export interface Placement {
 }
 
 /** The tenant's placement, or null for an unknown tenant. */
-export async function placementOf(db: Database, tenantId: string): Promise<Placement | null> {
+export async function readPlacement(db: Database, tenantId: string): Promise<Placement | null> {
   const [row] = await db
     .select({ database: tenants.database, phase: tenantMoves.phase, shreddedAt: tenants.shreddedAt })
     .from(tenants)

@@ -1,5 +1,5 @@
 import { TOKENS } from "../limits";
-import { ExpressionError } from "./expression-error";
+import { ExpressionError } from "./errors";
 
 /** A card number with fewer than 16 digits has a 6-digit BIN, a longer one an 8-digit BIN. */
 export function binLength(digitCount: number): number {

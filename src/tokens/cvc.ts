@@ -1,8 +1,8 @@
 import type { RequestContext } from "../context";
 import { ciphertextVersion, type TenantKeys } from "../crypto/tenant-keys";
 import type { Config } from "../env";
-import { NotFoundError } from "../http/problem";
-import * as storage from "./storage";
+import { NotFoundError } from "../errors";
+import { forgetCvcDeadlines, replaceCiphertextWithoutCvc, tokensWithCvcDue } from "./storage-purges";
 
 /*
  * A card's security code may not be kept after authorization (PCI DSS 3.3.1). A card written with
@@ -81,17 +81,17 @@ export async function purgeExpiredCvcs(context: RequestContext, now = Date.now()
   let purged = 0;
   for (const db of context.dataDatabases()) {
     for (;;) {
-      const due = await storage.tokensWithCvcDue(db.$client, now, CVC_PURGE_CHUNK);
+      const due = await tokensWithCvcDue(db.$client, now, CVC_PURGE_CHUNK);
       for (const row of due) {
         const keys = await keysUnlessShredded(context, row.tenantId);
         if (keys === null) {
-          await storage.forgetCvcDeadlines(db.$client, row.tenantId);
+          await forgetCvcDeadlines(db.$client, row.tenantId);
           continue;
         }
         const data = withoutCvc(JSON.parse(await keys.decrypt(row.ciphertext, row.id)));
         // Under the row's own version: its fingerprint and blind indexes were made with it.
         const ciphertext = await keys.encrypt(JSON.stringify(data), row.id, ciphertextVersion(row.ciphertext));
-        purged += await storage.replaceCiphertextWithoutCvc(db.$client, row, ciphertext);
+        purged += await replaceCiphertextWithoutCvc(db.$client, row, ciphertext);
       }
       if (due.length < CVC_PURGE_CHUNK) break;
     }

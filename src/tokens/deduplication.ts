@@ -1,15 +1,16 @@
 /**
  * `deduplicate_token`: a create or update whose type and fingerprint match a live token in the
  * caller's reach is answered with that token instead of writing a new one. The database makes it
- * atomic (storage.insertTokens): of concurrent deduplicating creates of one value, one inserts.
+ * atomic (insertTokens): of concurrent deduplicating creates of one value, one inserts.
  */
 import { accessTo, type Principal } from "../auth/access";
 import type { TokenPermission } from "../auth/permissions";
 import type { Database } from "../db/client";
-import { ConflictError } from "../http/problem";
+import { ConflictError } from "../errors";
 import { containersOf } from "./presentation";
-import type { SealedToken, TokenRow } from "./storage";
+import type { TokenRow } from "./storage";
 import * as storage from "./storage";
+import { type SealedToken, writtenTokenIds } from "./storage-writes";
 
 /** What a create request ends in: a new token to insert, or an existing token it duplicates. */
 export interface Outcome {
@@ -92,7 +93,7 @@ export async function deduplicate(
  */
 export async function answerLostRaces(db: Database, principal: Principal, outcomes: Outcome[], now: number): Promise<void> {
   const attempted = outcomes.flatMap((outcome) => (outcome.inserted ? [outcome.inserted] : []));
-  const written = await storage.writtenTokenIds(db.$client, attempted);
+  const written = await writtenTokenIds(db.$client, attempted);
   const lost = outcomes.filter((outcome) => outcome.inserted && !written.has(outcome.inserted.row.id));
   const winners = await existingDuplicates(
     db,

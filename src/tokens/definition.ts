@@ -1,7 +1,8 @@
-import { addFieldError, type FieldErrors } from "../http/problem";
+import { addFieldError, type FieldErrors } from "../errors";
 import { fieldPath } from "../http/validation";
-import { ExpressionError, type ExpressionScope, evaluateExpression, type WorkBudget } from "./expressions";
-import { checkMask } from "./masks";
+import { ExpressionError } from "./errors";
+import { type ExpressionScope, evaluateExpression, type WorkBudget } from "./expressions";
+import { checkMask } from "./mask-templates";
 import type { CreateToken } from "./schema";
 import { type JsonPath, jsonPath } from "./tokenize";
 import { type Mask, TOKEN_TYPE_RULES, type TokenType } from "./types";

@@ -1,7 +1,7 @@
 import { AssertionError, Context, type FilterImplOptions, Liquid, Output, type Template, toValueSync, Value } from "liquidjs";
 import { EXPRESSIONS, TOKENS } from "../limits";
-import { ExpressionError } from "./expression-error";
-import { canonicalJson, registerFilters, textOf } from "./filters";
+import { BudgetExceededError, ExpressionError } from "./errors";
+import { canonicalJson, registerFilters, textOf } from "./filter-registry";
 
 /**
  * Liquid expressions over token data: search indexes, fingerprint expressions, masks, alias ids and
@@ -12,11 +12,6 @@ import { canonicalJson, registerFilters, textOf } from "./filters";
  * filters read and allocate is charged to a work budget that all the evaluations of one token (or
  * of one request's detokenization) share, in proportion to the data.
  */
-
-export { ExpressionError } from "./expression-error";
-
-/** An evaluation ran out of its budget: every later expression of the same evaluation would too. */
-export class BudgetExceededError extends ExpressionError {}
 
 export const EXPRESSION_MAX_LENGTH = TOKENS.expressionMaxLength;
 const RENDER_OPTIONS = { sync: true };

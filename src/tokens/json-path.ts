@@ -1,7 +1,7 @@
 import { JSONPath } from "jsonpath-plus";
 import { AssertionError, type Context } from "liquidjs";
 import { TOKENS } from "../limits";
-import { ExpressionError } from "./expression-error";
+import { ExpressionError } from "./errors";
 
 /**
  * `json: '<path>'`: any JSONPath (members, indexes, wildcards, slices, unions, filters, recursive

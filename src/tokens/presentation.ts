@@ -1,7 +1,7 @@
 import type { Transform } from "../auth/access";
 import { auditFieldsOf, isoTime } from "../http/schemas";
-import { ExpressionError } from "./expressions";
-import { applyMask, maskOf } from "./masks";
+import { ExpressionError } from "./errors";
+import { applyMask, maskOf } from "./mask-templates";
 import type { TokenResponse } from "./schema";
 import type { TokenRow } from "./storage";
 import type { TokenType } from "./types";

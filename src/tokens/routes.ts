@@ -1,13 +1,15 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
+import { requirePermission } from "../auth/middleware";
 import { countKeyRequests } from "../auth/rate-limits";
 import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
-import { idempotent } from "../http/idempotency";
-import { requireBody, requireContentType, requirePermission, staleReadsAllowed } from "../http/middleware";
+import { requireBody, requireContentType, staleReadsAllowed } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, mergePatchBody, paginated, problemResponses } from "../http/schemas";
+import { idempotent } from "../idempotency/middleware";
+import * as creation from "./creation";
 import {
   CARD_TOKEN_EXAMPLE,
   CARD_TOKEN_PATCH_EXAMPLE,
@@ -30,6 +32,7 @@ import {
 } from "./schema";
 import * as tokens from "./service";
 import { findTokenRequests } from "./tokenize";
+import { updateToken } from "./update";
 
 const tags = ["Tokens"];
 const security = [{ ApiKey: [] }];
@@ -165,16 +168,16 @@ const tokenize = createRoute({
 
 export const tokenRoutes = createRouter()
   .openapi(create, async (c) => {
-    const token = await tokens.createToken(c.var.context, c.var.principal, c.req.valid("json"));
+    const token = await creation.createToken(c.var.context, c.var.principal, c.req.valid("json"));
     return c.json(token, token.deduplicated ? 200 : 201);
   })
   .openapi(list, async (c) => c.json(await tokens.listTokens(c.var.context, c.var.principal, c.req.valid("query")), 200))
   .openapi(get, async (c) => c.json(await tokens.getToken(c.var.context, c.var.principal, c.req.valid("param").id), 200))
   .openapi(update, async (c) =>
-    c.json(await tokens.updateToken(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
+    c.json(await updateToken(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )
   .openapi(remove, async (c) => {
     await tokens.deleteToken(c.var.context, c.var.principal, c.req.valid("param").id);
     return c.body(null, 204);
   })
-  .openapi(tokenize, async (c) => c.json(await tokens.tokenize(c.var.context, c.var.principal, c.req.valid("json")), 201));
+  .openapi(tokenize, async (c) => c.json(await creation.tokenize(c.var.context, c.var.principal, c.req.valid("json")), 201));

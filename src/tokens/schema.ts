@@ -3,7 +3,7 @@ import { PageQuery, repeatable } from "../http/schemas";
 import { TOKENS } from "../limits";
 import { ContainerPath } from "./containers";
 import { EXPRESSION_MAX_LENGTH, expressionProblem } from "./expressions";
-import { isAliasExpression, normalTokenId, tokenIdProblem } from "./ids";
+import { isAliasExpression, normalTokenId, tokenIdProblem } from "./id-format";
 import { SEARCHABLE_TYPES, TOKEN_TYPE_RULES, TOKEN_TYPES } from "./types";
 
 export const MAX_CONTAINERS = TOKENS.maxContainers;

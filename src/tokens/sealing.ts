@@ -2,9 +2,10 @@ import type { TenantKeys } from "../crypto/tenant-keys";
 import { withoutCvc } from "./cvc";
 import { type Evaluated, evaluate, type TokenDefinition } from "./definition";
 import { WorkBudget } from "./expressions";
-import { maskColumnOf, maskOf } from "./masks";
+import { maskColumnOf, maskOf } from "./mask-templates";
 import { containersOf, metadataOf, searchIndexesOf } from "./presentation";
-import type { SealedToken, TokenRow } from "./storage";
+import type { TokenRow } from "./storage";
+import type { SealedToken } from "./storage-writes";
 
 /** The columns a token carries besides its definition: who wrote it when, and its cvc deadline. */
 export type TokenStamp = Pick<TokenRow, "id" | "tenantId" | "createdBy" | "createdAt" | "modifiedBy" | "modifiedAt" | "cvcExpiresAt">;

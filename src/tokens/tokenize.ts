@@ -1,5 +1,5 @@
+import { ValidationError } from "../errors";
 import { MAX_JSON_DEPTH } from "../http/body";
-import { ValidationError } from "../http/problem";
 import { TOKENS } from "../limits";
 
 /*

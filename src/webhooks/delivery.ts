@@ -9,7 +9,7 @@ import { Webhook } from "standardwebhooks";
 import { recordEntries } from "../audit/recorder";
 import type { RequestContext } from "../context";
 import { fetchThroughEgress } from "../egress/policy";
-import { ProblemError } from "../http/problem";
+import { ProblemError } from "../errors";
 import { WEBHOOKS } from "../limits";
 import type { WebhookDelivery } from "./events";
 import { secretContext } from "./service";

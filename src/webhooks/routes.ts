@@ -1,10 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
-import { idempotent } from "../http/idempotency";
-import { requireContentType, requirePermission } from "../http/middleware";
+import { requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, paginated, problemResponses } from "../http/schemas";
+import { idempotent } from "../idempotency/middleware";
 import { WEBHOOK_EVENT_TYPES } from "./events";
 import {
   CREATED_WEBHOOK_EXAMPLE,

@@ -2,7 +2,7 @@ import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { toBase64 } from "../crypto/encoding";
 import { egressRefusal } from "../egress/policy";
-import { ConflictError, NotFoundError, ValidationError } from "../http/problem";
+import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { auditFieldsOf, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { WEBHOOKS } from "../limits";
 import type { WebhookInput, WebhookResponse } from "./schema";

@@ -1,7 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { webhooks } from "../db/control-tables";
 import { namedResourcesPage } from "../db/pages";
-import { webhooks } from "../db/schema";
 import type { ListFilter } from "../http/schemas";
 
 export type WebhookRow = typeof webhooks.$inferSelect;

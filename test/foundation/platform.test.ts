@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { ZodType } from "zod";
 import { buildApp } from "../../src/app";
-import { idempotent } from "../../src/http/idempotency";
+import { idempotent } from "../../src/idempotency/middleware";
 import { callConfigured } from "../support/configured";
 import { call, expectProblem, seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";

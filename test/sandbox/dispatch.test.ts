@@ -1,17 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { ScriptOwner } from "../../src/context";
 import { OUTBOUND_PARAMETER, OUTBOUND_SERVICE } from "../../src/egress/outbound";
-import { type Bindings, configOf } from "../../src/env";
-import { RevealedValues } from "../../src/http/redaction";
-import { Sandbox, ScriptFailedError, type ScriptOwner } from "../../src/sandbox";
+import type { Bindings } from "../../src/env";
+import { ScriptFailedError } from "../../src/sandbox";
 import outboundConfig from "../../wrangler.egress.toml?raw";
 import vaultConfig from "../../wrangler.toml?raw";
+import { sandboxContext } from "../support/context";
 import { FAKE_API_BASE, type FakeCloudflare, fakeCloudflare } from "../support/fake-cloudflare";
 import { scriptOwner } from "../support/sandbox";
 
 const CODE = "module.exports = async (req) => ({ raw: { doubled: req.args.n * 2 } });";
 
-/** The sandbox as a request context builds it for these bindings. */
-const sandboxOf = (bindings: Bindings) => new Sandbox(bindings, configOf(bindings), new RevealedValues());
+/** The host a tenant context builds for these bindings (SANDBOX_HOST picks it). */
+const sandboxOf = (bindings: Bindings) => sandboxContext("tenant-dispatch", bindings).sandbox;
 
 function runDispatched(cloudflare: FakeCloudflare, owner: ScriptOwner, code = CODE, args: unknown = { n: 21 }) {
   return sandboxOf(cloudflare.env).run({ owner, code, input: { args, configuration: {} }, application: null });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../src/http/problem";
+import { ValidationError } from "../../src/errors";
 import { validateCode } from "../../src/sandbox";
 
 const FIELD = "request_transform.code";

@@ -5,7 +5,7 @@ import { signProps } from "../../src/crypto/entrypoint-props";
 import { Keyring } from "../../src/crypto/keyring";
 import { EGRESS_FAILURE_HEADER } from "../../src/egress/answer";
 import { configOf } from "../../src/env";
-import type { BridgeReply } from "../../src/sandbox/bridge";
+import type { BridgeReply } from "../../src/sandbox/bridge-protocol";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
 
 /**

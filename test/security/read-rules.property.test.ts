@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyMask } from "../../src/tokens/masks";
+import { applyMask } from "../../src/tokens/mask-templates";
 import type { Mask } from "../../src/tokens/types";
 import { call, createApplication, type Reply } from "../support/harness";
 import { createToken, patchToken, seedTokenTenant, type TokenTenant } from "../support/tokens";

@@ -1,10 +1,11 @@
 import { env } from "cloudflare:test";
-import { RequestContext, type TenantContext } from "../../src/context";
+import type { RequestContext, TenantContext } from "../../src/context";
 import type { Bindings } from "../../src/env";
+import { requestContextOf } from "../../src/runtime/context";
 
 /** A request context, as middleware builds one, for tests that call a service or the sandbox directly. */
 export function requestContext(bindings: Bindings = env): RequestContext {
-  return new RequestContext(bindings, `test/${crypto.randomUUID()}`);
+  return requestContextOf(bindings, `test/${crypto.randomUUID()}`);
 }
 
 /** The context of a tenant the directory knows, as authentication builds it. */

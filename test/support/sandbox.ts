@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import type { Principal } from "../../src/auth/access";
+import type { ScriptKind, ScriptOwner } from "../../src/context";
 import type { Bindings } from "../../src/env";
-import type { ScriptKind, ScriptOwner } from "../../src/sandbox";
 import { sandboxContext } from "./context";
 
 /** A fresh owner, so each test gets its own isolate. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { principalForKey } from "../../src/auth/service";
-import { useTokens } from "../../src/tokens/service";
+import { useTokens } from "../../src/tokens/use";
 import { requestContext, tenantContext } from "../support/context";
 import { type ApplicationSpec, call, createApplication, expectProblem } from "../support/harness";
 import { createToken, patchToken, seedTokenTenant, VISA } from "../support/tokens";

@@ -2,7 +2,7 @@ import { createExecutionContext, createScheduledController, env, waitOnExecution
 import { describe, expect, it } from "vitest";
 import { principalForKey } from "../../src/auth/service";
 import worker from "../../src/index";
-import { useTokens } from "../../src/tokens/service";
+import { useTokens } from "../../src/tokens/use";
 import { DATA_DATABASES, requestContext, tenantContext } from "../support/context";
 import { call, createApplication, expectProblem } from "../support/harness";
 import { createToken, expireToken, patchToken, SSN, seedTokenTenant } from "../support/tokens";

@@ -2,7 +2,7 @@
  * The errors tenant code may throw, and the error a failed `bt` call throws. Tenant code requires
  * this module by the errors module's name (ERRORS_MODULE) or the original product's.
  */
-import type { FieldErrors, Problem } from "../../http/problem";
+import type { FieldErrors, Problem } from "../../errors";
 
 function errorsOf(detail: unknown): FieldErrors {
   if (typeof detail === "string") return { error: [detail] };

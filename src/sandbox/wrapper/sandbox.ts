@@ -8,12 +8,11 @@
 // biome-ignore assist/source/organizeImports: the prelude must be evaluated first, before tenant code above all
 import { AllocationLimitError, CpuLimitError, intrinsics, startSlice } from "./prelude.js";
 import { WorkerEntrypoint } from "cloudflare:workers";
-import type { Bridge, BridgeReply } from "../bridge";
+import type { BridgeMethod, BridgeReply } from "../bridge-protocol";
 import * as errors from "./errors.js";
 import exported from "./tenant.js";
 import { TOO_DEEP_RESULT } from "./vault-values";
 
-type BridgeMethod = Extract<keyof Bridge, "tokenize" | "createToken" | "getToken" | "updateToken" | "deleteToken" | "searchTokens">;
 /** The bridge as the isolate holds it: each method takes its arguments as JSON text. */
 type BridgeCapability = Record<BridgeMethod, (...argumentTexts: string[]) => Promise<BridgeReply>>;
 

@@ -1,13 +1,13 @@
 import type { MiddlewareHandler } from "hono";
 import { sha256Hex } from "../crypto/secrets";
-import { claimIdempotencyKey, rememberResponse } from "../idempotency/service";
-import type { AppEnv } from "./context";
-import { ValidationError } from "./problem";
+import { ValidationError } from "../errors";
+import type { AppEnv } from "../http/context";
+import { claimIdempotencyKey, rememberResponse } from "./service";
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /**
- * Replays the first response to a repeated `{P}-IDEMPOTENCY-KEY` (src/idempotency/service.ts). The
+ * Replays the first response to a repeated `{P}-IDEMPOTENCY-KEY` (service.ts). The
  * request is identified by method, path and body; the body gate has already held it to valid UTF-8,
  * so its text is its bytes.
  */

@@ -1,12 +1,12 @@
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
-import { addFieldError, type FieldErrors, ForbiddenError, ValidationError } from "../http/problem";
-import type { RevealedValues } from "../http/redaction";
+import { addFieldError, type FieldErrors, ForbiddenError, type RevealedValues, ValidationError } from "../errors";
 import { fieldPath } from "../http/validation";
 import { TOKENS } from "../limits";
-import { Evaluation, ExpressionError, expressionProblem, WorkBudget } from "./expressions";
-import { normalTokenId, tokenIdProblem } from "./ids";
-import { useTokens } from "./service";
+import { ExpressionError } from "../tokens/errors";
+import { Evaluation, expressionProblem, WorkBudget } from "../tokens/expressions";
+import { normalTokenId, tokenIdProblem } from "../tokens/id-format";
+import { useTokens } from "../tokens/use";
 
 /** More expressions than this in one request is refused: each one is a token read and a render. */
 export const MAX_REFERENCES = TOKENS.maxReferences;

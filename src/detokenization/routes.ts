@@ -1,9 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { requireBody, requireContentType, requirePermission } from "../http/middleware";
+import { requirePermission } from "../auth/middleware";
+import { requireBody, requireContentType } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, problemResponses } from "../http/schemas";
-import { detokenizeJson } from "./detokenize";
-import { DETOKENIZE_REQUEST_EXAMPLE, DETOKENIZED_EXAMPLE } from "./examples";
+import { DETOKENIZE_REQUEST_EXAMPLE, DETOKENIZED_EXAMPLE } from "../tokens/examples";
+import { detokenizeJson } from "./service";
 
 const DetokenizePayload = z
   .any()

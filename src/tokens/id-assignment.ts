@@ -1,7 +1,7 @@
 import type { Database } from "../db/client";
 import type { Report } from "./definition";
 import type { WorkBudget } from "./expressions";
-import { isAliasExpression, normalTokenId, renderAliasId } from "./ids";
+import { isAliasExpression, normalTokenId, renderAliasId } from "./id-format";
 import type { CreateToken } from "./schema";
 import * as storage from "./storage";
 

@@ -1,5 +1,5 @@
 import { binLength } from "./card-filters";
-import { ExpressionError } from "./expression-error";
+import { ExpressionError } from "./errors";
 
 /**
  * Alias filters make a random stand-in for a value (a token id that looks like the data). Like a

@@ -1,5 +1,6 @@
 import { MAX_JSON_DEPTH } from "../http/body";
-import { BudgetExceededError, Evaluation, ExpressionError, type WorkBudget } from "./expressions";
+import { BudgetExceededError, ExpressionError } from "./errors";
+import { Evaluation, type WorkBudget } from "./expressions";
 import type { Mask } from "./types";
 
 /*

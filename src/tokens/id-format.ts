@@ -1,5 +1,6 @@
 import { TOKENS } from "../limits";
-import { ExpressionError, evaluateExpression, type WorkBudget } from "./expressions";
+import { ExpressionError } from "./errors";
+import { evaluateExpression, type WorkBudget } from "./expressions";
 
 /**
  * Token ids. The vault gives a token a random UUID; a client may choose its own id (or an alias

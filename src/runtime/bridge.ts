@@ -3,39 +3,37 @@ import { AUDITED_ROUTES } from "../audit/operations";
 import { recordAfterAnswer } from "../audit/recorder";
 import type { Principal } from "../auth/access";
 import { principalForApplication } from "../auth/service";
-import { RequestContext, type TenantContext } from "../context";
+import type { TenantContext } from "../context";
 import { utf8 } from "../crypto/encoding";
 import { type SignedProps, verifiedProps } from "../crypto/entrypoint-props";
 import { Keyring } from "../crypto/keyring";
 import type { Bindings } from "../env";
+import { PayloadTooLargeError, problemOf, UnauthenticatedError, ValidationError } from "../errors";
 import { checkBodyText } from "../http/body";
-import { PayloadTooLargeError, type Problem, problemOf, UnauthenticatedError, ValidationError } from "../http/problem";
 import { validationErrorOf } from "../http/validation";
 import { BODY } from "../limits";
+import type { BridgeMethod, BridgeProps, BridgeReply } from "../sandbox/bridge-protocol";
 import type { SearchRequest } from "../search/schema";
 import { searchTokens } from "../search/service";
-import { TOKEN_ID_MAX_LENGTH } from "../tokens/ids";
+import { createToken, parseCreateToken, tokenize } from "../tokens/creation";
+import { TOKEN_ID_MAX_LENGTH } from "../tokens/id-format";
 import { UpdateTokenBody } from "../tokens/schema";
-import { createToken, deleteToken, getToken, parseCreateToken, tokenize, updateToken } from "../tokens/service";
+import { deleteToken, getToken } from "../tokens/service";
+import { updateToken } from "../tokens/update";
+import { requestContextOf } from "./context";
 
 /** What the API answers when these operations succeed, for the audit log; 200 for the others. */
 const SUCCESS_STATUS: Record<string, number> = { "POST /tokens": 201, "POST /tokenize": 201, "DELETE /tokens/{id}": 204 };
-
-/** Set and signed by the vault when it hands a script its bridge: the principal `bt` acts as. */
-export interface BridgeProps {
-  tenantId: string;
-  applicationId: string;
-}
-
-/** Failures travel as problem details: the wrapper rethrows them inside the sandbox as `ApiError`. */
-export type BridgeReply = { ok: true; value: unknown } | { ok: false; problem: Problem };
 
 /**
  * The vault as tenant code sees it through `bt`, acting as the application in the props. Every
  * argument arrives as JSON text (the wrapper serialises it in the tenant's isolate) and is held to
  * the limits of a request body before it is parsed, then validated as an API request would be.
  */
-export class Bridge extends WorkerEntrypoint<Bindings, SignedProps<BridgeProps>> {
+export class Bridge
+  extends WorkerEntrypoint<Bindings, SignedProps<BridgeProps>>
+  implements Record<BridgeMethod, (...argumentTexts: never[]) => Promise<BridgeReply>>
+{
   tokenize(payload: unknown): Promise<BridgeReply> {
     return this.reply("POST /tokenize", [payload], (context, principal, [value]) => tokenize(context, principal, value));
   }
@@ -78,7 +76,7 @@ export class Bridge extends WorkerEntrypoint<Bindings, SignedProps<BridgeProps>>
     argumentTexts: unknown[],
     action: (context: TenantContext, principal: Principal, values: unknown[]) => Promise<unknown>,
   ): Promise<BridgeReply> {
-    const request = new RequestContext(this.env, crypto.randomUUID());
+    const request = requestContextOf(this.env, crypto.randomUUID());
     // Nothing, not even the audit log, trusts props the vault did not sign.
     const props = await verifiedProps<BridgeProps>(Keyring.of(request.config.keyring), "Bridge", this.ctx.props);
     if (!props) {

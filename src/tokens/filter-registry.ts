@@ -1,10 +1,10 @@
 import type { Context, Liquid } from "liquidjs";
 import { TOKENS } from "../limits";
-import { aliasCard, aliasPreserveFormat, aliasPreserveLength } from "./aliases";
+import { aliasCard, aliasPreserveFormat, aliasPreserveLength } from "./alias-filters";
 import { cardBin, cardExpiration } from "./card-filters";
-import { ExpressionError } from "./expression-error";
+import { ExpressionError } from "./errors";
 import { selectJsonPath } from "./json-path";
-import { cardMask, revealEnds, revealLast } from "./masking";
+import { cardMask, revealEnds, revealLast } from "./mask-filters";
 
 /**
  * The vault's filters, on top of Liquid's standard ones. Arguments are checked (a wrong one is an

@@ -1,10 +1,10 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { type SignedProps, verifiedProps } from "../crypto/entrypoint-props";
 import { Keyring } from "../crypto/keyring";
+import { answerThroughEgress, egressFailure } from "../egress/answer";
+import type { EgressFetchOptions } from "../egress/policy";
 import { type Bindings, configOf } from "../env";
-import { ProblemError } from "../http/problem";
-import { answerThroughEgress, egressFailure } from "./answer";
-import type { EgressFetchOptions } from "./policy";
+import { ProblemError } from "../errors";
 
 /** The egress was bound with props the vault did not sign: it refuses every request. */
 export class UnsignedEgressError extends ProblemError {

@@ -1,4 +1,7 @@
-import type { RevealedValues } from "./redaction";
+/**
+ * The vault's errors, below everything else: every failure is a ProblemError with its status, and
+ * problemOf is the one rule that turns any error into a problem. It imports nothing of the vault.
+ */
 
 /** Field path → messages, as returned in the `errors` member of a validation problem. */
 export type FieldErrors = Record<string, string[]>;
@@ -122,7 +125,6 @@ export class MethodNotAllowedError extends ProblemError {
   }
 }
 
-/** The deployment is misconfigured: reported as 500 with the reason, which names no secret value. */
 /** The tenant's data is being switched to another database: writes wait a moment. */
 export class TenantMovingError extends ProblemError {
   constructor(tenantId: string, retryAfterSeconds: number) {
@@ -132,20 +134,13 @@ export class TenantMovingError extends ProblemError {
   }
 }
 
+/** The deployment is misconfigured: reported as 500 with the reason, which names no secret value. */
 export class ConfigurationError extends ProblemError {
   constructor(detail: string) {
     super(500, "Service Misconfigured", detail);
   }
 }
 
-export function problemResponse(problem: Problem, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(problem), {
-    status: problem.status,
-    headers: { "content-type": "application/problem+json", ...headers },
-  });
-}
-
-/** The problem body for an unexpected failure: no internals, only the trace id to look it up. */
 /**
  * An error that is itself the answer (tenant code that chose the whole HTTP response): error
  * handlers send its response instead of a problem.
@@ -188,6 +183,7 @@ function redactedProblem(problem: Problem, redact: (text: string) => string): Pr
   };
 }
 
+/** The problem body for an unexpected failure: no internals, only the trace id to look it up. */
 export function internalProblem(traceId: string): Problem {
   return {
     type: "about:blank",
@@ -195,4 +191,55 @@ export function internalProblem(traceId: string): Problem {
     status: 500,
     detail: `An unexpected error occurred; quote trace id ${traceId} when reporting it`,
   };
+}
+
+export const REDACTED = "[redacted]";
+
+/**
+ * Shorter values are left alone: a two-digit month would blank out every "12" of a message, and a
+ * value that short tells nothing a guess would not.
+ */
+const MIN_REDACTED_LENGTH = 3;
+
+/** How a request showed a token it detokenized for its caller. */
+export interface ShownToken {
+  transform: "reveal" | "mask";
+  /** The token's cvc deadline when what was shown held its cvc; null otherwise. */
+  cvcExpiresAt: number | null;
+}
+
+/**
+ * Values a request revealed (detokenized data and what its expressions made of it). A request's
+ * errors and log lines may be read by someone the data was never revealed to (the partner calling
+ * an open proxy, an operator reading logs), so every such value is written as [redacted] there.
+ */
+export class RevealedValues {
+  /** The tokens the request detokenized for its caller, by id: a replay of its answer checks them again. */
+  readonly tokens = new Map<string, ShownToken>();
+  private readonly values = new Set<string>();
+  /** The values longest first, so that a value inside a longer one never leaves part of it behind. */
+  private ordered: string[] | null = null;
+
+  /** Every string and number inside the value, as written and as JSON writes it inside a string. */
+  add(value: unknown): void {
+    if (typeof value === "string" || typeof value === "number") {
+      const text = String(value);
+      if (text.length < MIN_REDACTED_LENGTH) return;
+      this.values.add(text);
+      this.values.add(JSON.stringify(text).slice(1, -1));
+      this.ordered = null;
+    } else if (Array.isArray(value)) {
+      for (const item of value) this.add(item);
+    } else if (value !== null && typeof value === "object") {
+      for (const item of Object.values(value)) this.add(item);
+    }
+  }
+
+  redact(text: string): string {
+    if (this.values.size === 0) return text;
+    this.ordered ??= [...this.values].sort((a, b) => b.length - a.length);
+    let redacted = text;
+    for (const value of this.ordered) redacted = redacted.replaceAll(value, REDACTED);
+    return redacted;
+  }
 }

@@ -1,17 +1,12 @@
-import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { auditColumns } from "./columns";
 
 /*
+ * The control database's tables (binding DB): the directory of tenants, their keys, applications
+ * and API keys, proxies, reactors, formulas and webhooks; everything a credential resolves through.
  * Every table that holds tenant data starts its primary key or first index with tenant_id, and every
  * query filters on it first. Times are integer milliseconds since the epoch so ranges use an index.
  */
-
-const audit = {
-  createdBy: text("created_by"),
-  createdAt: integer("created_at").notNull(),
-  modifiedBy: text("modified_by"),
-  modifiedAt: integer("modified_at"),
-};
 
 export const tenants = sqliteTable("tenants", {
   id: text("id").primaryKey(),
@@ -106,7 +101,7 @@ export const applications = sqliteTable(
     permissions: text("permissions").notNull().default("[]"),
     /** JSON array of access rules. */
     rules: text("rules").notNull().default("[]"),
-    ...audit,
+    ...auditColumns,
   },
   (table) => [index("applications_tenant_created").on(table.tenantId, table.createdAt, table.id)],
 );
@@ -124,121 +119,6 @@ export const apiKeys = sqliteTable(
     expiresAt: integer("expires_at"),
   },
   (table) => [uniqueIndex("api_keys_hash").on(table.hash), index("api_keys_application").on(table.tenantId, table.applicationId)],
-);
-
-export const idempotencyRecords = sqliteTable(
-  "idempotency_records",
-  {
-    tenantId: text("tenant_id").notNull(),
-    applicationId: text("application_id").notNull(),
-    key: text("key").notNull(),
-    /** SHA-256 of method, path and body: a replay with another body is a conflict. */
-    requestHash: text("request_hash").notNull(),
-    status: integer("status"),
-    /** The first response, encrypted under the tenant key (it may hold a new API key or token data). */
-    response: text("response"),
-    createdAt: integer("created_at").notNull(),
-    /** When the earliest card cvc in the response must be gone from it (PCI DSS 3.3.1); null when it holds none. */
-    cvcExpiresAt: integer("cvc_expires_at"),
-    /**
-     * The tokens the request detokenized and how it showed them, encrypted like the response (an id
-     * chosen by an alias expression can be derived from data): a replay checks them again. Null when none.
-     */
-    detokenized: text("detokenized"),
-  },
-  (table) => [
-    primaryKey({ columns: [table.tenantId, table.applicationId, table.key] }),
-    index("idempotency_records_created").on(table.createdAt),
-    index("idempotency_records_cvc_expires").on(table.cvcExpiresAt).where(sql`cvc_expires_at IS NOT NULL`),
-  ],
-);
-
-export const tokens = sqliteTable(
-  "tokens",
-  {
-    /** A random UUID or an id the client chose: unique within the tenant only. */
-    id: text("id").notNull(),
-    tenantId: text("tenant_id").notNull(),
-    type: text("type").notNull(),
-    /** AES-256-GCM ciphertext of the JSON-encoded data, with its key version. */
-    ciphertext: text("ciphertext").notNull(),
-    fingerprint: text("fingerprint").notNull(),
-    fingerprintExpression: text("fingerprint_expression").notNull(),
-    mask: text("mask"),
-    /** JSON array of the search index expressions (not their values). */
-    searchIndexes: text("search_indexes").notNull().default("[]"),
-    /** JSON object; metadata is non-sensitive by contract. */
-    metadata: text("metadata").notNull().default("{}"),
-    /** JSON array of container paths, mirrored in token_containers for search. */
-    containers: text("containers").notNull().default("[]"),
-    expiresAt: integer("expires_at"),
-    /** When a card's cvc must be gone from the data (PCI DSS 3.3.1); null when it holds none. */
-    cvcExpiresAt: integer("cvc_expires_at"),
-    /** The data-key version of the ciphertext, the fingerprint and the token's blind indexes, all written together. */
-    keyVersion: integer("key_version").notNull().default(1),
-    /**
-     * The fingerprint the token had under the data-key version before its current one, while its
-     * value is unchanged: a fingerprint a client saved keeps finding its token through one rotation.
-     */
-    previousFingerprint: text("previous_fingerprint"),
-    ...audit,
-    modifiedAt: integer("modified_at").notNull(),
-  },
-  (table) => [
-    primaryKey({ columns: [table.tenantId, table.id] }),
-    index("tokens_tenant_key_version").on(table.tenantId, table.keyVersion),
-    index("tokens_tenant_created").on(table.tenantId, table.createdAt, table.id),
-    index("tokens_tenant_modified").on(table.tenantId, table.modifiedAt),
-    index("tokens_tenant_fingerprint").on(table.tenantId, table.fingerprint, table.type),
-    index("tokens_tenant_type").on(table.tenantId, table.type, table.createdAt),
-    index("tokens_tenant_created_by").on(table.tenantId, table.createdBy),
-    index("tokens_tenant_modified_by").on(table.tenantId, table.modifiedBy),
-    index("tokens_expires").on(table.expiresAt).where(sql`expires_at IS NOT NULL`),
-    index("tokens_cvc_expires").on(table.cvcExpiresAt).where(sql`cvc_expires_at IS NOT NULL`),
-    index("tokens_tenant_previous_fingerprint").on(table.tenantId, table.previousFingerprint).where(sql`previous_fingerprint IS NOT NULL`),
-  ],
-);
-
-export const tokenContainers = sqliteTable(
-  "token_containers",
-  {
-    tenantId: text("tenant_id").notNull(),
-    container: text("container").notNull(),
-    tokenId: text("token_id").notNull(),
-  },
-  (table) => [
-    primaryKey({ columns: [table.tenantId, table.container, table.tokenId] }),
-    index("token_containers_token").on(table.tenantId, table.tokenId),
-  ],
-);
-
-export const tokenMetadata = sqliteTable(
-  "token_metadata",
-  {
-    tenantId: text("tenant_id").notNull(),
-    /** Lower-cased key and value: metadata search is case-insensitive. */
-    key: text("key").notNull(),
-    value: text("value").notNull(),
-    tokenId: text("token_id").notNull(),
-  },
-  (table) => [
-    primaryKey({ columns: [table.tenantId, table.key, table.value, table.tokenId] }),
-    index("token_metadata_token").on(table.tenantId, table.tokenId),
-  ],
-);
-
-export const tokenSearchIndex = sqliteTable(
-  "token_search_index",
-  {
-    tenantId: text("tenant_id").notNull(),
-    /** Keyed HMAC of an evaluated search index, lower-cased. */
-    blindIndex: text("blind_index").notNull(),
-    tokenId: text("token_id").notNull(),
-  },
-  (table) => [
-    primaryKey({ columns: [table.tenantId, table.blindIndex, table.tokenId] }),
-    index("token_search_index_token").on(table.tenantId, table.tokenId),
-  ],
 );
 
 export const proxies = sqliteTable(
@@ -261,7 +141,7 @@ export const proxies = sqliteTable(
     /** Encrypted JSON object: configuration often holds the partner's secrets. */
     configuration: text("configuration"),
     requireAuth: integer("require_auth", { mode: "boolean" }).notNull().default(true),
-    ...audit,
+    ...auditColumns,
   },
   (table) => [
     uniqueIndex("proxies_key_hash").on(table.keyHash),
@@ -288,7 +168,7 @@ export const reactorFormulas = sqliteTable(
     configuration: text("configuration").notNull().default("[]"),
     /** JSON array of request parameter elements. */
     requestParameters: text("request_parameters").notNull().default("[]"),
-    ...audit,
+    ...auditColumns,
   },
   (table) => [index("reactor_formulas_tenant_created").on(table.tenantId, table.createdAt, table.id)],
 );
@@ -303,7 +183,7 @@ export const reactors = sqliteTable(
     /** Encrypted JSON object: reactor configuration often holds the partner's secrets. */
     configuration: text("configuration"),
     applicationId: text("application_id"),
-    ...audit,
+    ...auditColumns,
   },
   (table) => [
     index("reactors_tenant_created").on(table.tenantId, table.createdAt, table.id),
@@ -329,75 +209,7 @@ export const webhooks = sqliteTable(
     secretCiphertext: text("secret_ciphertext").notNull(),
     /** Deliveries that failed in a row; the webhook is disabled when it reaches the limit. */
     consecutiveFailures: integer("consecutive_failures").notNull().default(0),
-    ...audit,
+    ...auditColumns,
   },
   (table) => [index("webhooks_tenant_created").on(table.tenantId, table.createdAt, table.id)],
-);
-
-/**
- * The audit log (each tenant's data database): one hash chain per tenant. An entry's hash is the
- * keyed HMAC of its content and of the previous entry's hash; `seq` numbers the chain from 1 and is
- * unique per tenant, which is what lets only one writer extend the chain at a time (src/audit/writer.ts).
- */
-export const auditLog = sqliteTable(
-  "audit_log",
-  {
-    tenantId: text("tenant_id").notNull(),
-    seq: integer("seq").notNull(),
-    /** Chosen by the request that recorded the entry: a redelivered queue message is written once. */
-    id: text("id").notNull(),
-    actorId: text("actor_id"),
-    actorType: text("actor_type").notNull(),
-    /** The API key's id, when the request presented a known one. */
-    credentialId: text("credential_id"),
-    entityType: text("entity_type").notNull(),
-    entityId: text("entity_id"),
-    operation: text("operation").notNull(),
-    message: text("message").notNull(),
-    /** The outcome: the HTTP status the request answered. */
-    status: integer("status").notNull(),
-    traceId: text("trace_id").notNull(),
-    createdAt: integer("created_at").notNull(),
-    hash: text("hash").notNull(),
-  },
-  (table) => [
-    primaryKey({ columns: [table.tenantId, table.seq] }),
-    uniqueIndex("audit_log_tenant_id").on(table.tenantId, table.id),
-    index("audit_log_tenant_created").on(table.tenantId, table.createdAt),
-    index("audit_log_tenant_entity").on(table.tenantId, table.entityType, table.entityId, table.seq),
-  ],
-);
-
-/**
- * Each tenant's chain: its head (the last entry written) and its anchor (the last entry retention
- * purged), each with a MAC under the tenant's audit key so that neither can be moved: a cut tail or
- * a cut prefix breaks verification. Verification runs from the anchor to the head.
- */
-export const auditChains = sqliteTable("audit_chains", {
-  tenantId: text("tenant_id").primaryKey(),
-  headSeq: integer("head_seq").notNull(),
-  headHash: text("head_hash").notNull(),
-  /** Null on chains written before heads carried a MAC, until their next append. */
-  headMac: text("head_mac"),
-  /**
-   * The head the writer last found without a valid MAC and chained after (0: none since the chain
-   * began): entries after it may have been cut before, so verification reports the link after it.
-   */
-  headMacSince: integer("head_mac_since").notNull().default(0),
-  anchorSeq: integer("anchor_seq").notNull().default(0),
-  anchorHash: text("anchor_hash").notNull().default(""),
-  anchorMac: text("anchor_mac"),
-});
-
-/** Entries the queue could not take: written here by the request, chained later by the writer. */
-export const auditPending = sqliteTable(
-  "audit_pending",
-  {
-    tenantId: text("tenant_id").notNull(),
-    id: text("id").notNull(),
-    /** The queue message, as JSON: no sensitive value is ever in it. */
-    entry: text("entry").notNull(),
-    createdAt: integer("created_at").notNull(),
-  },
-  (table) => [primaryKey({ columns: [table.tenantId, table.id] })],
 );

@@ -1,0 +1,51 @@
+/**
+ * The worker's handlers besides `fetch`: the cron trigger's maintenance and the queue consumers.
+ * Each run gets a request context of its own, as a request does.
+ */
+import type { AuditEntry } from "../audit/entry";
+import { recordEntries } from "../audit/recorder";
+import { purgeOldLogs } from "../audit/service";
+import { chainPendingEntries, keepDeadEntries, writeAuditBatch } from "../audit/writer";
+import type { RequestContext } from "../context";
+import type { Bindings } from "../env";
+import { purgeExpiredReplyCvcs, purgeIdempotencyRecords } from "../idempotency/service";
+import { driveRotations, type RotationMessage, resumeRotations } from "../keys/rotation";
+import { purgeShreddedTenants } from "../tenants/shred";
+import { purgeExpiredCvcs } from "../tokens/cvc";
+import { purgeExpiredTokens } from "../tokens/service";
+import { deliverWebhooks, recordDeadDeliveries } from "../webhooks/delivery";
+import type { WebhookDelivery } from "../webhooks/events";
+import { requestContextOf } from "./context";
+
+/** The queues this worker consumes (wrangler.toml), by name. */
+const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<never>) => Promise<void>> = {
+  "token-vault-audit": (context, batch) => writeAuditBatch(context, batch as MessageBatch<AuditEntry>),
+  "token-vault-audit-dead": (context, batch) => keepDeadEntries(context, batch as MessageBatch<AuditEntry>),
+  "token-vault-webhooks": (context, batch) => deliverWebhooks(context, batch as MessageBatch<WebhookDelivery>),
+  "token-vault-webhooks-dead": (context, batch) => recordDeadDeliveries(context, batch as MessageBatch<WebhookDelivery>),
+  "token-vault-rotation": (context, batch) => driveRotations(context, batch as MessageBatch<RotationMessage>),
+};
+
+/** Every 15 minutes (wrangler.toml): purges what expired or was shredded, chains the audit entries left waiting, resumes stopped key rotations. */
+export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (controller, env, ctx) => {
+  const context = requestContextOf(env, `cron/${controller.scheduledTime}`);
+  context.audit.actor = { id: null, type: "system" };
+  const maintenance = Promise.all([
+    purgeIdempotencyRecords(context, controller.scheduledTime),
+    purgeExpiredTokens(context, controller.scheduledTime),
+    purgeExpiredCvcs(context, controller.scheduledTime),
+    purgeExpiredReplyCvcs(context, controller.scheduledTime),
+    chainPendingEntries(context),
+    purgeOldLogs(context, controller.scheduledTime),
+    purgeShreddedTenants(context),
+    resumeRotations(context, controller.scheduledTime),
+  ]).then(() => recordEntries(context, context.audit.conclude(undefined, 200)));
+  ctx.waitUntil(maintenance);
+};
+
+/** One batch of one of the queues above. */
+export const queue: ExportedHandlerQueueHandler<Bindings> = async (batch, env) => {
+  const consume = CONSUMERS[batch.queue];
+  if (!consume) throw new Error(`No consumer for queue ${batch.queue}`);
+  await consume(requestContextOf(env, `queue/${batch.queue}/${crypto.randomUUID()}`), batch as MessageBatch<never>);
+};
