@@ -10,6 +10,7 @@ import { chainDatabase } from "./writer";
 const MESSAGE_BYTES = 100_000;
 const SEND_BATCH_MESSAGES = 100;
 const SEND_BATCH_BYTES = 200_000;
+const utf8 = new TextEncoder();
 
 /**
  * Entries of this isolate's requests waiting for the next send to their queue; a queue is here while
@@ -106,7 +107,8 @@ function* messages(entries: AuditEntry[]): Generator<[AuditEntry[], number]> {
   let message: AuditEntry[] = [];
   let bytes = 0;
   for (const entry of entries) {
-    const size = JSON.stringify(entry).length + 1;
+    // Bytes, as the queue counts them: a name or message in another script takes up to 3 a character.
+    const size = utf8.encode(JSON.stringify(entry)).length + 1;
     if (message.length > 0 && bytes + size > MESSAGE_BYTES) {
       yield [message, bytes];
       message = [];
