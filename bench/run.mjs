@@ -94,6 +94,7 @@ async function startBench(buildDir, reports) {
   const forwarderUrl = await vault.urlOf("bench-forward");
   const readForwarderUrl = await vault.urlOf("bench-read-forward");
 
+  let section = null;
   const bench = {
     args,
     /** A smoke run: every size tiny, the figures meaningless. */
@@ -172,9 +173,16 @@ async function startBench(buildDir, reports) {
       );
       return { rps: completed / ((performance.now() - start) / 1000) };
     },
+    /** Starts a part of the benchmark: its name is printed, and --against tells its figures apart from other parts' by it. */
+    section(name) {
+      section = name;
+      console.log(`  ${name}`);
+    },
     report(label, figure, baselineLabel, baseline, unit) {
       const ratio = baseline === 0 ? Infinity : figure / baseline;
-      reports?.push({ label: label.trim(), figure, baselineLabel, baseline, unit });
+      // Compared by part, figure and baseline: one figure may be reported against several baselines.
+      const key = `${section ? `${section}: ` : ""}${label.trim()} ÷ ${baselineLabel}`;
+      reports?.push({ label: key, figure, baselineLabel, baseline, unit });
       console.log(
         `  ${label.padEnd(44)} ${format(figure).padStart(10)} ${unit.padEnd(9)}` +
           ` | ${baselineLabel.padEnd(36)} ${format(baseline).padStart(10)} ${unit.padEnd(9)} | ratio ${ratio.toFixed(2)}`,
@@ -278,13 +286,16 @@ function printComparison(name, builds, reports) {
         : {
             figure: mean(matching.map((report) => report.figure)),
             ratio: mean(matching.map((report) => report.figure / report.baseline)),
+            excess: mean(matching.map((report) => report.figure - report.baseline)),
             unit: matching[0].unit,
           };
     });
     if (!now || !then) continue;
+    // A latency's excess over its baseline: the vault's own share, for a figure measured beside a floor.
+    const excess = now.unit === "ms" ? ` | less baseline ${format(now.excess)} vs ${format(then.excess)}` : "";
     console.log(
-      `  ${label.padEnd(44)} ${format(now.figure).padStart(10)} ${now.unit.padEnd(7)} | ${format(then.figure).padStart(10)} ${then.unit.padEnd(7)}` +
-        ` | ratio ${(now.figure / then.figure).toFixed(2)} | to baseline ${now.ratio.toFixed(2)} vs ${then.ratio.toFixed(2)}`,
+      `  ${label.padEnd(80)} ${format(now.figure).padStart(10)} ${now.unit.padEnd(7)} | ${format(then.figure).padStart(10)} ${then.unit.padEnd(7)}` +
+        ` | ratio ${(now.figure / then.figure).toFixed(2)} | to baseline ${now.ratio.toFixed(2)} vs ${then.ratio.toFixed(2)}${excess}`,
     );
   }
 }

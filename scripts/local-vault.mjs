@@ -39,7 +39,8 @@ const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.e
  *   Miniflare's that strips one header.
  *
  * @param {{ buildDir: string, host?: string, bindings?: Record<string, string>, workers?: object[],
- *   onLog?: (log: { level: string, message: string }) => void, dataDatabases?: number, assets?: boolean }} options
+ *   onLog?: (log: { level: string, message: string }) => void, dataDatabases?: number, assets?: boolean,
+ *   inspectorPort?: number }} options
  */
 export async function startLocalVault({
   buildDir,
@@ -49,6 +50,7 @@ export async function startLocalVault({
   onLog,
   dataDatabases = 0,
   assets = false,
+  inspectorPort,
 }) {
   const databases = {
     DB: "vault",
@@ -66,6 +68,8 @@ export async function startLocalVault({
   const mf = new Miniflare({
     host,
     port: 0,
+    // A profiler (bench/lib/profile.mjs) attaches to the workers through the inspector.
+    ...(inspectorPort ? { inspectorPort } : {}),
     // A caller that captures the runtime's logs (workerd's and the workers' console) gets them all.
     ...(onLog ? { handleStructuredLogs: onLog } : {}),
     workers: [

@@ -1,6 +1,6 @@
 // Worker bundles of earlier commits, for benchmarks that compare builds in one run.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -20,7 +20,9 @@ export function buildCommit(revision) {
   execFileSync("sh", ["-c", `git archive ${commit} | tar -x -C "${source}"`], { cwd: root });
   symlinkSync(join(root, "node_modules"), join(source, "node_modules"));
   console.log(`  building ${commit} (${revision})…`);
-  for (const script of ["build:parser", "build:wrapper"]) {
+  // Older commits predate the generated wrapper: each runs only the build scripts it has.
+  const { scripts } = JSON.parse(readFileSync(join(source, "package.json"), "utf8"));
+  for (const script of ["build:parser", "build:wrapper"].filter((name) => scripts[name])) {
     execFileSync("npm", ["run", "--silent", script], { cwd: source, stdio: ["ignore", "ignore", "inherit"] });
   }
   execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], {

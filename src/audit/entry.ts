@@ -65,3 +65,15 @@ export function byTenant<T>(items: readonly T[], tenantOf: (item: T) => string):
   }
   return groups;
 }
+
+/**
+ * What one audit queue message carries: the entries of one send, as many as fit. Each message is
+ * work for the queue and for the writer, whatever it holds, and a detokenization records an entry
+ * per token. A single entry is what messages carried before, and may still be delivered.
+ */
+export type AuditMessage = AuditEntry[] | AuditEntry;
+
+/** The entries a message carries. */
+export function entriesOf(message: AuditMessage): AuditEntry[] {
+  return Array.isArray(message) ? message : [message];
+}

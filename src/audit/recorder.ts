@@ -3,9 +3,14 @@ import { type AuditEntry, byTenant } from "./entry";
 import * as storage from "./storage";
 import { chainDatabase } from "./writer";
 
-/** Cloudflare Queues takes at most 100 messages and 256 KB in one sendBatch (the margin is for framing). */
+/**
+ * Cloudflare Queues takes at most 128 KB in one message, and 100 messages and 256 KB in one
+ * sendBatch (the margins are for framing).
+ */
+const MESSAGE_BYTES = 100_000;
 const SEND_BATCH_MESSAGES = 100;
 const SEND_BATCH_BYTES = 200_000;
+const utf8 = new TextEncoder();
 
 /**
  * Entries of this isolate's requests waiting for the next send to their queue; a queue is here while
@@ -55,7 +60,7 @@ export async function recordEntries(context: RequestContext, entries: AuditEntry
   try {
     for (const batch of sendBatches(entries)) {
       await context.auditQueue.sendBatch(batch.map((body) => ({ body, contentType: "json" as const })));
-      sent += batch.length;
+      sent += batch.reduce((count, message) => count + message.length, 0);
     }
   } catch (error) {
     const unsent = entries.slice(sent);
@@ -81,19 +86,36 @@ class UnrecordedEntriesError extends Error {
   }
 }
 
-/** The entries cut into batches the queue takes. */
-function* sendBatches(entries: AuditEntry[]): Generator<AuditEntry[]> {
-  let batch: AuditEntry[] = [];
-  let bytes = 0;
-  for (const entry of entries) {
-    const size = JSON.stringify(entry).length;
-    if (batch.length === SEND_BATCH_MESSAGES || (batch.length > 0 && bytes + size > SEND_BATCH_BYTES)) {
+/** The entries cut into messages, and the messages into batches, the queue takes. */
+function* sendBatches(entries: AuditEntry[]): Generator<AuditEntry[][]> {
+  let batch: AuditEntry[][] = [];
+  let batchBytes = 0;
+  for (const [message, bytes] of messages(entries)) {
+    if (batch.length === SEND_BATCH_MESSAGES || (batch.length > 0 && batchBytes + bytes > SEND_BATCH_BYTES)) {
       yield batch;
       batch = [];
-      bytes = 0;
+      batchBytes = 0;
     }
-    batch.push(entry);
-    bytes += size;
+    batch.push(message);
+    batchBytes += bytes;
   }
   if (batch.length > 0) yield batch;
+}
+
+/** The entries in order, as messages of at most MESSAGE_BYTES each, with their sizes. */
+function* messages(entries: AuditEntry[]): Generator<[AuditEntry[], number]> {
+  let message: AuditEntry[] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    // Bytes, as the queue counts them: a name or message in another script takes up to 3 a character.
+    const size = utf8.encode(JSON.stringify(entry)).length + 1;
+    if (message.length > 0 && bytes + size > MESSAGE_BYTES) {
+      yield [message, bytes];
+      message = [];
+      bytes = 0;
+    }
+    message.push(entry);
+    bytes += size;
+  }
+  if (message.length > 0) yield [message, bytes];
 }

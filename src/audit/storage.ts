@@ -1,7 +1,7 @@
 /**
  * The audit tables (each data database): audit_log, audit_chains and audit_pending. The writer uses
- * plain D1 statements, one per row, since a chained entry binds more parameters than one
- * multi-row insert may.
+ * plain D1 statements; an append inserts its entries in one statement that reads them from one JSON
+ * parameter, since a multi-row VALUES would bind more parameters than D1 allows.
  */
 import { and, desc, eq, gte, lt, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
@@ -75,7 +75,10 @@ export async function append(
   pendingIds: string[],
 ): Promise<void> {
   await d1.batch([
-    ...entries.map((entry) => d1.prepare(INSERT_ENTRY).bind(...chainedValues(entry), entry.hash)),
+    // One statement for every entry: each statement of a batch costs D1 a round of its own.
+    ...(entries.length > 0
+      ? [d1.prepare(INSERT_ENTRIES).bind(JSON.stringify(entries.map((entry) => [...chainedValues(entry), entry.hash])))]
+      : []),
     ...headMove(d1, tenantId, chain, head),
     ...(pendingIds.length > 0
       ? [
@@ -87,7 +90,10 @@ export async function append(
   ]);
 }
 
-const INSERT_ENTRY = `INSERT INTO audit_log (${CHAINED_COLUMNS.join(", ")}, hash) VALUES (${CHAINED_COLUMNS.map(() => "?").join(", ")}, ?)`;
+/** Rows from a JSON array of arrays, each the values of CHAINED_COLUMNS and the hash: `->>` keeps JSON's integers, text and nulls as SQL's. */
+const INSERT_ENTRIES = `INSERT INTO audit_log (${CHAINED_COLUMNS.join(", ")}, hash) SELECT ${[...CHAINED_COLUMNS, "hash"]
+  .map((_, index) => `value ->> '$[${index}]'`)
+  .join(", ")} FROM json_each(?) ORDER BY key`;
 
 /** The statement that moves the head (none when nothing is appended). */
 function headMove(d1: D1Database, tenantId: string, chain: Chain | null, head: SealedHead | null): D1PreparedStatement[] {

@@ -9,8 +9,9 @@
  * chained in the order they are written, which is the order their requests reached the queue up to
  * the batching.
  *
+ * A message carries the entries of one send (src/audit/recorder.ts, AuditMessage), possibly of several tenants.
  * Queues deliver at least once: an entry whose id is already in the log is skipped, so a
- * redelivered message is written once. Entries that succeed and carry an event go on to the
+ * redelivered message, or one retried for another tenant's sake, is written once. Entries that succeed and carry an event go on to the
  * tenant's webhooks once they are in the log.
  *
  * Entries the queue refused wait in audit_pending; each append chains up to PENDING_PER_APPEND of
@@ -22,7 +23,7 @@ import type { TenantKeys } from "../crypto/tenant-keys";
 import { ConfigurationError, NotFoundError, TenantMovingError } from "../errors";
 import { enqueueWebhookEvents } from "../webhooks/events";
 import { type ChainedEntry, extend, GENESIS, headMac } from "./chain";
-import { type AuditEntry, byTenant, DEPLOYMENT_TENANT } from "./entry";
+import { type AuditEntry, type AuditMessage, byTenant, DEPLOYMENT_TENANT, entriesOf } from "./entry";
 import * as storage from "./storage";
 
 /** A writer that loses the race for the head this many times in a row leaves its batch to a retry. */
@@ -39,45 +40,60 @@ function movingRetrySeconds(context: RequestContext): number {
 /** Entries of audit_pending one append takes along (a D1 batch of at most about 200 statements). */
 const PENDING_PER_APPEND = 100;
 
-export async function writeAuditBatch(context: RequestContext, batch: MessageBatch<AuditEntry>): Promise<void> {
-  const groups = byTenant(batch.messages, (message) => message.body.tenant_id);
+export async function writeAuditBatch(context: RequestContext, batch: MessageBatch<AuditMessage>): Promise<void> {
+  // A message may carry entries of several tenants: it is acknowledged when each of their appends succeeded.
+  const delays = new Map<Message<AuditMessage>, number>();
   await Promise.all(
-    [...groups].map(async ([tenantId, messages]) => {
+    [...byTenant(carried(batch), ({ entry }) => entry.tenant_id)].map(async ([tenantId, items]) => {
       try {
         await appendEntries(
           context,
           tenantId,
-          messages.map((message) => message.body),
+          items.map(({ entry }) => entry),
         );
-        for (const message of messages) message.ack();
       } catch (error) {
         // A move blocking the tenant's writes, or a database that failed: the queue delivers again later.
         const delaySeconds = error instanceof TenantMovingError ? movingRetrySeconds(context) : 5;
-        console.warn(`audit: ${messages.length} entries of tenant ${tenantId} wait for a retry: ${(error as Error).message}`);
-        for (const message of messages) message.retry({ delaySeconds });
+        console.warn(`audit: ${items.length} entries of tenant ${tenantId} wait for a retry: ${(error as Error).message}`);
+        for (const { message } of items) delays.set(message, Math.max(delays.get(message) ?? 0, delaySeconds));
       }
     }),
   );
+  settle(batch, delays);
 }
 
 /**
  * The audit dead-letter queue's consumer: entries the writer gave up on wait in audit_pending for
  * the next append or the cron. A tenant still moving has them delivered again later.
  */
-export async function keepDeadEntries(context: RequestContext, batch: MessageBatch<AuditEntry>): Promise<void> {
-  const groups = byTenant(batch.messages, (message) => message.body.tenant_id);
-  for (const [tenantId, messages] of groups) {
+export async function keepDeadEntries(context: RequestContext, batch: MessageBatch<AuditMessage>): Promise<void> {
+  const delays = new Map<Message<AuditMessage>, number>();
+  for (const [tenantId, items] of byTenant(carried(batch), ({ entry }) => entry.tenant_id)) {
     try {
       const d1 = await chainDatabase(context, tenantId);
       await storage.keepPending(
         d1,
-        messages.map((message) => message.body),
+        items.map(({ entry }) => entry),
       );
-      for (const message of messages) message.ack();
     } catch (error) {
       if (!(error instanceof TenantMovingError)) throw error;
-      for (const message of messages) message.retry({ delaySeconds: movingRetrySeconds(context) });
+      for (const { message } of items) delays.set(message, movingRetrySeconds(context));
     }
+  }
+  settle(batch, delays);
+}
+
+/** Every entry of the batch with the message that carries it. */
+function carried(batch: MessageBatch<AuditMessage>): { message: Message<AuditMessage>; entry: AuditEntry }[] {
+  return batch.messages.flatMap((message) => entriesOf(message.body).map((entry) => ({ message, entry })));
+}
+
+/** Acknowledges each message, or has it delivered again after its delay when one of its entries must wait. */
+function settle(batch: MessageBatch<AuditMessage>, delays: Map<Message<AuditMessage>, number>): void {
+  for (const message of batch.messages) {
+    const delaySeconds = delays.get(message);
+    if (delaySeconds === undefined) message.ack();
+    else message.retry({ delaySeconds });
   }
 }
 

@@ -2,7 +2,7 @@
  * The worker's handlers besides `fetch`: the cron trigger's maintenance and the queue consumers.
  * Each run gets a request context of its own, as a request does.
  */
-import type { AuditEntry } from "../audit/entry";
+import type { AuditMessage } from "../audit/entry";
 import { recordEntries } from "../audit/recorder";
 import { purgeOldLogs } from "../audit/service";
 import { chainPendingEntries, keepDeadEntries, writeAuditBatch } from "../audit/writer";
@@ -20,8 +20,8 @@ import { requestContextOf } from "./context";
 
 /** The queues this worker consumes (wrangler.toml), by name. */
 const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<never>) => Promise<void>> = {
-  "token-vault-audit": (context, batch) => writeAuditBatch(context, batch as MessageBatch<AuditEntry>),
-  "token-vault-audit-dead": (context, batch) => keepDeadEntries(context, batch as MessageBatch<AuditEntry>),
+  "token-vault-audit": (context, batch) => writeAuditBatch(context, batch as MessageBatch<AuditMessage>),
+  "token-vault-audit-dead": (context, batch) => keepDeadEntries(context, batch as MessageBatch<AuditMessage>),
   "token-vault-webhooks": (context, batch) => deliverWebhooks(context, batch as MessageBatch<WebhookDelivery>),
   "token-vault-webhooks-dead": (context, batch) => recordDeadDeliveries(context, batch as MessageBatch<WebhookDelivery>),
   "token-vault-rotation": (context, batch) => driveRotations(context, batch as MessageBatch<RotationMessage>),
