@@ -1,14 +1,12 @@
-import type { FrameParameters, Problem, RevealOperation } from "../protocol";
-import { badRequest, unreachable } from "./problems";
-import { isProblem } from "./submit";
+import type { FrameParameters, RevealOperation } from "../protocol";
+import { badRequest } from "./problems";
+import { callVault, type VaultOutcome } from "./vault";
 
 /*
  * Sessions and revealed tokens. A token this frame retrieves stays here: the page gets it with each
  * data leaf replaced by a reference, and only a read-only text frame of the same init can ask for a
  * reference's value (./channel.ts), to show it. Nothing turns a reference back into its value in the page.
  */
-
-type Outcome = { ok: true; body: unknown } | { ok: false; problem: Problem };
 
 /** The values of the tokens this frame retrieved, by reference. */
 const revealed = new Map<string, unknown>();
@@ -25,7 +23,7 @@ export function isRevealOperation(value: unknown): value is RevealOperation {
 /** An API key as the vault accepts one: printable ASCII, at most 256 characters (src/limits.ts SECRET_MAX_LENGTH). */
 const API_KEY_PATTERN = /^[\x21-\x7e]{1,256}$/;
 
-export async function runRevealOperation(parameters: FrameParameters, operation: RevealOperation, body: unknown): Promise<Outcome> {
+export async function runRevealOperation(parameters: FrameParameters, operation: RevealOperation, body: unknown): Promise<VaultOutcome> {
   if (operation === "sessions.create") {
     const answer = await callVault(parameters, "POST", "/sessions", parameters.key);
     if (!answer.ok) return answer;
@@ -52,24 +50,4 @@ function referenced(data: unknown): unknown {
   const reference = `tvref_${Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
   revealed.set(reference, data);
   return reference;
-}
-
-async function callVault(parameters: FrameParameters, method: string, path: string, key: string): Promise<Outcome> {
-  let response: Response;
-  try {
-    response = await fetch(path, {
-      method,
-      headers: { [`${parameters.prefix}-API-KEY`]: key },
-      credentials: "omit",
-      cache: "no-store",
-    });
-  } catch {
-    return { ok: false, problem: unreachable() };
-  }
-  const answer: unknown = await response.json().catch(() => undefined);
-  if (response.ok) return { ok: true, body: answer };
-  const problem = isProblem(answer)
-    ? answer
-    : { title: response.statusText || "Error", status: response.status, detail: `The vault answered ${response.status}` };
-  return { ok: false, problem };
 }

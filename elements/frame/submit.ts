@@ -1,6 +1,7 @@
 import type { ElementReference, FrameParameters, Operation, Problem } from "../protocol";
 import type { Gathered } from "./channel";
-import { badRequest, jsonPath, unreachable } from "./problems";
+import { badRequest, jsonPath } from "./problems";
+import { callVault, type VaultOutcome } from "./vault";
 
 /*
  * A request the page asked for, filled in with the elements' values and sent by the frame to the
@@ -81,29 +82,8 @@ export function fillRequest(
   return holder.shape;
 }
 
-export async function sendToVault(
-  parameters: FrameParameters,
-  operation: Operation,
-  body: unknown,
-): Promise<{ ok: true; body: unknown } | { ok: false; problem: Problem }> {
-  let response: Response;
-  try {
-    response = await fetch(OPERATION_PATHS[operation], {
-      method: "POST",
-      headers: { "content-type": "application/json", [`${parameters.prefix}-API-KEY`]: parameters.key },
-      body: JSON.stringify(body),
-      credentials: "omit",
-      cache: "no-store",
-    });
-  } catch {
-    return { ok: false, problem: unreachable() };
-  }
-  const answer: unknown = await response.json().catch(() => undefined);
-  if (response.ok) return { ok: true, body: answer };
-  const problem = isProblem(answer)
-    ? answer
-    : { title: response.statusText || "Error", status: response.status, detail: `The vault answered ${response.status}` };
-  return { ok: false, problem };
+export function sendToVault(parameters: FrameParameters, operation: Operation, body: unknown): Promise<VaultOutcome> {
+  return callVault(parameters, "POST", OPERATION_PATHS[operation], parameters.key, body);
 }
 
 function partOf(value: unknown, part: "month" | "year"): unknown {
@@ -119,10 +99,6 @@ function isPlace(node: unknown, segment: unknown): node is Record<string | numbe
   if (typeof node !== "object" || node === null || segment === "__proto__") return false;
   const fits = Array.isArray(node) ? Number.isInteger(segment) : typeof segment === "string";
   return fits && Object.hasOwn(node, segment as string | number);
-}
-
-export function isProblem(value: unknown): value is Problem {
-  return typeof value === "object" && value !== null && typeof (value as Problem).status === "number";
 }
 
 function refuse(detail: string): RefusedRequest {
