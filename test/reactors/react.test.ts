@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { call, createApplication, expectProblem, rowCounts, seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
 import { changeFormulaAsARelease, createFormula, ECHO_CODE, formulaBody, react, reactorRunning } from "../support/reactors";
+import { TYPED_ERRORS } from "../support/sandbox";
 import { createToken, REVEAL_EVERYTHING, seedTokenTenant, VISA } from "../support/tokens";
 
 /** Reactor code that hands back the args it received. */
@@ -317,18 +318,6 @@ describe("react: tokenize output", () => {
 });
 
 describe("react: errors thrown by the code", () => {
-  /** The reactor errors page's table: each type's status and detail. */
-  const TYPED_ERRORS: [string, number, string][] = [
-    ["AuthenticationError", 401, "Authentication Failed"],
-    ["AuthorizationError", 403, "Forbidden"],
-    ["BadRequestError", 400, "Bad Request"],
-    ["InvalidPaymentMethodError", 402, "Invalid Payment Method"],
-    ["InvalidReactorConfigurationError", 400, "Invalid Reactor Configuration"],
-    ["RateLimitError", 429, "Rate Limit Exceeded"],
-    ["ReactorRuntimeError", 500, "Reactor Runtime Error"],
-    ["ServiceUnavailableError", 503, "Service Unavailable Error"],
-  ];
-
   it.each(TYPED_ERRORS)("%s reaches the caller with status %i, detail %s and its message in errors.error", async (name, status, detail) => {
     const { caller, reactor } = await reactorRunning(
       `const errors = require("@token-vault/errors");\nmodule.exports = async () => { throw new errors.${name}("declined by the partner"); };`,

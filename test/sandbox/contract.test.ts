@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CustomResponseError, ScriptFailedError, TenantError } from "../../src/sandbox";
-import { run } from "../support/sandbox";
+import { run, TYPED_ERRORS } from "../support/sandbox";
 
 describe("code contract", () => {
   it("a CommonJS async function receives args and configuration, and no bt without an application", async () => {
@@ -132,16 +132,7 @@ describe("inputs and return contracts", () => {
 });
 
 describe("errors thrown by tenant code", () => {
-  it.each([
-    ["AuthenticationError", 401, "Authentication Failed"],
-    ["AuthorizationError", 403, "Forbidden"],
-    ["BadRequestError", 400, "Bad Request"],
-    ["InvalidPaymentMethodError", 402, "Invalid Payment Method"],
-    ["InvalidReactorConfigurationError", 400, "Invalid Reactor Configuration"],
-    ["RateLimitError", 429, "Rate Limit Exceeded"],
-    ["ReactorRuntimeError", 500, "Reactor Runtime Error"],
-    ["ServiceUnavailableError", 503, "Service Unavailable Error"],
-  ])("%s is a %i with detail %s and its message in errors", async (name, status, detail) => {
+  it.each(TYPED_ERRORS)("%s is a %i with detail %s and its message in errors", async (name, status, detail) => {
     const code = `const { ${name} } = require("@token-vault/errors");\nmodule.exports = async () => { throw new ${name}("card declined"); };`;
     const failure = run(code);
     await expect(failure).rejects.toBeInstanceOf(TenantError);

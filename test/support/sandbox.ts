@@ -34,3 +34,15 @@ export function run(code: string, options: RunOptions = {}) {
 export function productionEgressEnv(): Bindings {
   return { ...env, ALLOW_INSECURE_DESTINATIONS: "false" } as Bindings;
 }
+
+/** The original reactor errors page's table: each typed error of the formula SDK, its status and its detail. */
+export const TYPED_ERRORS: [name: string, status: number, detail: string][] = [
+  ["AuthenticationError", 401, "Authentication Failed"],
+  ["AuthorizationError", 403, "Forbidden"],
+  ["BadRequestError", 400, "Bad Request"],
+  ["InvalidPaymentMethodError", 402, "Invalid Payment Method"],
+  ["InvalidReactorConfigurationError", 400, "Invalid Reactor Configuration"],
+  ["RateLimitError", 429, "Rate Limit Exceeded"],
+  ["ReactorRuntimeError", 500, "Reactor Runtime Error"],
+  ["ServiceUnavailableError", 503, "Service Unavailable Error"],
+];
