@@ -38,15 +38,11 @@ export function credentialsChanged(): void {
 }
 
 export class LookupCache<V> {
-  private readonly entries = new Map<string, Entry<V>>();
   /**
-   * Reloads of expired entries under way, shared by the requests that miss the same key meanwhile:
-   * when an entry expires under load, every request in flight would otherwise read it again, each a
-   * D1 round trip. Only a reload is shared (a key unknown so far is still read by every request, so
-   * one created a moment ago works at once), and a credential change forgets them, so no request
-   * that starts after it waits on a load begun before.
+   * Only settled values: a load under way is never shared with another request, which would then
+   * resume in the loading request's context (docs/architecture.md, "Isolate-wide state").
    */
-  private readonly loading = new Map<string, Promise<V>>();
+  private readonly entries = new Map<string, Entry<V>>();
   private totalWeight = 0;
 
   constructor(
@@ -65,25 +61,14 @@ export class LookupCache<V> {
     const cached = ttlMs > 0 ? this.entries.get(key) : undefined;
     if (cached && cached.expiresAt > Date.now()) return cached.value;
     if (cached) this.remove(key, cached);
-    if (ttlMs === 0) return load();
-    const shared = this.loading.get(key);
-    if (shared) return await shared;
     const startedAt = generation;
-    const loaded = load().then((value) => {
-      if (startedAt === generation && keep(value)) this.store(key, value, ttlMs);
-      return value;
-    });
-    if (cached) this.loading.set(key, loaded);
-    try {
-      return await loaded;
-    } finally {
-      if (this.loading.get(key) === loaded) this.loading.delete(key);
-    }
+    const value = await load();
+    if (ttlMs > 0 && startedAt === generation && keep(value)) this.store(key, value, ttlMs);
+    return value;
   }
 
   clear(): void {
     this.entries.clear();
-    this.loading.clear();
     this.totalWeight = 0;
   }
 

@@ -10,8 +10,9 @@ import { derivedMaterial } from "./tenant-keys";
  * version authenticated), so replacing one re-wraps a few bytes per tenant and touches no token.
  */
 export class Keyring {
-  private readonly keys = new Map<number, Promise<CryptoKey>>();
-  private entrypointPropsKey: Promise<CryptoKey> | undefined;
+  /** Imported keys, settled only (docs/architecture.md, "Isolate-wide state"). */
+  private readonly keys = new Map<number, CryptoKey>();
+  private entrypointPropsKey: CryptoKey | undefined;
 
   private constructor(private readonly entries: KeyEncryptionKey[]) {}
 
@@ -75,16 +76,16 @@ export class Keyring {
    * The HMAC key that signs the props the vault gives its Bridge and Egress entrypoints, derived
    * from the wrapping key once per keyring, and so once per isolate.
    */
-  propsKey(): Promise<CryptoKey> {
-    this.entrypointPropsKey ??= (async () => {
+  async propsKey(): Promise<CryptoKey> {
+    if (!this.entrypointPropsKey) {
       const master = await importMasterKey(fromBase64(this.entries[0]!.key));
       const bytes = await deriveBytes(master, "entrypoint-props", 32);
-      return crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
-    })();
+      this.entrypointPropsKey = await crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+    }
     return this.entrypointPropsKey;
   }
 
-  private key(version: number, tenantId?: string): Promise<CryptoKey> {
+  private async key(version: number, tenantId?: string): Promise<CryptoKey> {
     let key = this.keys.get(version);
     if (!key) {
       const entry = this.entries.find((candidate) => candidate.version === version);
@@ -93,7 +94,7 @@ export class Keyring {
           `Version ${version} of the keyring wraps ${tenantId ? `tenant ${tenantId}'s` : "some"} data keys but is not in VAULT_MASTER_KEYS`,
         );
       }
-      key = crypto.subtle.importKey("raw", fromBase64(entry.key), { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
+      key = await crypto.subtle.importKey("raw", fromBase64(entry.key), { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
       this.keys.set(version, key);
     }
     return key;

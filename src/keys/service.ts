@@ -18,7 +18,7 @@ const records = new LookupCache<storage.KeyRecord[]>({ entries: 100_000, weight:
 );
 
 /** Unwrapped and imported keys, by keyring and wrapped record: unwrapping costs an AES-GCM and four imports. */
-const imported = new WeakMap<Keyring, Map<string, Promise<DataKeys>>>();
+const imported = new WeakMap<Keyring, Map<string, DataKeys>>();
 const IMPORTED_LIMIT = 4_096;
 
 /** The tenant's data keys, every version it holds. */
@@ -52,7 +52,7 @@ export async function newTenantKeys(context: RequestContext, tenantId: string): 
   return { tenantId, version: 1, kekVersion, wrapped, createdAt: Date.now() };
 }
 
-function importRecord(keyring: Keyring, row: storage.KeyRecord): Promise<DataKeys> {
+async function importRecord(keyring: Keyring, row: storage.KeyRecord): Promise<DataKeys> {
   let cache = imported.get(keyring);
   if (!cache) {
     cache = new Map();
@@ -61,8 +61,7 @@ function importRecord(keyring: Keyring, row: storage.KeyRecord): Promise<DataKey
   const id = `${row.tenantId}\u0000${row.version}\u0000${row.wrapped}`;
   let keys = cache.get(id);
   if (!keys) {
-    keys = keyring.unwrap(row.wrapped, row.tenantId, row.version).then((material) => DataKeys.import(row.version, material));
-    keys.catch(() => cache.delete(id));
+    keys = await DataKeys.import(row.version, await keyring.unwrap(row.wrapped, row.tenantId, row.version));
     if (cache.size >= IMPORTED_LIMIT) cache.delete(cache.keys().next().value as string);
     cache.set(id, keys);
   }

@@ -28,7 +28,8 @@ export async function createTenant(context: RequestContext, input: { name: strin
   return { tenant: { id: tenant.id, name, database, created_at: isoTime(tenant.createdAt)! }, application };
 }
 
-const bootstrapped = new Map<string, Promise<void>>();
+/** Bootstrap keys this isolate has made usable (settled only: see ensureBootstrap). */
+const bootstrapped = new Set<string>();
 
 /**
  * Makes BOOTSTRAP_API_KEY usable: a tenant and a management application holding it. Ids derive
@@ -36,16 +37,12 @@ const bootstrapped = new Map<string, Promise<void>>();
  * exist and was never shredded, so concurrent isolates agree, a bootstrap key revoked later stays
  * revoked, and a shredded bootstrap tenant never comes back (its key answers 401).
  */
-export function ensureBootstrap(context: RequestContext, bootstrapKey: string): Promise<void> {
-  let done = bootstrapped.get(bootstrapKey);
-  if (!done) {
-    done = runBootstrap(context, bootstrapKey).catch((error) => {
-      bootstrapped.delete(bootstrapKey);
-      throw error;
-    });
-    bootstrapped.set(bootstrapKey, done);
-  }
-  return done;
+export async function ensureBootstrap(context: RequestContext, bootstrapKey: string): Promise<void> {
+  // Requests that arrive before the first bootstrap has finished each run it (it is idempotent)
+  // rather than wait on another request's (docs/architecture.md, "Isolate-wide state").
+  if (bootstrapped.has(bootstrapKey)) return;
+  await runBootstrap(context, bootstrapKey);
+  bootstrapped.add(bootstrapKey);
 }
 
 async function runBootstrap(context: RequestContext, bootstrapKey: string): Promise<void> {

@@ -136,3 +136,14 @@ describe("the import graph of src/", () => {
     expect(callers.map((module) => module.source)).toEqual([]);
   });
 });
+
+describe("isolate-wide state", () => {
+  // A promise kept between requests (a cache of loads under way) lets one request resume in
+  // another's context, where the runtime refuses its I/O or cancels it as hung: docs/architecture.md,
+  // "Isolate-wide state". Caches hold settled values; this catches a map or set of promises.
+  it("keeps no map or set of promises", () => {
+    const promiseCollection = /new (Weak)?(Map|Set)<[^;]*?\bPromise</;
+    const holders = modules.filter((module) => promiseCollection.test(readFileSync(module.source, "utf8")));
+    expect(holders.map((module) => module.source)).toEqual([]);
+  });
+});

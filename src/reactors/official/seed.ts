@@ -22,24 +22,21 @@ function differs(stored: FormulaRow | undefined, formula: OfficialFormula): bool
   return (Object.keys(shipped) as (keyof typeof shipped)[]).some((column) => stored[column] !== shipped[column]);
 }
 
-const seeded = new WeakMap<D1Database, Promise<void>>();
+/** Databases whose official formulas this isolate has made current (settled only: see ensureOfficialFormulas). */
+const seeded = new WeakSet<D1Database>();
 
 /**
  * Makes the official formulas in the database match the ones in this repository, once per isolate
  * and database, before the first formula is read. Ids are fixed, so concurrent isolates and later
  * releases converge on the same rows, and reactors keep pointing at them.
  */
-export function ensureOfficialFormulas(context: TenantContext): Promise<void> {
+export async function ensureOfficialFormulas(context: TenantContext): Promise<void> {
   const database = context.control.$client;
-  let done = seeded.get(database);
-  if (!done) {
-    done = seedOfficialFormulas(context).catch((error) => {
-      seeded.delete(database);
-      throw error;
-    });
-    seeded.set(database, done);
-  }
-  return done;
+  // Requests that arrive before the first seeding has finished each run it (the rows converge)
+  // rather than wait on another request's (docs/architecture.md, "Isolate-wide state").
+  if (seeded.has(database)) return;
+  await seedOfficialFormulas(context);
+  seeded.add(database);
 }
 
 async function seedOfficialFormulas(context: TenantContext): Promise<void> {
