@@ -52,6 +52,8 @@ export default defineConfig({
           WEBHOOK_FAILURE_LIMIT: "8",
           // Small rotation steps, so a rotation of a few hundred tokens takes many (test/keys/rotation).
           ROTATION_BATCH_SIZE: "5",
+          // No rests between them: the tests check what a rotation does; its pace is the bench's (bench/keys.mjs).
+          ROTATION_DUTY_CYCLE: "1",
           TEST_MIGRATIONS: await readD1Migrations("./migrations"),
         },
         serviceBindings: { FAKE_NAMESPACE: { name: "fake-dispatch-namespace", entrypoint: "FakeNamespace" } },

@@ -1,18 +1,30 @@
-// Authentication overhead: an authenticated GET /applications/{id} (key hash lookup + permission
-// check + tenant-scoped read) next to GET /health, which needs no key, in the same run.
+// Authentication overhead, in the same run:
+//   - the authentication floor: an authenticated GET of a small resource that needs no database
+//     read (GET /permissions?application_type=public: key lookup, cached after the first call, and
+//     the answer), next to GET /health, which needs no key;
+//   - an authenticated GET /applications/{id} (the same, then one tenant-scoped D1 read), next to
+//     GET /health and to a worker beside the vault that makes the same D1 read and answers the row.
 //   npm run bench auth [--iterations=1000]
 export default async function auth(bench) {
   const tenant = await bench.seedTenant();
-  const path = `/applications/${tenant.managementApplicationId}`;
-  const check = await bench.request("GET", path, { key: tenant.managementKey });
-  if (check.status !== 200) throw new Error(`authenticated read failed: ${check.status}`);
+  const application = `/applications/${tenant.managementApplicationId}`;
+  const permissions = "/permissions?application_type=public";
+  const headers = { "SVC-API-KEY": tenant.managementKey };
+  for (const path of [application, permissions]) {
+    const check = await bench.request("GET", path, { key: tenant.managementKey });
+    if (check.status !== 200) throw new Error(`authenticated GET ${path} failed: ${check.status}`);
+  }
+  const get = (url, init) => () => fetch(url, init).then((reply) => reply.arrayBuffer());
 
   const { iterations } = bench.sizes({ iterations: [1000, 1] });
-  const baseline = await bench.latency(() => fetch(bench.url("/health")).then((r) => r.arrayBuffer()), { iterations });
-  const authenticated = await bench.latency(
-    () => fetch(bench.url(path), { headers: { "SVC-API-KEY": tenant.managementKey } }).then((r) => r.arrayBuffer()),
-    { iterations },
-  );
-  bench.report("authenticated GET /applications/{id} p50", authenticated.p50, "GET /health p50", baseline.p50, "ms");
-  bench.report("authenticated GET /applications/{id} p95", authenticated.p95, "GET /health p95", baseline.p95, "ms");
+  const health = await bench.latency(get(bench.url("/health")), { iterations });
+  const floor = await bench.latency(get(bench.url(permissions), { headers }), { iterations });
+  const read = await bench.latency(get(bench.readUrl(tenant.tenantId, tenant.managementApplicationId)), { iterations });
+  const authenticated = await bench.latency(get(bench.url(application), { headers }), { iterations });
+  bench.report("authenticated GET /permissions p50", floor.p50, "GET /health p50", health.p50, "ms");
+  bench.report("authenticated GET /permissions p95", floor.p95, "GET /health p95", health.p95, "ms");
+  bench.report("authenticated GET /applications/{id} p50", authenticated.p50, "GET /health p50", health.p50, "ms");
+  bench.report("authenticated GET /applications/{id} p95", authenticated.p95, "GET /health p95", health.p95, "ms");
+  bench.report("authenticated GET /applications/{id} p50", authenticated.p50, "a worker's one D1 read p50", read.p50, "ms");
+  bench.report("authenticated GET /applications/{id} p95", authenticated.p95, "a worker's one D1 read p95", read.p95, "ms");
 }

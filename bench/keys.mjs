@@ -3,17 +3,19 @@
 //      one reference) on this vault and on one built from the commit before envelope encryption,
 //      whose keys were derived from the master key in each isolate. Each on a fresh vault, turn about.
 //   2. Rotation: a tenant's tokens re-encrypted by the rotation job, in rows per second next to the
-//      rate at which the same vault created them (POST /tokenize, 100 a call); and the p50 of reads
-//      and creates while the job runs, next to the same calls before it started.
+//      rate at which the same vault created them (POST /tokenize, 100 a call); and the p50 and p95
+//      of reads, creates and proxy calls, of the rotating tenant and of another, while the job runs,
+//      next to the same calls, turn about, before it started.
 //   npm run bench keys [--iterations=400] [--duration=3000] [--searchable=1000] [--tokens=20000]
 //     [--parts=envelope,rotation]
 import { buildCommit } from "./lib/builds.mjs";
 import { interleavedLatency, interleavedThroughput, send, startEcho } from "./lib/measure.mjs";
-import { median } from "./lib/statistics.mjs";
+import { percentiles } from "./lib/statistics.mjs";
 
 /** The last commit before envelope encryption (e13f13c, "Keys: envelope encryption"). */
 const PRE_ENVELOPE = "e13f13c^";
 const SSN_BASE = 100_000_000;
+const SETTLE_MS = 5_000;
 
 export default async function keys(bench) {
   const {
@@ -26,7 +28,7 @@ export default async function keys(bench) {
   const destination = await startEcho();
   try {
     if (parts.includes("envelope")) await envelopeCost(bench, destination.url, { iterations, durationMs, searchable });
-    if (parts.includes("rotation")) await rotation(bench, tokens, iterations);
+    if (parts.includes("rotation")) await rotation(bench, tokens, iterations, destination.url);
   } finally {
     await destination.close();
   }
@@ -105,47 +107,56 @@ async function scenarios(vault, destinationUrl, searchable) {
   };
 }
 
-async function rotation(bench, count, iterations) {
+/**
+ * A data-key rotation of `count` tokens, and what it does to traffic: token reads, creates and proxy
+ * calls (one detokenized reference) of the rotating tenant and of another tenant, turn about, before
+ * the rotation and while it re-encrypts, in one run.
+ */
+async function rotation(bench, count, iterations, destinationUrl) {
   const operator = { "SVC-OPERATOR-KEY": bench.operatorKey };
-  const tenant = await bench.seedTenant();
-  const caller = await bench.createApplication(tenant, {
-    type: "private",
-    rules: [{ priority: 1, container: "/", transform: "reveal", permissions: ["token:create", "token:read"] }],
-  });
   let serial = SSN_BASE;
-  const batch = () =>
-    Array.from({ length: 100 }, () => {
+  const batch = (size = 100) =>
+    Array.from({ length: size }, () => {
       const digits = String(serial++);
       return { type: "social_security_number", data: `${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}` };
     });
-  const ids = [];
+  const rotating = await trafficOf(bench, destinationUrl, batch);
+  const other = await trafficOf(bench, destinationUrl, batch);
   const seedingStarted = performance.now();
   for (let i = 0; i < count; i += 100) {
-    const reply = await bench.request("POST", "/tokenize", { key: caller.key, body: batch() });
+    const reply = await bench.request("POST", "/tokenize", { key: rotating.key, body: batch() });
     if (reply.status !== 201) throw new Error(`tokenize failed: ${reply.status}`);
-    if (ids.length < 1_000) ids.push(...reply.body.map((token) => token.id));
+    if (rotating.ids.length < 1_000) rotating.ids.push(...reply.body.map((token) => token.id));
   }
   const createdPerSecond = count / ((performance.now() - seedingStarted) / 1000);
-
-  let probe = 0;
-  const read = async () => {
-    const reply = await bench.request("GET", `/tokens/${ids[probe++ % ids.length]}`, { key: caller.key });
-    if (reply.status !== 200) throw new Error(`read answered ${reply.status}`);
+  // Seeding leaves work behind (its audit entries, the database's checkpoint): let it settle, so
+  // that the figures before the rotation are not the seeding's aftermath.
+  await new Promise((resolve) => setTimeout(resolve, bench.smoke ? 0 : SETTLE_MS));
+  const calls = [
+    ...Object.entries(rotating.calls).map(([name, fn]) => [`rotating tenant: ${name}`, fn]),
+    ...Object.entries(other.calls).map(([name, fn]) => [`other tenant: ${name}`, fn]),
+  ];
+  const turnAbout = async (samples, more) => {
+    for (let round = 0; more(round); round++) {
+      for (const [name, fn] of calls) {
+        const start = performance.now();
+        await fn();
+        (samples[name] ??= []).push(performance.now() - start);
+      }
+    }
   };
-  const create = async () => {
-    const reply = await bench.request("POST", "/tokens", { key: caller.key, body: batch()[0] });
-    if (reply.status !== 201) throw new Error(`create answered ${reply.status}`);
-  };
-  const readBefore = await bench.latency(read, { iterations });
-  const createBefore = await bench.latency(create, { iterations });
+  const warmup = Math.min(50, iterations);
+  await turnAbout({}, (round) => round < warmup);
+  const before = {};
+  await turnAbout(before, (round) => round < iterations);
 
   // The job's progress, polled beside the measurements: when it starts and stops re-encrypting.
   const job = { state: "waiting", done: 0, runningAt: null, finishedAt: null };
-  const started = await bench.request("POST", `/tenants/${tenant.tenantId}/rotation`, { headers: operator });
+  const started = await bench.request("POST", `/tenants/${rotating.tenantId}/rotation`, { headers: operator });
   if (started.status !== 202) throw new Error(`rotation did not start: ${started.status} ${JSON.stringify(started.body)}`);
   const polling = (async () => {
     while (job.state !== "done") {
-      const reply = await bench.request("GET", `/tenants/${tenant.tenantId}/rotation`, { headers: operator });
+      const reply = await bench.request("GET", `/tenants/${rotating.tenantId}/rotation`, { headers: operator });
       if (reply.status !== 200) throw new Error(`rotation status answered ${reply.status}`);
       const now = performance.now();
       if (reply.body.state !== "waiting") job.runningAt ??= now;
@@ -155,22 +166,55 @@ async function rotation(bench, count, iterations) {
     }
   })();
   while (job.runningAt === null) await new Promise((resolve) => setTimeout(resolve, 20));
-  // Reads and creates turn about for as long as the job re-encrypts.
-  const during = { read: [], create: [] };
-  while (job.state === "running" && during.read.length < iterations) {
-    for (const [name, fn] of [
-      ["read", read],
-      ["create", create],
-    ]) {
-      const start = performance.now();
-      await fn();
-      during[name].push(performance.now() - start);
-    }
-  }
+  const during = {};
+  // For as long as the job re-encrypts (a smoke run: one round).
+  await turnAbout(during, (round) => job.state === "running" && (!bench.smoke || round < iterations));
   await polling;
   const rowsPerSecond = job.done / ((job.finishedAt - job.runningAt) / 1000);
-  console.log(`  data-key rotation of ${count} tokens (${job.done} records re-encrypted)`);
+  console.log(`  data-key rotation of ${count} tokens (${job.done} records re-encrypted), ${during[calls[0][0]].length} rounds of calls while it ran`);
   bench.report("  rotation re-encrypts", rowsPerSecond, "POST /tokenize creates", createdPerSecond, "rows/s");
-  bench.report(`  read p50 while it runs (${during.read.length})`, median(during.read), "read p50 before", readBefore.p50, "ms");
-  bench.report(`  create p50 while it runs (${during.create.length})`, median(during.create), "create p50 before", createBefore.p50, "ms");
+  for (const [name] of calls) {
+    const [now, then] = [percentiles(during[name]), percentiles(before[name])];
+    bench.report(`  ${name} p50 while it runs`, now.p50, "p50 before", then.p50, "ms");
+    bench.report(`  ${name} p95 while it runs`, now.p95, "p95 before", then.p95, "ms");
+  }
+}
+
+/** A tenant with a reading and creating application, a proxy and a few tokens: its calls, and the ids its reads go through. */
+async function trafficOf(bench, destinationUrl, batch) {
+  const tenant = await bench.seedTenant();
+  const caller = await bench.createApplication(tenant, {
+    type: "private",
+    rules: [{ priority: 1, container: "/", transform: "reveal", permissions: ["token:create", "token:read", "token:use"] }],
+  });
+  const proxy = await bench.request("POST", "/proxies", {
+    key: tenant.managementKey,
+    body: { name: "rotation bench", destination_url: destinationUrl },
+  });
+  if (proxy.status !== 201) throw new Error(`proxy creation failed: ${proxy.status}`);
+  const seeded = await bench.request("POST", "/tokenize", { key: caller.key, body: batch() });
+  if (seeded.status !== 201) throw new Error(`tokenize failed: ${seeded.status}`);
+  const ids = seeded.body.map((token) => token.id);
+  let probe = 0;
+  const expect = (status, reply, what) => {
+    if (reply.status !== status) throw new Error(`${what} answered ${reply.status}`);
+  };
+  return {
+    tenantId: tenant.tenantId,
+    key: caller.key,
+    ids,
+    calls: {
+      read: async () => expect(200, await bench.request("GET", `/tokens/${ids[probe++ % ids.length]}`, { key: caller.key }), "read"),
+      create: async () => expect(201, await bench.request("POST", "/tokens", { key: caller.key, body: batch(1)[0] }), "create"),
+      "proxy, 1 reference": async () =>
+        expect(
+          200,
+          await bench.request("POST", "/proxy", {
+            headers: { "SVC-API-KEY": caller.key, "SVC-PROXY-KEY": proxy.body.key },
+            body: { ssn: `{{ ${ids[probe++ % ids.length]} }}` },
+          }),
+          "proxy call",
+        ),
+    },
+  };
 }

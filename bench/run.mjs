@@ -57,13 +57,24 @@ if (!args.built) {
 }
 
 // The runtime's own floors, for baselines, in the same workerd: a worker that only forwards the
-// request to `?to=` and returns the answer, and one that first makes one indexed D1 read by primary
-// key (`?tenant=&id=`, a token row of the vault's database) and then forwards.
+// request to `?to=` and returns the answer; one that makes one indexed D1 read by primary key
+// (`?tenant=&id=`, an application row of the vault's database) and answers the row; and one that
+// first reads a token row so (`?tenant=&id=`) and then forwards.
 const FORWARD_SCRIPT = `export default {
   async fetch(request) {
     const target = new URL(request.url).searchParams.get("to");
     const response = await fetch(target, { method: request.method, headers: request.headers, body: request.body });
     return new Response(response.body, response);
+  },
+};`;
+const READ_SCRIPT = `export default {
+  async fetch(request, env) {
+    const params = new URL(request.url).searchParams;
+    const row = await env.DB.prepare("SELECT * FROM applications WHERE tenant_id = ? AND id = ?")
+      .bind(params.get("tenant"), params.get("id"))
+      .first();
+    if (!row) return new Response("no such row", { status: 500 });
+    return Response.json(row);
   },
 };`;
 const READ_AND_FORWARD_SCRIPT = `export default {
@@ -87,11 +98,13 @@ async function startBench(buildDir, reports) {
     buildDir,
     workers: [
       { name: "bench-forward", modules: true, script: FORWARD_SCRIPT },
+      { name: "bench-read", modules: true, script: READ_SCRIPT, d1Databases: { DB: "vault" } },
       { name: "bench-read-forward", modules: true, script: READ_AND_FORWARD_SCRIPT, d1Databases: { DB: "vault" } },
     ],
   });
   const { db, masterKey, operatorKey, baseUrl } = vault;
   const forwarderUrl = await vault.urlOf("bench-forward");
+  const readerUrl = await vault.urlOf("bench-read");
   const readForwarderUrl = await vault.urlOf("bench-read-forward");
 
   let section = null;
@@ -117,6 +130,8 @@ async function startBench(buildDir, reports) {
     /** The URL that reaches `target` through a worker that only forwards: the runtime's floor. */
     forwardUrl: (target) => `${forwarderUrl}/?to=${encodeURIComponent(target)}`,
     /** Reaches `target` through a worker that reads one token row by primary key, then forwards. */
+    /** Answers an application's row, read by primary key from the vault's database: the runtime's floor of a GET of one record. */
+    readUrl: (tenantId, applicationId) => `${readerUrl}/?tenant=${encodeURIComponent(tenantId)}&id=${encodeURIComponent(applicationId)}`,
     readForwardUrl: (target, tenantId, tokenId) =>
       `${readForwarderUrl}/?to=${encodeURIComponent(target)}&tenant=${encodeURIComponent(tenantId)}&id=${encodeURIComponent(tokenId)}`,
     async request(method, path, { key, body, headers = {}, raw } = {}) {

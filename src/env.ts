@@ -78,6 +78,11 @@ export const ConfigSchema = z.object({
   WEBHOOK_RETRY_BASE_S: z.coerce.number().int().min(0).max(3_600).default(30),
   /** Tokens (and other sealed records) one step of a data-key rotation re-encrypts. */
   ROTATION_BATCH_SIZE: z.coerce.number().int().min(1).max(1_000).default(100),
+  /**
+   * The share of the time a data-key rotation may work: after each piece of re-encryption it rests
+   * for the rest (src/keys/reencryption.ts, paceOf), so that traffic finds its database free.
+   */
+  ROTATION_DUTY_CYCLE: z.coerce.number().gt(0).max(1).default(0.5),
   CLOUDFLARE_ACCOUNT_ID: z.string().optional(),
   CLOUDFLARE_API_TOKEN: z.string().optional(),
   CLOUDFLARE_API_BASE: z.url().default("https://api.cloudflare.com/client/v4"),

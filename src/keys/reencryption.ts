@@ -5,7 +5,7 @@ import { configurationContext as proxyConfigurationContext, keyContext as proxyK
 import { configurationContext as reactorConfigurationContext } from "../reactors/configuration";
 import { resealToken } from "../tokens/sealing";
 import * as tokenStorage from "../tokens/storage";
-import { replaceTokens } from "../tokens/storage-writes";
+import { replaceTokens, type SealedToken } from "../tokens/storage-writes";
 import { secretContext } from "../webhooks/service";
 
 /*
@@ -15,7 +15,7 @@ import { secretContext } from "../webhooks/service";
  */
 
 /** Tokens re-sealed per D1 batch (each is a handful of statements). */
-const TOKENS_PER_WRITE = 10;
+const TOKENS_PER_WRITE = 5;
 
 /** A column that holds ciphertexts (`v{version}.…`) under the tenant's data key, besides the tokens'. */
 interface SealedColumn {
@@ -51,15 +51,17 @@ const SEALED_COLUMNS: SealedColumn[] = [
 
 /** Records of the tenant still sealed under a version older than `version`. */
 export async function countSealedBefore(tenant: TenantContext, version: number): Promise<number> {
-  let total = await tokenStorage.countTokensSealedBefore(tenant.db, tenant.tenantId, version);
-  for (const column of SEALED_COLUMNS) {
-    const row = await databaseOf(tenant, column)
-      .prepare(`SELECT count(*) AS n FROM ${column.table} WHERE tenant_id = ? AND ${olderThan(column)}`)
-      .bind(tenant.tenantId, prefixOf(version))
-      .first<{ n: number }>();
-    total += row?.n ?? 0;
-  }
-  return total;
+  return paceOf(tenant)(async () => {
+    let total = await tokenStorage.countTokensSealedBefore(tenant.db, tenant.tenantId, version);
+    for (const column of SEALED_COLUMNS) {
+      const row = await databaseOf(tenant, column)
+        .prepare(`SELECT count(*) AS n FROM ${column.table} WHERE tenant_id = ? AND ${olderThan(column)}`)
+        .bind(tenant.tenantId, prefixOf(version))
+        .first<{ n: number }>();
+      total += row?.n ?? 0;
+    }
+    return total;
+  });
 }
 
 /**
@@ -74,23 +76,28 @@ export async function reencryptBatch(
   finished: Set<string>,
 ): Promise<{ found: number; reencrypted: number }> {
   const limit = tenant.config.ROTATION_BATCH_SIZE;
+  const pace = paceOf(tenant);
   let found = 0;
   let reencrypted = 0;
-  for (const column of SEALED_COLUMNS) {
-    const name = `${column.table}.${column.column}`;
-    if (finished.has(name)) continue;
-    const done = await reencryptColumn(tenant, keys, column, limit);
-    if (done.found === 0) finished.add(name);
-    found += done.found;
-    reencrypted += done.reencrypted;
-  }
-  const rows = await tokenStorage.tokensSealedBefore(tenant.db, tenant.tenantId, version, limit);
+  await pace(async () => {
+    for (const column of SEALED_COLUMNS) {
+      const name = `${column.table}.${column.column}`;
+      if (finished.has(name)) continue;
+      const done = await reencryptColumn(tenant, keys, column, limit);
+      if (done.found === 0) finished.add(name);
+      found += done.found;
+      reencrypted += done.reencrypted;
+    }
+  });
+  const rows = await pace(() => tokenStorage.tokensSealedBefore(tenant.db, tenant.tenantId, version, limit));
   found += rows.length;
   for (let i = 0; i < rows.length; i += TOKENS_PER_WRITE) {
     const chunk = rows.slice(i, i + TOKENS_PER_WRITE);
-    const resealed = await Promise.all(chunk.map(async (row) => ({ token: await resealToken(keys, row), readCiphertext: row.ciphertext })));
-    reencrypted += await replaceTokens(tenant.db.$client, resealed);
-    await yieldToRequests();
+    // One token at a time: re-sealing is CPU-bound (decrypt, render the expressions, seal), and an
+    // isolate runs one thing at a time, so each rest lets the requests waiting on it run.
+    const resealed: { token: SealedToken; readCiphertext: string }[] = [];
+    for (const row of chunk) resealed.push({ token: await pace(() => resealToken(keys, row)), readCiphertext: row.ciphertext });
+    reencrypted += await pace(() => replaceTokens(tenant.db.$client, resealed));
   }
   return { found, reencrypted };
 }
@@ -125,11 +132,23 @@ async function reencryptColumn(
 }
 
 /**
- * Lets requests waiting on this isolate run: re-sealing is CPU-bound (decrypt, render the
- * expressions, seal), and an isolate runs one thing at a time.
+ * How a rotation yields to traffic: each piece of its work (a read or a write of the tenant's
+ * records, or the re-sealing of one token) is followed by a rest, so that the work fills at most
+ * ROTATION_DUTY_CYCLE of the time. Requests then find the database free most of the time, and when
+ * they do not, wait for one small piece only. The rest is in proportion to the piece's duration, so
+ * a busy database, whose statements take longer, gets longer rests. A Worker's clock moves only
+ * across I/O, so a piece of pure CPU (re-sealing: decrypt, render the expressions, seal) measures
+ * nothing and rests one turn of the event loop: enough for the requests waiting on this isolate,
+ * which runs one thing at a time, to go first.
  */
-export function yieldToRequests(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
+export function paceOf(tenant: TenantContext): <T>(work: () => Promise<T>) => Promise<T> {
+  const restPerWork = 1 / tenant.config.ROTATION_DUTY_CYCLE - 1;
+  return async (work) => {
+    const started = Date.now();
+    const result = await work();
+    await new Promise((resolve) => setTimeout(resolve, (Date.now() - started) * restPerWork));
+    return result;
+  };
 }
 
 function databaseOf(tenant: TenantContext, column: SealedColumn): D1Database {

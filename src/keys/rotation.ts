@@ -26,7 +26,7 @@ import { auditKeyOf, newMaterial, type TenantKeys } from "../crypto/tenant-keys"
 import { ConflictError, NotFoundError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { findMove, readPlacement } from "../tenants/storage";
-import { countSealedBefore, reencryptBatch, yieldToRequests } from "./reencryption";
+import { countSealedBefore, reencryptBatch } from "./reencryption";
 import { storedTenantKeys } from "./service";
 import * as storage from "./storage";
 
@@ -209,7 +209,6 @@ async function advance(context: RequestContext, { tenant_id: tenantId, runner }:
       leaseUntil: leaseFor(),
     });
     if (!rotation) return;
-    await yieldToRequests();
   }
   await later(context, rotation, 0);
 }

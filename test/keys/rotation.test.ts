@@ -10,6 +10,7 @@ import { createFormula, createReactor, react } from "../support/reactors";
 import { createToken, patchToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
 import { createWebhook, receivedBy, receiver } from "../support/webhooks";
 
+const ROUND_GAP_MS = 50;
 const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
 /** Tokens written before the rotation: ROTATION_BATCH_SIZE is 5 in the test pool, so re-encrypting them takes many steps. */
 const SEEDED = 300;
@@ -91,6 +92,9 @@ describe("rotating a tenant's data keys", () => {
       previous = status;
       if (status.state === "done") break;
       expect(Date.now(), JSON.stringify(status)).toBeLessThan(deadline);
+      // A gap between rounds: the rotation yields to requests (src/keys/reencryption.ts, paceOf), so
+      // rounds back to back, seven requests each, would leave it little room to go on.
+      await new Promise((resolve) => setTimeout(resolve, ROUND_GAP_MS));
       const old = seeded[(round * 37) % seeded.length]!;
       const data = ssn(SEEDED + round);
       const [made, read, found, byFingerprint, duplicate, proxied, patched] = await Promise.all([
