@@ -82,7 +82,7 @@ export const ConfigSchema = z.object({
    * The share of the time a data-key rotation may work: after each piece of re-encryption it rests
    * for the rest (src/keys/reencryption.ts, paceOf), so that traffic finds its database free.
    */
-  ROTATION_DUTY_CYCLE: z.coerce.number().gt(0).max(1).default(0.5),
+  ROTATION_DUTY_CYCLE: z.coerce.number().gt(0).max(1).default(0.25),
   CLOUDFLARE_ACCOUNT_ID: z.string().optional(),
   CLOUDFLARE_API_TOKEN: z.string().optional(),
   CLOUDFLARE_API_BASE: z.url().default("https://api.cloudflare.com/client/v4"),
