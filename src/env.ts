@@ -80,9 +80,10 @@ export const ConfigSchema = z.object({
   ROTATION_BATCH_SIZE: z.coerce.number().int().min(1).max(1_000).default(100),
   /**
    * The share of the time a data-key rotation may work: after each piece of re-encryption it rests
-   * for the rest (src/keys/reencryption.ts, paceOf), so that traffic finds its database free.
+   * for the rest (src/keys/reencryption.ts, paceOf), so that traffic finds its database free. At
+   * least 0.05 (rests of 19 times the work): below it a rotation would barely move.
    */
-  ROTATION_DUTY_CYCLE: z.coerce.number().gt(0).max(1).default(0.25),
+  ROTATION_DUTY_CYCLE: z.coerce.number().min(0.05).max(1).default(0.25),
   CLOUDFLARE_ACCOUNT_ID: z.string().optional(),
   CLOUDFLARE_API_TOKEN: z.string().optional(),
   CLOUDFLARE_API_BASE: z.url().default("https://api.cloudflare.com/client/v4"),

@@ -17,6 +17,13 @@ import { secretContext } from "../webhooks/service";
 /** Tokens re-sealed per D1 batch (each is a handful of statements). */
 const TOKENS_PER_WRITE = 5;
 
+/**
+ * The longest rest after one piece of work: a piece slowed to seconds (a database under heavy load)
+ * must not make a step outlive its lease (rotation.ts), so past this the job works more than its
+ * share rather than stall.
+ */
+const MAX_REST_MS = 1_000;
+
 /** A column that holds ciphertexts (`v{version}.…`) under the tenant's data key, besides the tokens'. */
 interface SealedColumn {
   database: "control" | "data";
@@ -66,32 +73,37 @@ export async function countSealedBefore(tenant: TenantContext, version: number):
 
 /**
  * One step: up to a batch of each sealed column's older records (those `finished` skipped), then of
- * tokens, re-encrypted under the keys' current version. Answers how many were found under an older version and how many were
- * rewritten (the others changed meanwhile).
+ * tokens, re-encrypted under the keys' current version. Answers how many were found under an older
+ * version, how many were rewritten (the others changed meanwhile), and whether the step `stopped`
+ * at `deadline` before it had looked at everything (each column and token write is begun only
+ * before it): a stopped step's `found` says nothing of what is left.
  */
 export async function reencryptBatch(
   tenant: TenantContext,
   keys: TenantKeys,
   version: number,
   finished: Set<string>,
-): Promise<{ found: number; reencrypted: number }> {
+  deadline: number,
+): Promise<{ found: number; reencrypted: number; stopped: boolean }> {
   const limit = tenant.config.ROTATION_BATCH_SIZE;
   const pace = paceOf(tenant);
   let found = 0;
   let reencrypted = 0;
-  await pace(async () => {
-    for (const column of SEALED_COLUMNS) {
-      const name = `${column.table}.${column.column}`;
-      if (finished.has(name)) continue;
-      const done = await reencryptColumn(tenant, keys, column, limit);
-      if (done.found === 0) finished.add(name);
-      found += done.found;
-      reencrypted += done.reencrypted;
-    }
-  });
+  const stopped = () => ({ found, reencrypted, stopped: true });
+  for (const column of SEALED_COLUMNS) {
+    const name = `${column.table}.${column.column}`;
+    if (finished.has(name)) continue;
+    if (Date.now() >= deadline) return stopped();
+    const done = await pace(() => reencryptColumn(tenant, keys, column, limit));
+    if (done.found === 0) finished.add(name);
+    found += done.found;
+    reencrypted += done.reencrypted;
+  }
+  if (Date.now() >= deadline) return stopped();
   const rows = await pace(() => tokenStorage.tokensSealedBefore(tenant.db, tenant.tenantId, version, limit));
   found += rows.length;
   for (let i = 0; i < rows.length; i += TOKENS_PER_WRITE) {
+    if (i > 0 && Date.now() >= deadline) return stopped();
     const chunk = rows.slice(i, i + TOKENS_PER_WRITE);
     // One token at a time: re-sealing is CPU-bound (decrypt, render the expressions, seal), and an
     // isolate runs one thing at a time, so each rest lets the requests waiting on it run.
@@ -99,7 +111,7 @@ export async function reencryptBatch(
     for (const row of chunk) resealed.push({ token: await pace(() => resealToken(keys, row)), readCiphertext: row.ciphertext });
     reencrypted += await pace(() => replaceTokens(tenant.db.$client, resealed));
   }
-  return { found, reencrypted };
+  return { found, reencrypted, stopped: false };
 }
 
 async function reencryptColumn(
@@ -133,8 +145,8 @@ async function reencryptColumn(
 
 /**
  * How a rotation yields to traffic: each piece of its work (a read or a write of the tenant's
- * records, or the re-sealing of one token) is followed by a rest, so that the work fills at most
- * ROTATION_DUTY_CYCLE of the time. Requests then find the database free most of the time, and when
+ * records, or the re-sealing of one token) is followed by a rest (at most MAX_REST_MS), so that the
+ * work fills at most ROTATION_DUTY_CYCLE of the time. Requests then find the database free most of the time, and when
  * they do not, wait for one small piece only. The rest is in proportion to the piece's duration, so
  * a busy database, whose statements take longer, gets longer rests. A Worker's clock moves only
  * across I/O, so a piece of pure CPU (re-sealing: decrypt, render the expressions, seal) measures
@@ -146,7 +158,7 @@ export function paceOf(tenant: TenantContext): <T>(work: () => Promise<T>) => Pr
   return async (work) => {
     const started = Date.now();
     const result = await work();
-    await new Promise((resolve) => setTimeout(resolve, (Date.now() - started) * restPerWork));
+    await new Promise((resolve) => setTimeout(resolve, Math.min(MAX_REST_MS, (Date.now() - started) * restPerWork)));
     return result;
   };
 }

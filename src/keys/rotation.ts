@@ -49,9 +49,11 @@ export interface RotationStatus {
 }
 
 /**
- * How long one message's steps may run before the chain hands on to the next message. Short: a
- * consumer invocation that ran for seconds starved the requests of its isolate (locally, requests
- * waiting on it were dropped), while handing on costs one queue delivery.
+ * How long one message's steps may run before the chain hands on to the next message: a step stops
+ * at this budget between two pieces of work (reencryption.ts), so it ends within a piece and a rest
+ * of it, well inside the lease. Short: a consumer invocation that ran for seconds starved the
+ * requests of its isolate (locally, requests waiting on it were dropped), while handing on costs one
+ * queue delivery.
  */
 const STEP_BUDGET_MS = 1_000;
 
@@ -189,8 +191,8 @@ async function advance(context: RequestContext, { tenant_id: tenantId, runner }:
       if (keys.current.version !== rotation.toVersion) {
         throw new Error(`The tenant's newest data key is version ${keys.current.version}, not ${rotation.toVersion}`);
       }
-      const { found, reencrypted } = await reencryptBatch(tenant, keys, rotation.toVersion, finished);
-      changes = found === 0 ? { state: "finishing", stateStartedAt: now } : { done: rotation.done + reencrypted };
+      const { found, reencrypted, stopped } = await reencryptBatch(tenant, keys, rotation.toVersion, finished, startedAt + STEP_BUDGET_MS);
+      changes = found === 0 && !stopped ? { state: "finishing", stateStartedAt: now } : { done: rotation.done + reencrypted };
     } else if (rotation.state === "finishing") {
       if (!waited) return later(context, rotation, rotation.stateStartedAt + ttl - now);
       if ((await countSealedBefore(tenant, rotation.toVersion)) > 0) {

@@ -2,9 +2,11 @@ import { env } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { verifyLog } from "../support/audit";
+import { callConfigured } from "../support/configured";
 import { dataDatabaseOf, keysOfTenant } from "../support/context";
 import { runCron } from "../support/cron";
 import { call, callRoute, createApplication, dumpDatabase, expectProblem } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 import { createProxy, invoke } from "../support/proxies";
 import { createFormula, createReactor, react } from "../support/reactors";
 import { createToken, patchToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
@@ -259,5 +261,14 @@ describe("rotating a tenant's data keys", () => {
     expect(await env.DB.prepare("SELECT count(*) AS n FROM key_rotations WHERE tenant_id = ?").bind(tenant.tenantId).first()).toEqual({
       n: 0,
     });
+  });
+
+  it("refuses a duty cycle under 0.05, which would all but stall a rotation, or over 1", async () => {
+    for (const value of ["0", "0.0001", "0.049", "1.5", "often"]) {
+      const reply = await expectLoggedError(/Invalid configuration: ROTATION_DUTY_CYCLE/, () =>
+        callConfigured({ ROTATION_DUTY_CYCLE: value }, "GET", "/health"),
+      );
+      expect(expectProblem(reply, 500).detail).toContain("ROTATION_DUTY_CYCLE");
+    }
   });
 });
