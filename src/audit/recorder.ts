@@ -15,9 +15,22 @@ const utf8 = new TextEncoder();
 /**
  * Entries of this isolate's requests waiting for the next send to their queue; a queue is here while
  * a request has taken that send on. Concurrent requests share one sendBatch: the send is most of what
- * auditing costs a request (docs/decisions.md, "Audit").
+ * auditing costs a request (docs/decisions.md, "Audit"). Only data is shared, never a promise.
  */
-const waitingFor = new WeakMap<Queue, AuditEntry[]>();
+const waitingFor = new WeakMap<Queue, Waiting>();
+
+interface Waiting {
+  entries: AuditEntry[];
+  /** When the request that took the send on did so. */
+  since: number;
+}
+
+/**
+ * How long a send may stay pending before the next request takes it over: its request's context
+ * ended before the send ran (cancelled), and without a taker every later entry of the isolate would
+ * wait behind it forever.
+ */
+const TAKE_OVER_MS = 2_000;
 
 /**
  * Records a request's entries after its answer has left, so the send costs the caller nothing. The
@@ -31,17 +44,20 @@ export function recordAfterAnswer(waitUntil: (promise: Promise<unknown>) => void
   if (entries.length === 0 || !context.config.AUDIT_LOG) return;
   const queue = context.auditQueue;
   const waiting = waitingFor.get(queue);
-  if (waiting) {
-    waiting.push(...entries);
+  if (waiting && Date.now() - waiting.since < TAKE_OVER_MS) {
+    waiting.entries.push(...entries);
     return;
   }
-  waitingFor.set(queue, [...entries]);
+  // None pending, or one whose request never got to send it: this request sends them all.
+  waitingFor.set(queue, { entries: [...(waiting?.entries ?? []), ...entries], since: Date.now() });
   waitUntil(sendWaiting(context, queue));
 }
 
 async function sendWaiting(context: RequestContext, queue: Queue): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 0));
-  const entries = waitingFor.get(queue) ?? [];
+  // Whatever is waiting now, whoever took the send on: each entry is taken once, as reading and
+  // deleting happen in one turn.
+  const entries = waitingFor.get(queue)?.entries ?? [];
   waitingFor.delete(queue);
   await recordEntries(context, entries).catch((error: unknown) => {
     const unrecorded = error instanceof UnrecordedEntriesError ? error.entries : entries;

@@ -14,7 +14,8 @@ export type TokenRow = typeof tokens.$inferSelect;
 export type UsableToken = Pick<TokenRow, "id" | "ciphertext" | "mask" | "containers" | "cvcExpiresAt">;
 
 // Detokenization runs on every proxied call that holds references: the columns it reads, in one
-// statement prepared once per isolate's D1 binding, with a primary key lookup for a single id.
+// statement prepared once per D1 session (so per request: a session carries the request's
+// bookmark), with a primary key lookup for a single id.
 const USABLE_COLUMNS = "id, ciphertext, mask, containers, cvc_expires_at AS cvcExpiresAt";
 
 const LIVE = "(expires_at IS NULL OR expires_at > ?3)";
