@@ -16,6 +16,7 @@ import { percentiles } from "./lib/statistics.mjs";
 const PRE_ENVELOPE = "e13f13c^";
 const SSN_BASE = 100_000_000;
 const SETTLE_MS = 5_000;
+const STALLED_MS = 60_000;
 
 export default async function keys(bench) {
   const {
@@ -141,7 +142,9 @@ async function rotation(bench, count, iterations, destinationUrl) {
       for (const [name, fn] of calls) {
         const start = performance.now();
         await fn();
-        (samples[name] ??= []).push(performance.now() - start);
+        const taken = samples[name] ?? [];
+        taken.push(performance.now() - start);
+        samples[name] = taken;
       }
     }
   };
@@ -154,24 +157,37 @@ async function rotation(bench, count, iterations, destinationUrl) {
   const job = { state: "waiting", done: 0, runningAt: null, finishedAt: null };
   const started = await bench.request("POST", `/tenants/${rotating.tenantId}/rotation`, { headers: operator });
   if (started.status !== 202) throw new Error(`rotation did not start: ${started.status} ${JSON.stringify(started.body)}`);
+  // The bench has no cron to restart a chain that stopped: a rotation that makes no progress for
+  // STALLED_MS fails the benchmark instead of holding it forever.
+  let progressAt = performance.now();
   const polling = (async () => {
     while (job.state !== "done") {
       const reply = await bench.request("GET", `/tenants/${rotating.tenantId}/rotation`, { headers: operator });
       if (reply.status !== 200) throw new Error(`rotation status answered ${reply.status}`);
       const now = performance.now();
+      if (reply.body.state !== job.state || reply.body.done !== job.done) progressAt = now;
+      if (now - progressAt > STALLED_MS)
+        throw new Error(`the rotation made no progress for ${STALLED_MS} ms: ${JSON.stringify(reply.body)}`);
       if (reply.body.state !== "waiting") job.runningAt ??= now;
       if (reply.body.state === "finishing" || reply.body.state === "done") job.finishedAt ??= now;
       Object.assign(job, { state: reply.body.state, done: reply.body.done });
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   })();
-  while (job.runningAt === null) await new Promise((resolve) => setTimeout(resolve, 20));
+  // A failed poll ends the waits below too, and is thrown by `await polling`.
+  polling.catch(() => {
+    job.state = "failed";
+  });
+  while (job.runningAt === null && job.state !== "failed") await new Promise((resolve) => setTimeout(resolve, 20));
   const during = {};
-  // For as long as the job re-encrypts (a smoke run: one round).
-  await turnAbout(during, (round) => job.state === "running" && (!bench.smoke || round < iterations));
+  // For as long as the job re-encrypts (a smoke run: one round, whatever the job's state).
+  await turnAbout(during, (round) => (bench.smoke ? round < 1 : job.state === "running"));
   await polling;
-  const rowsPerSecond = job.done / ((job.finishedAt - job.runningAt) / 1000);
-  console.log(`  data-key rotation of ${count} tokens (${job.done} records re-encrypted), ${during[calls[0][0]].length} rounds of calls while it ran`);
+  if (!during[calls[0][0]]) throw new Error(`the rotation of ${count} tokens ended before one round of calls: give it more --tokens`);
+  const rowsPerSecond = job.done / (Math.max(1, job.finishedAt - job.runningAt) / 1000);
+  console.log(
+    `  data-key rotation of ${count} tokens (${job.done} records re-encrypted), ${during[calls[0][0]].length} rounds of calls while it ran`,
+  );
   bench.report("  rotation re-encrypts", rowsPerSecond, "POST /tokenize creates", createdPerSecond, "rows/s");
   for (const [name] of calls) {
     const [now, then] = [percentiles(during[name]), percentiles(before[name])];

@@ -129,9 +129,9 @@ async function startBench(buildDir, reports) {
     url: (path) => `${baseUrl}${path}`,
     /** The URL that reaches `target` through a worker that only forwards: the runtime's floor. */
     forwardUrl: (target) => `${forwarderUrl}/?to=${encodeURIComponent(target)}`,
-    /** Reaches `target` through a worker that reads one token row by primary key, then forwards. */
     /** Answers an application's row, read by primary key from the vault's database: the runtime's floor of a GET of one record. */
     readUrl: (tenantId, applicationId) => `${readerUrl}/?tenant=${encodeURIComponent(tenantId)}&id=${encodeURIComponent(applicationId)}`,
+    /** Reaches `target` through a worker that reads one token row by primary key, then forwards. */
     readForwardUrl: (target, tenantId, tokenId) =>
       `${readForwarderUrl}/?to=${encodeURIComponent(target)}&tenant=${encodeURIComponent(tenantId)}&id=${encodeURIComponent(tokenId)}`,
     async request(method, path, { key, body, headers = {}, raw } = {}) {
