@@ -75,8 +75,9 @@ export async function countSealedBefore(tenant: TenantContext, version: number):
  * One step: up to a batch of each sealed column's older records (those `finished` skipped), then of
  * tokens, re-encrypted under the keys' current version. Answers how many were found under an older
  * version, how many were rewritten (the others changed meanwhile), and whether the step `stopped`
- * at `deadline` before it had looked at everything (each column and token write is begun only
- * before it): a stopped step's `found` says nothing of what is left.
+ * at `deadline` before it had looked at everything (past it, no column and no token write is begun,
+ * once the step has done one piece: a late start still makes progress). A stopped step's `found`
+ * says nothing of what is left.
  */
 export async function reencryptBatch(
   tenant: TenantContext,
@@ -89,21 +90,25 @@ export async function reencryptBatch(
   const pace = paceOf(tenant);
   let found = 0;
   let reencrypted = 0;
+  let worked = false;
+  const due = () => worked && Date.now() >= deadline;
   const stopped = () => ({ found, reencrypted, stopped: true });
   for (const column of SEALED_COLUMNS) {
     const name = `${column.table}.${column.column}`;
     if (finished.has(name)) continue;
-    if (Date.now() >= deadline) return stopped();
+    if (due()) return stopped();
+    worked = true;
     const done = await pace(() => reencryptColumn(tenant, keys, column, limit));
     if (done.found === 0) finished.add(name);
     found += done.found;
     reencrypted += done.reencrypted;
   }
-  if (Date.now() >= deadline) return stopped();
+  if (due()) return stopped();
   const rows = await pace(() => tokenStorage.tokensSealedBefore(tenant.db, tenant.tenantId, version, limit));
   found += rows.length;
+  worked = true;
   for (let i = 0; i < rows.length; i += TOKENS_PER_WRITE) {
-    if (i > 0 && Date.now() >= deadline) return stopped();
+    if (i > 0 && due()) return stopped();
     const chunk = rows.slice(i, i + TOKENS_PER_WRITE);
     // One token at a time: re-sealing is CPU-bound (decrypt, render the expressions, seal), and an
     // isolate runs one thing at a time, so each rest lets the requests waiting on it run.
