@@ -77,11 +77,7 @@ async function scenarios(vault, destinationUrl, searchable) {
     rules: [{ priority: 1, container: "/", transform: "reveal", permissions: ["token:create", "token:read", "token:search", "token:use"] }],
   });
   const auth = { "SVC-API-KEY": caller.key };
-  let serial = SSN_BASE;
-  const ssn = () => {
-    const digits = String(serial++);
-    return `${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}`;
-  };
+  const ssn = ssnSequence();
   const created = [];
   for (let i = 0; i < searchable; i += 100) {
     created.push(
@@ -115,12 +111,8 @@ async function scenarios(vault, destinationUrl, searchable) {
  */
 async function rotation(bench, count, iterations, destinationUrl) {
   const operator = { "SVC-OPERATOR-KEY": bench.operatorKey };
-  let serial = SSN_BASE;
-  const batch = (size = 100) =>
-    Array.from({ length: size }, () => {
-      const digits = String(serial++);
-      return { type: "social_security_number", data: `${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}` };
-    });
+  const ssn = ssnSequence();
+  const batch = (size = 100) => Array.from({ length: size }, () => ({ type: "social_security_number", data: ssn() }));
   const rotating = await trafficOf(bench, destinationUrl, batch);
   const other = await trafficOf(bench, destinationUrl, batch);
   const seedingStarted = performance.now();
@@ -137,21 +129,21 @@ async function rotation(bench, count, iterations, destinationUrl) {
     ...Object.entries(rotating.calls).map(([name, fn]) => [`rotating tenant: ${name}`, fn]),
     ...Object.entries(other.calls).map(([name, fn]) => [`other tenant: ${name}`, fn]),
   ];
-  const turnAbout = async (samples, more) => {
+  /** Runs every call once a round while `more(round)`, and answers each call's timings by name. */
+  const turnAbout = async (more) => {
+    const samples = Object.fromEntries(calls.map(([name]) => [name, []]));
     for (let round = 0; more(round); round++) {
       for (const [name, fn] of calls) {
         const start = performance.now();
         await fn();
-        const taken = samples[name] ?? [];
-        taken.push(performance.now() - start);
-        samples[name] = taken;
+        samples[name].push(performance.now() - start);
       }
     }
+    return samples;
   };
   const warmup = Math.min(50, iterations);
-  await turnAbout({}, (round) => round < warmup);
-  const before = {};
-  await turnAbout(before, (round) => round < iterations);
+  await turnAbout((round) => round < warmup);
+  const before = await turnAbout((round) => round < iterations);
 
   // The job's progress, polled beside the measurements: when it starts and stops re-encrypting.
   const job = { state: "waiting", done: 0, runningAt: null, finishedAt: null };
@@ -179,11 +171,11 @@ async function rotation(bench, count, iterations, destinationUrl) {
     job.state = "failed";
   });
   while (job.runningAt === null && job.state !== "failed") await new Promise((resolve) => setTimeout(resolve, 20));
-  const during = {};
   // For as long as the job re-encrypts (a smoke run: one round, whatever the job's state).
-  await turnAbout(during, (round) => (bench.smoke ? round < 1 : job.state === "running"));
+  const during = await turnAbout((round) => (bench.smoke ? round < 1 : job.state === "running"));
   await polling;
-  if (!during[calls[0][0]]) throw new Error(`the rotation of ${count} tokens ended before one round of calls: give it more --tokens`);
+  if (during[calls[0][0]].length === 0)
+    throw new Error(`the rotation of ${count} tokens ended before one round of calls: give it more --tokens`);
   const rowsPerSecond = job.done / (Math.max(1, job.finishedAt - job.runningAt) / 1000);
   console.log(
     `  data-key rotation of ${count} tokens (${job.done} records re-encrypted), ${during[calls[0][0]].length} rounds of calls while it ran`,
@@ -232,5 +224,14 @@ async function trafficOf(bench, destinationUrl, batch) {
           "proxy call",
         ),
     },
+  };
+}
+
+/** A fresh sequence of distinct, well-formed social security numbers, from SSN_BASE on. */
+function ssnSequence() {
+  let serial = SSN_BASE;
+  return () => {
+    const digits = String(serial++);
+    return `${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}`;
   };
 }
