@@ -1,8 +1,6 @@
-import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildWorker, startLocalVault } from "../../scripts/local-vault.mjs";
-import { startMerchant } from "./merchant/server";
+import { type Rig, startRig } from "./rig";
 
 /*
  * A public key's allowed_origins in Chromium (issue 27, step 4): the frame page of such a key carries
@@ -10,23 +8,18 @@ import { startMerchant } from "./merchant/server";
  * the key's requests from any other page's origin.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const VISA = "4242424242424242";
 const EXPIRATION = `12${String(new Date().getFullYear() + 3).slice(2)}`;
 const CARD = { type: "card", data: { number: VISA, expiration_month: 12, expiration_year: new Date().getFullYear() + 3 } };
 
-let vault: Awaited<ReturnType<typeof startLocalVault>>;
-let merchant: Awaited<ReturnType<typeof startMerchant>>;
+let rig: Rig;
+let vault: Rig["vault"];
+let merchant: Rig["merchant"];
 let browser: Browser;
 let management: string;
 
-async function post(path: string, headers: Record<string, string>, body: unknown) {
-  const reply = await fetch(`${vault.baseUrl}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: reply.status, body: (await reply.json()) as any };
+function post(path: string, headers: Record<string, string>, body: unknown) {
+  return rig.call("POST", path, headers, body);
 }
 
 async function publicKeyAllowing(origins: string[]): Promise<string> {
@@ -40,20 +33,13 @@ async function publicKeyAllowing(origins: string[]): Promise<string> {
 }
 
 beforeAll(async () => {
-  const buildDir = join(process.cwd(), ".wrangler", "elements-origins-tests-build");
-  buildWorker(buildDir);
-  vault = await startLocalVault({ buildDir, assets: true });
+  rig = await startRig("elements-origins-tests-build");
+  ({ vault, merchant, browser } = rig);
   const tenant = await post("/tenants", { "SVC-OPERATOR-KEY": vault.operatorKey }, { name: "origins" });
   management = tenant.body.application.key;
-  merchant = await startMerchant(vault.baseUrl);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await merchant?.close();
-  await vault?.dispose();
-});
+afterAll(() => rig?.close());
 
 async function openCheckout(key: string) {
   const context = await browser.newContext();

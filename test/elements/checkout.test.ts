@@ -1,8 +1,6 @@
-import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildWorker, startLocalVault } from "../../scripts/local-vault.mjs";
-import { startMerchant } from "./merchant/server";
+import { type Rig, startRig } from "./rig";
 
 /*
  * The browser elements in Debian's headless Chromium (CHROMIUM_PATH or /usr/bin/chromium), against
@@ -11,7 +9,6 @@ import { startMerchant } from "./merchant/server";
  * it can reach (./merchant/spy.js): what is typed into the frames must never be among it.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const VISA = "4242424242424242";
 const AMEX = "378282246310005";
 const YEAR = new Date().getFullYear() + 3;
@@ -19,25 +16,20 @@ const YEAR = new Date().getFullYear() + 3;
 const EXPIRATION = `12${String(YEAR).slice(2)}`;
 const NAME = "Ada Lovelace-Byron";
 
-let vault: Awaited<ReturnType<typeof startLocalVault>>;
-let merchant: Awaited<ReturnType<typeof startMerchant>>;
+let rig: Rig;
+let vault: Rig["vault"];
+let merchant: Rig["merchant"];
 let browser: Browser;
 let publicKey: string;
 let privateKey: string;
 
 async function post(path: string, key: string, body: unknown, header = "SVC-API-KEY") {
-  const reply = await fetch(`${vault.baseUrl}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", [header]: key },
-    body: JSON.stringify(body),
-  });
-  return (await reply.json()) as any;
+  return (await rig.call("POST", path, { [header]: key }, body)).body;
 }
 
 beforeAll(async () => {
-  const buildDir = join(process.cwd(), ".wrangler", "elements-tests-build");
-  buildWorker(buildDir);
-  vault = await startLocalVault({ buildDir, assets: true });
+  rig = await startRig("elements-tests-build");
+  ({ vault, merchant, browser } = rig);
   const tenant = await post("/tenants", vault.operatorKey, { name: "elements" }, "SVC-OPERATOR-KEY");
   const management = tenant.application.key as string;
   publicKey = (await post("/applications", management, { name: "checkout", type: "public", permissions: ["token:create"] })).key;
@@ -48,15 +40,9 @@ beforeAll(async () => {
       rules: [{ priority: 1, container: "/", transform: "reveal", permissions: ["token:read"] }],
     })
   ).key;
-  merchant = await startMerchant(vault.baseUrl);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await merchant?.close();
-  await vault?.dispose();
-});
+afterAll(() => rig?.close());
 
 interface SeenRequest {
   /** The origin of the document that sent it. */

@@ -1,8 +1,6 @@
-import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildWorker, startLocalVault } from "../../scripts/local-vault.mjs";
-import { startMerchant } from "./merchant/server";
+import { type Rig, startRig } from "./rig";
 
 /*
  * Reveal (issue 27, step 3) in Debian's headless Chromium: the merchant's page creates a session, its
@@ -11,12 +9,12 @@ import { startMerchant } from "./merchant/server";
  * and stops at its end; the nonce authorizes once.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const VISA = "4242424242424242";
 const MASTERCARD = "5555555555554444";
 
-let vault: Awaited<ReturnType<typeof startLocalVault>>;
-let merchant: Awaited<ReturnType<typeof startMerchant>>;
+let rig: Rig;
+let vault: Rig["vault"];
+let merchant: Rig["merchant"];
 let browser: Browser;
 let publicKey: string;
 let serverKey: string;
@@ -27,14 +25,8 @@ let lifetimeMs: number | undefined;
 /** The nonces the merchant's server authorized, and what the vault answered each time. */
 const authorizations: { nonce: string; status: number; body: unknown }[] = [];
 
-async function callVault(method: string, path: string, key: string, body?: unknown, header = "SVC-API-KEY") {
-  const reply = await fetch(`${vault.baseUrl}${path}`, {
-    method,
-    headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), [header]: key },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await reply.text();
-  return { status: reply.status, body: text ? JSON.parse(text) : null };
+function callVault(method: string, path: string, key: string, body?: unknown, header = "SVC-API-KEY") {
+  return rig.call(method, path, { [header]: key }, body);
 }
 
 /** The merchant's server: authorizes a session to reveal the one card token, by id. */
@@ -56,9 +48,8 @@ async function authorizeForCard(nonce: string) {
 }
 
 beforeAll(async () => {
-  const buildDir = join(process.cwd(), ".wrangler", "elements-reveal-tests-build");
-  buildWorker(buildDir);
-  vault = await startLocalVault({ buildDir, assets: true });
+  rig = await startRig("elements-reveal-tests-build", authorizeForCard);
+  ({ vault, merchant, browser } = rig);
   const tenant = (await callVault("POST", "/tenants", vault.operatorKey, { name: "reveal" }, "SVC-OPERATOR-KEY")).body;
   const management = tenant.application.key as string;
   const application = (body: unknown) => callVault("POST", "/applications", management, body).then((reply) => reply.body.key as string);
@@ -70,15 +61,9 @@ beforeAll(async () => {
   });
   card = (await callVault("POST", "/tokens", serverKey, { type: "card_number", data: VISA })).body;
   otherCard = (await callVault("POST", "/tokens", serverKey, { type: "card_number", data: MASTERCARD })).body;
-  merchant = await startMerchant(vault.baseUrl, authorizeForCard);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
 });
 
-afterAll(async () => {
-  await browser?.close();
-  await merchant?.close();
-  await vault?.dispose();
-});
+afterAll(() => rig?.close());
 
 /** The merchant's page, its elements initialised with the public key, having revealed the card's number. */
 async function reveal(): Promise<{

@@ -1,0 +1,58 @@
+import { join } from "node:path";
+import { type Browser, chromium } from "playwright-core";
+import { buildWorker, startLocalVault } from "../../scripts/local-vault.mjs";
+import { type AuthorizeSession, startMerchant } from "./merchant/server";
+
+/*
+ * What every browser elements test runs against: a vault serving its static assets as production
+ * does, the merchant's site on a second loopback origin (./merchant/server.ts), and Debian's headless
+ * Chromium (CHROMIUM_PATH or /usr/bin/chromium).
+ */
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+export interface Rig {
+  vault: Awaited<ReturnType<typeof startLocalVault>>;
+  merchant: Awaited<ReturnType<typeof startMerchant>>;
+  browser: Browser;
+  /** A call of the vault's API: its status and JSON body (null when empty). */
+  call(method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: any }>;
+  close(): Promise<void>;
+}
+
+/** The vault built into `.wrangler/<buildName>`, the merchant (whose server authorizes sessions with `authorizeSession`) and the browser. */
+export async function startRig(buildName: string, authorizeSession?: AuthorizeSession): Promise<Rig> {
+  const buildDir = join(process.cwd(), ".wrangler", buildName);
+  buildWorker(buildDir);
+  const vault = await startLocalVault({ buildDir, assets: true });
+  let merchant: Rig["merchant"] | undefined;
+  let browser: Browser;
+  try {
+    merchant = await startMerchant(vault.baseUrl, authorizeSession);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  } catch (error) {
+    // What started is stopped, so a failed start leaves nothing running behind the failing tests.
+    await merchant?.close();
+    await vault.dispose();
+    throw error;
+  }
+  return {
+    vault,
+    merchant,
+    browser,
+    async call(method, path, headers, body) {
+      const reply = await fetch(`${vault.baseUrl}${path}`, {
+        method,
+        headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await reply.text();
+      return { status: reply.status, body: text ? JSON.parse(text) : null };
+    },
+    async close() {
+      await browser.close();
+      await merchant.close();
+      await vault.dispose();
+    },
+  };
+}
