@@ -33,9 +33,19 @@ interface Waiting {
 const TAKE_OVER_MS = 2_000;
 
 /**
+ * How long the request that takes a send on waits before sending: every entry its isolate adds
+ * meanwhile goes in the same sendBatch. A send per turn of the event loop carried a few entries each
+ * under load, and the queue's broker and consumer cost workerd about 170 µs of CPU a proxy call; at
+ * 50 ms, about a twentieth of a second of an isolate's entries travel together and that cost all
+ * but goes (docs/decisions.md, "One send for the requests of an isolate answered together"). Nobody
+ * waits for it: the answers have left, and the consumer's own batches wait up to a second anyway.
+ */
+const SEND_WINDOW_MS = 50;
+
+/**
  * Records a request's entries after its answer has left, so the send costs the caller nothing. The
- * first request to find no send pending takes it on (`waitUntil`) and sends, one tick later, what
- * every request has added by then. Only that request does I/O for the batch, in its own context: the
+ * first request to find no send pending takes it on (`waitUntil`) and sends, SEND_WINDOW_MS later,
+ * what every request has added by then. Only that request does I/O for the batch, in its own context: the
  * others await nothing (Workers refuse I/O for one request from another's context). When neither the
  * queue nor audit_pending takes the entries, each is written whole to the worker's log, the last
  * place that keeps it: entries hold no sensitive values (test/audit/operations.test.ts scans them).
@@ -54,7 +64,7 @@ export function recordAfterAnswer(waitUntil: (promise: Promise<unknown>) => void
 }
 
 async function sendWaiting(context: RequestContext, queue: Queue): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  await new Promise((resolve) => setTimeout(resolve, SEND_WINDOW_MS));
   // Whatever is waiting now, whoever took the send on: each entry is taken once, as reading and
   // deleting happen in one turn.
   const entries = waitingFor.get(queue)?.entries ?? [];
