@@ -13,7 +13,7 @@
 import { interleavedLatency, interleavedThroughput, send, startEcho } from "./lib/measure.mjs";
 
 const CARD = "4242424242424242";
-const TRANSFORM =
+export const TRANSFORM =
   "module.exports = async function (req) { return { body: { ...req.args.body, seen: true }, headers: req.args.headers }; };";
 
 export default async function proxy(bench) {

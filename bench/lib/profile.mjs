@@ -3,7 +3,7 @@
 // it serves one scenario of bench/proxy.mjs under 32 concurrent connections, taken through workerd's
 // inspector. Prints the functions with the most self time and writes the whole profile (open it in
 // Chrome's DevTools, Performance panel, for a flame graph). Nothing of it is in the vault's build.
-//   node bench/lib/profile.mjs [anonymous|authenticated|1|10] [--requests=5000] [--built=<dir>] [--out=<file>]
+//   node bench/lib/profile.mjs [anonymous|authenticated|1|10|transforms] [--requests=5000] [--built=<dir>] [--out=<file>]
 //     [--binding=NAME=value] [--cpu-only]
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -11,6 +11,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
 import { buildWorker, startLocalVault } from "../../scripts/local-vault.mjs";
+import { TRANSFORM } from "../proxy.mjs";
 import { send, startEcho } from "./measure.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -45,8 +46,16 @@ try {
     const token = await post("/tokens", { "SVC-API-KEY": caller.key }, { type: "card_number", data: "4242424242424242" });
     body[`card_${i}`] = `{{ ${token.id} }}`;
   }
-  const anonymous = scenario === "anonymous";
-  const proxy = await post("/proxies", management, { name: "profile", destination_url: destination.url, require_auth: !anonymous });
+  // bench/proxy.mjs's transforms scenario: an open proxy with a request and a response transform.
+  const transforms = scenario === "transforms";
+  const anonymous = scenario === "anonymous" || transforms;
+  const transform = { code: TRANSFORM };
+  const proxy = await post("/proxies", management, {
+    name: "profile",
+    destination_url: destination.url,
+    require_auth: !anonymous,
+    ...(transforms ? { request_transform: transform, response_transform: transform } : {}),
+  });
   const headers = { "SVC-PROXY-KEY": proxy.key, ...(anonymous ? {} : { "SVC-API-KEY": caller.key }) };
   const call = async () => {
     const reply = await send(`${vault.baseUrl}/proxy/charges`, body, headers);
