@@ -88,21 +88,24 @@ export interface EgressFetchOptions extends EgressOptions {
 }
 
 /**
- * Sends the request if the policy allows it. Redirects are returned to the caller, never followed,
- * so a public destination cannot bounce the vault to a private one.
+ * Sends the request (a Request, or a URL and the rest of the request in `init`) if the policy allows
+ * it. Redirects are returned to the caller, never followed, so a public destination cannot bounce
+ * the vault to a private one. A URL with its `init` is built into a Request once, by `fetch`: the
+ * proxy's hot path builds none of its own.
  */
-export async function fetchThroughEgress(request: Request, options: EgressFetchOptions): Promise<Response> {
-  const reason = egressRefusal(request.url, options);
+export async function fetchThroughEgress(input: Request | URL, options: EgressFetchOptions, init: RequestInit = {}): Promise<Response> {
+  const url = input instanceof URL ? input : input.url;
+  const reason = egressRefusal(url, options);
   if (reason !== null) throw new EgressRefusedError(reason);
 
   const deadline = new AbortController();
   // The error is made only if the deadline passes: an Error captures a stack, which costs.
   setTimeout(() => deadline.abort(new EgressTimeoutError(options.timeoutMs)), options.timeoutMs);
   try {
-    return await fetch(new Request(request, { redirect: "manual", signal: deadline.signal }));
+    return await fetch(input, { ...init, redirect: "manual", signal: deadline.signal });
   } catch {
     if (deadline.signal.aborted) throw deadline.signal.reason as EgressTimeoutError;
-    throw new EgressUnreachableError(new URL(request.url).host);
+    throw new EgressUnreachableError(new URL(url).host);
   }
 }
 

@@ -32,16 +32,21 @@ export function forwardableRequestHeaders(headers: Headers, config: Config): Rec
       .map((name) => name.trim().toLowerCase())
       .filter(Boolean),
   );
-  const forwarded = [...headers].filter(
-    ([name]) =>
+  // A null-prototype object: a header named __proto__ stays a header. (Headers are lower case.)
+  const forwarded: Record<string, string> = Object.create(null);
+  for (const [name, value] of headers) {
+    if (
       !config.ownHeaders.has(name) &&
       !namedByConnection.has(name) &&
-      mayTravel(name) &&
+      !HOP_BY_HOP.has(name) &&
+      !RECOMPUTED.has(name) &&
       !name.startsWith("cf-") &&
-      FORWARDABLE_NAME.test(name),
-  );
-  // fromEntries, not assignment: a header named __proto__ stays a header.
-  return Object.fromEntries(forwarded);
+      FORWARDABLE_NAME.test(name)
+    ) {
+      forwarded[name] = value;
+    }
+  }
+  return forwarded;
 }
 
 /**

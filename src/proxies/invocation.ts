@@ -48,10 +48,11 @@ export async function invokeProxy(context: RequestContext, request: Request): Pr
   const invocation = await authorise(context, request);
   try {
     const outgoing = await outgoingRequest(invocation, request);
-    const response = await fetchThroughEgress(outgoing, {
-      allowInsecure: config.ALLOW_INSECURE_DESTINATIONS,
-      timeoutMs: config.PROXY_TIMEOUT_MS,
-    });
+    const response = await fetchThroughEgress(
+      outgoing.url,
+      { allowInsecure: config.ALLOW_INSECURE_DESTINATIONS, timeoutMs: config.PROXY_TIMEOUT_MS },
+      outgoing.init,
+    );
     return await answer(invocation, response);
   } catch (error) {
     if (error instanceof EgressTimeoutError) throw new DestinationTimeoutError(config.PROXY_TIMEOUT_MS);
@@ -149,7 +150,7 @@ async function callerOf(context: RequestContext, request: Request, requirer: str
  * The request for the destination: the caller's headers filtered, references in the body and
  * headers replaced, then the request transform for JSON and form bodies.
  */
-async function outgoingRequest(invocation: Invocation, request: Request): Promise<Request> {
+async function outgoingRequest(invocation: Invocation, request: Request): Promise<{ url: URL; init: RequestInit }> {
   const { context } = invocation;
   const mediaType = structuredMediaTypeOf(request.headers.get("content-type"));
   const { proxy } = invocation;
@@ -176,11 +177,7 @@ async function outgoingRequest(invocation: Invocation, request: Request): Promis
   let payload: BodyInit | null = body.read ? serialisedRequestBody(mediaType, message.body) : body.bytes;
   if (request.method === "GET") payload = null;
   if (payload !== null && mediaType && !headers.has("content-type")) headers.set("content-type", mediaType);
-  return new Request(destinationFor(invocation.destinationUrl, invocation.target), {
-    method: request.method,
-    headers,
-    body: payload,
-  });
+  return { url: destinationFor(invocation.destinationUrl, invocation.target), init: { method: request.method, headers, body: payload } };
 }
 
 /** A body is read (parsed or decoded) only when it may hold references or a transform needs it. */

@@ -193,10 +193,21 @@ const METHODS_WITH_BODY: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH"])
  */
 const sandboxAnswer: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
-  c.res = new Response(c.res.body, c.res);
-  c.res.headers.append("content-security-policy", "sandbox");
-  c.res.headers.set("x-content-type-options", "nosniff");
+  try {
+    markSandboxed(c.res.headers);
+  } catch (error) {
+    // Headers that cannot change (a response as fetch gave it): a copy takes them. Every answer of
+    // the pipeline is built by the vault, so the copy, which Hono's setter copies once more, is rare.
+    if (!(error instanceof TypeError)) throw error;
+    c.res = new Response(c.res.body, c.res);
+    markSandboxed(c.res.headers);
+  }
 };
+
+function markSandboxed(headers: Headers): void {
+  headers.append("content-security-policy", "sandbox");
+  headers.set("x-content-type-options", "nosniff");
+}
 
 /**
  * Invocation does its own authentication (the proxy key, then `{P}-API-KEY` when the proxy requires
