@@ -37,10 +37,26 @@ const TAKE_OVER_MS = 2_000;
  * meanwhile goes in the same sendBatch. A send per turn of the event loop carried a few entries each
  * under load, and the queue's broker and consumer cost workerd about 170 µs of CPU a proxy call; at
  * 50 ms, about a twentieth of a second of an isolate's entries travel together and that cost all
- * but goes (docs/decisions.md, "One send for the requests of an isolate answered together"). Nobody
- * waits for it: the answers have left, and the consumer's own batches wait up to a second anyway.
+ * but goes (docs/decisions.md, "One send for the requests of an isolate answered together"). No
+ * caller waits for it, as the answers have left; a test that waits for its request's `waitUntil`
+ * waits the window too. It must stay well under TAKE_OVER_MS, or every healthy send is taken over.
  */
 const SEND_WINDOW_MS = 50;
+
+/**
+ * Entries one send takes at most: the request that brings the waiting ones to this many sends them
+ * at once, so that one request's `waitUntil` does a bounded amount of work, and an isolate that
+ * dies loses the entries of fewer requests.
+ */
+const SEND_AT_MOST = 500;
+
+/**
+ * How long a send may take before its entries are kept in audit_pending instead: a send still
+ * pending when the runtime ends the request's `waitUntil` (30 s) would be lost without a word. The
+ * writer skips an entry whose id is in the log already, so a send that completes after all is
+ * chained once.
+ */
+const SEND_DEADLINE_MS = 10_000;
 
 /**
  * Records a request's entries after its answer has left, so the send costs the caller nothing. The
@@ -56,6 +72,11 @@ export function recordAfterAnswer(waitUntil: (promise: Promise<unknown>) => void
   const waiting = waitingFor.get(queue);
   if (waiting && Date.now() - waiting.since < TAKE_OVER_MS) {
     waiting.entries.push(...entries);
+    if (waiting.entries.length >= SEND_AT_MOST) {
+      // A full batch: this request sends it now; the taker's send finds what comes after.
+      waitingFor.delete(queue);
+      waitUntil(logUnrecorded(context, waiting.entries));
+    }
     return;
   }
   // None pending, or one whose request never got to send it: this request sends them all.
@@ -69,6 +90,11 @@ async function sendWaiting(context: RequestContext, queue: Queue): Promise<void>
   // deleting happen in one turn.
   const entries = waitingFor.get(queue)?.entries ?? [];
   waitingFor.delete(queue);
+  await logUnrecorded(context, entries);
+}
+
+/** Records the entries, and writes to the worker's log each one neither the queue nor audit_pending took. */
+async function logUnrecorded(context: RequestContext, entries: AuditEntry[]): Promise<void> {
   await recordEntries(context, entries).catch((error: unknown) => {
     const unrecorded = error instanceof UnrecordedEntriesError ? error.entries : entries;
     for (const entry of unrecorded) console.error(`audit: unrecorded entry ${JSON.stringify(entry)}`);
@@ -76,29 +102,50 @@ async function sendWaiting(context: RequestContext, queue: Queue): Promise<void>
 }
 
 /**
- * Sends the entries to the audit queue. When the queue cannot take them, they are written straight
- * to audit_pending in the tenant's database, for the writer or the cron to chain; when that fails
- * too, UnrecordedEntriesError names the entries neither took (a queue consumer's batch is then retried).
+ * Sends the entries to the audit queue. When the queue cannot take them (or has not within
+ * SEND_DEADLINE_MS), they are written straight to audit_pending in each tenant's database, for the
+ * writer or the cron to chain; when that fails too, UnrecordedEntriesError names the entries
+ * neither took (a queue consumer's batch is then retried). One tenant's database failing does not
+ * keep the others' entries out of theirs.
  */
 export async function recordEntries(context: RequestContext, entries: AuditEntry[]): Promise<void> {
   if (entries.length === 0 || !context.config.AUDIT_LOG) return;
   let sent = 0;
   try {
     for (const batch of sendBatches(entries)) {
-      await context.auditQueue.sendBatch(batch.map((body) => ({ body, contentType: "json" as const })));
+      await withinDeadline(context.auditQueue.sendBatch(batch.map((body) => ({ body, contentType: "json" as const }))));
       sent += batch.reduce((count, message) => count + message.length, 0);
     }
   } catch (error) {
     const unsent = entries.slice(sent);
     console.warn(`audit: the queue did not take ${unsent.length} entries (${(error as Error).message}); keeping them in audit_pending`);
-    try {
-      for (const [tenantId, pending] of byTenant(unsent, (entry) => entry.tenant_id)) {
+    const refused: AuditEntry[] = [];
+    let spillError: unknown;
+    for (const [tenantId, pending] of byTenant(unsent, (entry) => entry.tenant_id)) {
+      try {
         await storage.keepPending(await chainDatabase(context, tenantId), pending);
+      } catch (tenantError) {
+        console.error(
+          `audit: audit_pending of tenant ${tenantId} refused ${pending.length} entries too (${(tenantError as Error).message})`,
+        );
+        refused.push(...pending);
+        spillError = tenantError;
       }
-    } catch (spillError) {
-      console.error(`audit: audit_pending refused ${unsent.length} entries too (${(spillError as Error).message})`);
-      throw new UnrecordedEntriesError(unsent, spillError);
     }
+    if (refused.length > 0) throw new UnrecordedEntriesError(refused, spillError);
+  }
+}
+
+/** The send, or a rejection once SEND_DEADLINE_MS has passed without it settling. */
+async function withinDeadline<T>(send: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the send took longer than ${SEND_DEADLINE_MS} ms`)), SEND_DEADLINE_MS);
+  });
+  try {
+    return await Promise.race([send, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -18,7 +18,7 @@ export interface AuditRecord {
 /**
  * The audit entries of one request (or one queue batch, or one cron run): the request's own entry,
  * which the audit middleware concludes from the route and the status, and the entries services add.
- * The middleware sends them all to the audit queue before the response leaves (src/audit/recorder.ts).
+ * The middleware records them all once the response has left (src/audit/recorder.ts).
  */
 export class AuditTrail {
   /** The tenant whose log the entries go to; set when the caller is known. */

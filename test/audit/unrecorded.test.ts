@@ -30,6 +30,18 @@ function withoutAuditPending(d1: D1Database): D1Database {
   });
 }
 
+/** A D1 database whose audit_pending statements for one tenant fail: that tenant's database is down, the others' are not. */
+function withoutAuditPendingOf(d1: D1Database, tenantId: string): D1Database {
+  return withMethod(d1, "prepare", (sql: string) => {
+    const statement = d1.prepare(sql);
+    if (!sql.includes("audit_pending")) return statement;
+    return withMethod(statement, "bind", (...values: unknown[]) => {
+      if (values.includes(tenantId)) throw new Error("D1_ERROR: the database is unavailable");
+      return statement.bind(...values);
+    });
+  });
+}
+
 async function fetchWith(bindings: Record<string, unknown>, path: string, init: RequestInit) {
   const ctx = createExecutionContext();
   const response = await worker.fetch(new Request(`${BASE}${path}`, init), { ...env, ...bindings }, ctx);
@@ -115,6 +127,45 @@ describe("when the audit queue cannot take entries", () => {
       const pending = await d1.prepare("SELECT entry FROM audit_pending WHERE tenant_id = ?").bind(owner.tenantId).all<{ entry: string }>();
       expect(pending.results.map(({ entry }) => JSON.parse(entry).trace_id)).toEqual([traceIds[i]]);
     }
+  });
+
+  it("a send the queue never settles counts as failed after 10 s, and its entry waits in audit_pending", async () => {
+    const tenant = await seedTokenTenant();
+    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
+    const traceId = `queue-hangs-${crypto.randomUUID()}`;
+    const hangingQueue = { send: () => new Promise(() => {}), sendBatch: () => new Promise(() => {}) };
+    const reply = await fetchWith({ AUDIT_QUEUE: hangingQueue }, `/tokens/${token.id}`, {
+      headers: { "SVC-API-KEY": tenant.key, "SVC-TRACE-ID": traceId },
+    });
+    expect(reply.status).toBe(200);
+    const d1 = await dataDatabaseOf(tenant.tenantId);
+    const pending = await d1.prepare("SELECT entry FROM audit_pending WHERE tenant_id = ?").bind(tenant.tenantId).all<{ entry: string }>();
+    expect(pending.results.map(({ entry }) => JSON.parse(entry).trace_id)).toEqual([traceId]);
+  }, 20_000);
+
+  it("one tenant's audit_pending failing keeps neither the entries after it from theirs nor its own from the worker's log", async () => {
+    const [down, up] = [await seedTokenTenant(), await seedTokenTenant()];
+    const tokens = await Promise.all([down, up].map((owner) => createToken(owner.key, { type: "social_security_number", data: SSN })));
+    const traceIds = [`spill-down-${crypto.randomUUID()}`, `spill-up-${crypto.randomUUID()}`];
+    const bindings = {
+      AUDIT_QUEUE: failingQueue,
+      ...Object.fromEntries(["DB", "DB_1", "DB_2"].map((name) => [name, withoutAuditPendingOf(env[name as "DB"], down.tenantId)])),
+    };
+    // The failing tenant's entry first, the other's in the same send: answered one after the other,
+    // well within the send's window, and both waited for together.
+    await expectLoggedError(new RegExp(`audit: unrecorded entry .*"trace_id":"${traceIds[0]}"`), async () => {
+      const contexts = [createExecutionContext(), createExecutionContext()];
+      for (const [i, owner] of [down, up].entries()) {
+        const request = new Request(`${BASE}/tokens/${tokens[i]!.id}`, {
+          headers: { "SVC-API-KEY": owner.key, "SVC-TRACE-ID": traceIds[i]! },
+        });
+        expect((await worker.fetch(request, { ...env, ...bindings }, contexts[i]!)).status).toBe(200);
+      }
+      await Promise.all(contexts.map((ctx) => waitOnExecutionContext(ctx)));
+    });
+    const d1 = await dataDatabaseOf(up.tenantId);
+    const pending = await d1.prepare("SELECT entry FROM audit_pending WHERE tenant_id = ?").bind(up.tenantId).all<{ entry: string }>();
+    expect(pending.results.map(({ entry }) => JSON.parse(entry).trace_id)).toEqual([traceIds[1]]);
   });
 
   it("when audit_pending cannot take them either, the entry is written whole to the worker's log, and the answer stands", async () => {
