@@ -35,7 +35,8 @@ const bootstrapped = new Set<string>();
  * Makes BOOTSTRAP_API_KEY usable: a tenant and a management application holding it. Ids derive
  * from the key's hash and the whole thing is one batch that only inserts while that tenant does not
  * exist and was never shredded, so concurrent isolates agree, a bootstrap key revoked later stays
- * revoked, and a shredded bootstrap tenant never comes back (its key answers 401).
+ * revoked, and a shredded bootstrap tenant never comes back (its key answers 401). A read comes
+ * first, so that only the first isolate of a vault makes data keys and writes.
  */
 export async function ensureBootstrap(context: RequestContext, bootstrapKey: string): Promise<void> {
   // Requests that arrive before the first bootstrap has finished each run it (it is idempotent)
@@ -48,7 +49,18 @@ export async function ensureBootstrap(context: RequestContext, bootstrapKey: str
 async function runBootstrap(context: RequestContext, bootstrapKey: string): Promise<void> {
   const hash = await sha256Hex(bootstrapKey);
   const tenantId = uuidFrom(await sha256Hex(`bootstrap-tenant/${hash}`));
-  const { shreddedAt } = await storage.insertBootstrapTenant(context.control, {
+  // Read first: every isolate of a bootstrapped vault finds it, and only the first one writes.
+  const { shreddedAt } = (await storage.findBootstrapTenant(context.control, tenantId)) ?? (await insertBootstrap(context, tenantId, hash));
+  if (shreddedAt !== null) {
+    console.warn(
+      `BOOTSTRAP_API_KEY names tenant ${tenantId}, shredded at ${isoTime(shreddedAt)}: it is not created again, and the key is refused. ` +
+        "Set another BOOTSTRAP_API_KEY to bootstrap a new tenant.",
+    );
+  }
+}
+
+async function insertBootstrap(context: RequestContext, tenantId: string, hash: string): Promise<{ shreddedAt: number | null }> {
+  return await storage.insertBootstrapTenant(context.control, {
     tenantId,
     // The first data database: every isolate must agree without reading anything.
     database: context.dataBindings()[0]!,
@@ -59,12 +71,6 @@ async function runBootstrap(context: RequestContext, bootstrapKey: string): Prom
     now: Date.now(),
     keys: await newTenantKeys(context, tenantId),
   });
-  if (shreddedAt !== null) {
-    console.warn(
-      `BOOTSTRAP_API_KEY names tenant ${tenantId}, shredded at ${isoTime(shreddedAt)}: it is not created again, and the key is refused. ` +
-        "Set another BOOTSTRAP_API_KEY to bootstrap a new tenant.",
-    );
-  }
 }
 
 /** Formats 32 hex digits of a digest as a version-8 (custom) UUID. */

@@ -9,6 +9,21 @@ export async function insertTenant(db: Database, tenant: typeof tenants.$inferIn
 }
 
 /**
+ * Whether the bootstrap tenant exists already, and when it was shredded (a tenant row, or the
+ * tombstone left once its rows were purged); null when it was never made. A read, so that a cold
+ * isolate of a bootstrapped vault neither makes data keys nor writes.
+ */
+export async function findBootstrapTenant(db: Database, tenantId: string): Promise<{ shreddedAt: number | null } | null> {
+  return await db.$client
+    .prepare(
+      `SELECT shredded_at AS shreddedAt FROM tenants WHERE id = ?1
+       UNION ALL SELECT shredded_at FROM shredded_tenants WHERE tenant_id = ?1 LIMIT 1`,
+    )
+    .bind(tenantId)
+    .first<{ shreddedAt: number | null }>();
+}
+
+/**
  * The bootstrap tenant, its management application and its key, in one batch. changes() is the row
  * count of the previous statement in the batch: each insert happens only if the one before it did,
  * i.e. only the first time.

@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { callConfigured } from "../support/configured";
 import { runCron } from "../support/cron";
 import { call, expectProblem, type Reply } from "../support/harness";
+import { withMethod } from "../support/substitute";
 
 /*
  * Rule 7: a shredded tenant never comes back. The tenant BOOTSTRAP_API_KEY creates has ids derived
@@ -50,6 +51,24 @@ describe("rule 7: a shredded tenant never comes back", () => {
     expect(keys!.n).toBe(0);
     // The operator sees it gone, as before.
     expectProblem(await call("DELETE", `/tenants/${tenantId}`, { headers: operator }), 404);
+  });
+
+  it("a fresh isolate of a bootstrapped vault reads its tenant and writes nothing", async () => {
+    const bootstrapKey = `key_${crypto.randomUUID()}${crypto.randomUUID()}`;
+    expect((await asBootstrap(bootstrapKey)).status).toBe(200);
+    const statements: string[] = [];
+    const recording = withMethod(env.DB, "prepare", (sql: string) => {
+      statements.push(sql);
+      return env.DB.prepare(sql);
+    });
+    vi.resetModules();
+    const fresh = await import("../support/configured");
+    const reply = await fresh.callConfigured({ BOOTSTRAP_API_KEY: bootstrapKey, DB: recording }, "GET", "/applications", {
+      headers: { "SVC-API-KEY": bootstrapKey },
+    });
+    expect(reply.status).toBe(200);
+    expect(statements.some((sql) => sql.includes("shredded_tenants"))).toBe(true);
+    expect(statements.filter((sql) => /INSERT INTO (tenants|tenant_keys)/.test(sql))).toEqual([]);
   });
 
   it("another bootstrap key still creates its own tenant", async () => {
