@@ -76,6 +76,24 @@ describe("proxy invocation: headers (rule 4)", () => {
     });
   });
 
+  it("forwards a header named __proto__ as a header, not as a prototype", async () => {
+    const proxy = await anonymousProxy();
+    // fromEntries makes __proto__ a member; a literal one would set the object's prototype.
+    const headers = Object.fromEntries([
+      ["__proto__", "kept"],
+      ["x-after", "also"],
+    ]);
+    const reply = await invoke("GET", "", { proxyKey: proxy.key, headers });
+    const raw: string[] = reply.json.raw_headers;
+    const arrived = Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i]!.toLowerCase(), raw[2 * i + 1]]);
+    expect(arrived).toEqual(
+      expect.arrayContaining([
+        ["__proto__", "kept"],
+        ["x-after", "also"],
+      ]),
+    );
+  });
+
   it("never forwards the vault's own SVC-API-KEY and SVC-PROXY-KEY", async () => {
     const { caller, proxy } = await setUp();
     const reply = await invoke("GET", "", { proxyKey: proxy.key, apiKey: caller.key });

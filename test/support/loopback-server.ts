@@ -6,7 +6,9 @@ import type { TestProject } from "vitest/node";
  * in Node). It echoes every request as JSON and remembers what it saw, so tests can prove both what
  * a proxy forwarded and that a refused request never arrived.
  *
- *   any path            200 {method, path, query, headers, body}
+ *   any path            200 {method, path, query, headers, raw_headers, body}
+ *                       (raw_headers: name, value, name, value… as they arrived; Node's headers
+ *                       object drops a header named __proto__)
  *   /status/<code>      that status, with the echo as body
  *   /redirect?to=<url>  302 to the url
  *   /slow?ms=<n>        answers after n ms
@@ -48,6 +50,7 @@ export default async function setup(project: TestProject) {
       path: url.pathname,
       query: url.search,
       headers: request.headers,
+      raw_headers: request.rawHeaders,
       body,
     };
     if (url.pathname === "/redirect") {
