@@ -14,14 +14,12 @@ export async function insertTenant(db: Database, tenant: typeof tenants.$inferIn
  * isolate of a bootstrapped vault neither makes data keys nor writes.
  */
 export async function findBootstrapTenant(db: Database, tenantId: string): Promise<{ shreddedAt: number | null } | null> {
-  return await db.$client
-    .prepare(
-      `SELECT shredded_at AS shreddedAt FROM tenants WHERE id = ?1
-       UNION ALL SELECT shredded_at FROM shredded_tenants WHERE tenant_id = ?1 LIMIT 1`,
-    )
-    .bind(tenantId)
-    .first<{ shreddedAt: number | null }>();
+  return await db.$client.prepare(TENANT_STATE).bind(tenantId).first<{ shreddedAt: number | null }>();
 }
+
+/** The tenant's row's shredded_at, else its tombstone's; no row when it was never made. */
+const TENANT_STATE = `SELECT shredded_at AS shreddedAt FROM tenants WHERE id = ?1
+  UNION ALL SELECT shredded_at FROM shredded_tenants WHERE tenant_id = ?1 LIMIT 1`;
 
 /**
  * The bootstrap tenant, its management application and its key, in one batch. changes() is the row
@@ -63,11 +61,8 @@ export async function insertBootstrapTenant(
     d1
       .prepare("INSERT INTO tenant_keys (tenant_id, version, kek_version, wrapped, created_at) SELECT ?, ?, ?, ?, ? WHERE changes() = 1")
       .bind(tenantId, keys.version, keys.kekVersion, keys.wrapped, keys.createdAt),
-    d1
-      .prepare(
-        "SELECT coalesce((SELECT shredded_at FROM tenants WHERE id = ?1), (SELECT shredded_at FROM shredded_tenants WHERE tenant_id = ?1)) AS shreddedAt",
-      )
-      .bind(tenantId),
+    // After the inserts there is always a row: the tenant's, or the tombstone that kept it out.
+    d1.prepare(TENANT_STATE).bind(tenantId),
   ]);
   return { shreddedAt: (tombstones!.results[0] as { shreddedAt: number | null }).shreddedAt };
 }
