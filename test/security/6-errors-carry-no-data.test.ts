@@ -11,8 +11,12 @@ import { createToken, seedTokenTenant, VISA } from "../support/tokens";
  */
 
 const SSN = "123-45-6789";
+const REQUEST_ID = /\[[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\]/g;
 
-/** Runs the action while collecting every console line, and returns both. */
+/**
+ * Runs the action while collecting every console line, and returns both. Each line's request id is
+ * taken out: a random UUID can hold any three digits, and the checks below look for short pieces.
+ */
 async function withLogLines<T>(action: () => Promise<T>): Promise<{ result: T; lines: string }> {
   const lines: string[] = [];
   const spies = (["error", "warn", "log", "info"] as const).map((level) =>
@@ -21,7 +25,7 @@ async function withLogLines<T>(action: () => Promise<T>): Promise<{ result: T; l
     }),
   );
   try {
-    return { result: await action(), lines: lines.join("\n") };
+    return { result: await action(), lines: lines.join("\n").replace(REQUEST_ID, "[request id]") };
   } finally {
     for (const spy of spies) spy.mockRestore();
   }
