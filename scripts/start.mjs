@@ -13,6 +13,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const devVarsPath = join(root, ".dev.vars");
 const port = process.env.PORT ?? "8787";
 process.env.WRANGLER_SEND_METRICS = "false";
+// Miniflare would fetch a sample `request.cf` object from Cloudflare at start, and print a stack trace
+// when offline. The vault reads nothing from `request.cf`, so its placeholder is enough.
+process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 
 if (!existsSync(devVarsPath)) {
   writeFileSync(
