@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { createApplication } from "../support/harness";
 import { createProxy, expectProxyError, invoke, loopback } from "../support/proxies";
+import { withoutIds } from "../support/random-text";
 import { createFormula, createReactor, react } from "../support/reactors";
 import { createToken, seedTokenTenant, VISA } from "../support/tokens";
 
@@ -11,11 +12,10 @@ import { createToken, seedTokenTenant, VISA } from "../support/tokens";
  */
 
 const SSN = "123-45-6789";
-const REQUEST_ID = /\[[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\]/g;
 
 /**
- * Runs the action while collecting every console line, and returns both. Each line's request id is
- * taken out: a random UUID can hold any three digits, and the checks below look for short pieces.
+ * Runs the action while collecting every console line, and returns both. Ids are taken out of the
+ * lines: the checks below look for three digits, which a random UUID can hold.
  */
 async function withLogLines<T>(action: () => Promise<T>): Promise<{ result: T; lines: string }> {
   const lines: string[] = [];
@@ -25,7 +25,7 @@ async function withLogLines<T>(action: () => Promise<T>): Promise<{ result: T; l
     }),
   );
   try {
-    return { result: await action(), lines: lines.join("\n").replace(REQUEST_ID, "[request id]") };
+    return { result: await action(), lines: withoutIds(lines.join("\n")) };
   } finally {
     for (const spy of spies) spy.mockRestore();
   }

@@ -134,12 +134,13 @@ describe("rule 7: the cron drops cvcs from stored replies once their window has 
     };
     const tokenized = await sendWithKey(two, "/tokenize", tokenizeBody, "cards-3");
     for (const tenant of [one, two]) {
-      expect((await everythingSealed(tenant)).join()).toContain("cvc");
+      expect((await everythingSealed(tenant)).join()).toContain('"cvc"');
     }
 
     await runCron(Date.now() + RETENTION_MS + 1000);
     for (const tenant of [one, two]) {
-      for (const sealed of await everythingSealed(tenant)) expect(sealed).not.toContain("cvc");
+      // The member's name as a JSON key: three letters alone could be part of a random fingerprint.
+      for (const sealed of await everythingSealed(tenant)) expect(sealed).not.toContain('"cvc"');
     }
     // Replayed within the requests' own window: the stored reply itself has lost the cvcs.
     expect((await sendWithKey(one, "/tokens", { type: "card", data: CARD }, "card-3")).body).toEqual({

@@ -13,13 +13,15 @@ function forms(secret: string): string[] {
 }
 
 /**
- * The dump with the parts that are random by construction blanked out: UUIDs (ids), long
- * base64url runs (ciphertexts, HMACs, key hashes) and millisecond timestamps. A four-digit string
- * could otherwise turn up in them by chance; plaintext stored anywhere else is still found.
+ * The dump with the parts that are random by construction blanked out: UUIDs (ids), sealed values
+ * (`v1.{iv}.{ciphertext}`, `k2.…`: a short SSN's is under 40 characters), long base64url runs
+ * (HMACs, key hashes) and millisecond timestamps. A four-digit string could otherwise turn up in
+ * them by chance; plaintext stored anywhere else is still found.
  */
 function withoutRandomParts(dump: string): string {
   return dump
     .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<id>")
+    .replace(/\b[vk]\d+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, "<sealed>")
     .replace(/[A-Za-z0-9_-]{40,}/g, "<opaque>")
     .replace(/\b1\d{12}\b/g, "<time>");
 }
