@@ -12,5 +12,7 @@ export default defineConfig({
     environment: "node",
     testTimeout: 30_000,
     hookTimeout: 180_000,
+    // A poll in a browser waits on typing, messages between frames and a vault round trip.
+    expect: { poll: { timeout: 10_000 } },
   },
 });

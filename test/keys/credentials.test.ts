@@ -84,12 +84,13 @@ describe("rolling a proxy key", () => {
   it("with grace_period_seconds the previous key works until the period ends, then stops", async () => {
     const tenant = await seedTenant();
     const proxy = await createProxy(tenant, { require_auth: false });
-    const before = Date.now();
     const rolled = await call("POST", `/proxies/${proxy.id}/key`, { key: tenant.managementKey, body: { grace_period_seconds: 2 } });
+    // The period starts at the vault's clock during the call, no later than its answer.
+    const answered = Date.now();
     expect(rolled.status).toBe(200);
     expect((await invoke("POST", "", { proxyKey: proxy.key, body: { a: 1 } })).status).toBe(200);
     expect((await invoke("POST", "", { proxyKey: rolled.body.key, body: { a: 1 } })).status).toBe(200);
-    await until(before + 2_000 + 50);
+    await until(answered + 2_000 + 50);
     expectProxyError(await invoke("POST", "", { proxyKey: proxy.key, body: { a: 1 } }), 401);
     expect((await invoke("POST", "", { proxyKey: rolled.body.key, body: { a: 1 } })).status).toBe(200);
     // A second roll ends the first grace period: only the newest previous key is kept.

@@ -38,13 +38,14 @@ async function settledHead(d1: D1Database, tenantId: string, atLeast: number): P
   }
 }
 
-/** A tenant whose log holds at least `count` chained entries, the writer idle. */
+/** A tenant whose log holds `count` reads after its three set-up entries, the writer idle. */
 async function tenantWithLog(count: number): Promise<{ tenant: TokenTenant; d1: D1Database; head: Head }> {
   const tenant = await seedTokenTenant();
   const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
   for (let i = 0; i < count; i++) expect((await call("GET", `/tokens/${token.id}`, { key: tenant.key })).status).toBe(200);
   const d1 = await dataDatabaseOf(tenant.tenantId);
-  return { tenant, d1, head: await settledHead(d1, tenant.tenantId, count + 1) };
+  // Tenant, application and token creation are the first three entries.
+  return { tenant, d1, head: await settledHead(d1, tenant.tenantId, count + 3) };
 }
 
 async function hashAt(d1: D1Database, tenantId: string, seq: number): Promise<string> {
