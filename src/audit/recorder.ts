@@ -1,4 +1,5 @@
 import type { RequestContext } from "../context";
+import { settleWithin } from "../deadline";
 import { type AuditEntry, byTenant } from "./entry";
 import * as storage from "./storage";
 import { chainDatabase } from "./writer";
@@ -113,7 +114,8 @@ export async function recordEntries(context: RequestContext, entries: AuditEntry
   let sent = 0;
   try {
     for (const batch of sendBatches(entries)) {
-      await withinDeadline(context.auditQueue.sendBatch(batch.map((body) => ({ body, contentType: "json" as const }))));
+      const send = context.auditQueue.sendBatch(batch.map((body) => ({ body, contentType: "json" as const })));
+      await settleWithin(send, SEND_DEADLINE_MS, () => new Error(`the send took longer than ${SEND_DEADLINE_MS} ms`));
       sent += batch.reduce((count, message) => count + message.length, 0);
     }
   } catch (error) {
@@ -133,19 +135,6 @@ export async function recordEntries(context: RequestContext, entries: AuditEntry
       }
     }
     if (refused.length > 0) throw new UnrecordedEntriesError(refused, spillError);
-  }
-}
-
-/** The send, or a rejection once SEND_DEADLINE_MS has passed without it settling. */
-async function withinDeadline<T>(send: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the send took longer than ${SEND_DEADLINE_MS} ms`)), SEND_DEADLINE_MS);
-  });
-  try {
-    return await Promise.race([send, deadline]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

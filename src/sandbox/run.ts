@@ -3,6 +3,7 @@ import type { ScriptOwner, ScriptRequest } from "../context";
 import { utf8 } from "../crypto/encoding";
 import { type SignedProps, signProps } from "../crypto/entrypoint-props";
 import { Keyring } from "../crypto/keyring";
+import { settleWithin } from "../deadline";
 import type { Config } from "../env";
 import { ConfigurationError, type RevealedValues } from "../errors";
 import { SANDBOX } from "../limits";
@@ -53,10 +54,6 @@ async function bridgeFor(config: Config, application: NonNullable<ScriptRequest[
 }
 
 async function withinWallClock(owner: ScriptOwner, limitMs: number, run: () => Promise<unknown>): Promise<unknown> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ScriptTimeoutError(owner.kind, limitMs)), limitMs);
-  });
   const settled = (async () => {
     try {
       return await run();
@@ -64,11 +61,7 @@ async function withinWallClock(owner: ScriptOwner, limitMs: number, run: () => P
       throw runtimeFailure(owner, error);
     }
   })();
-  try {
-    return await Promise.race([settled, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return await settleWithin(settled, limitMs, () => new ScriptTimeoutError(owner.kind, limitMs));
 }
 
 /** The runtime itself ended the run: the script failed to load, hung, or its isolate was stopped. */
