@@ -38,8 +38,7 @@ export function forwardableRequestHeaders(headers: Headers, config: Config): Rec
     if (
       !config.ownHeaders.has(name) &&
       !namedByConnection.has(name) &&
-      !HOP_BY_HOP.has(name) &&
-      !RECOMPUTED.has(name) &&
+      mayTravel(name) &&
       !name.startsWith("cf-") &&
       FORWARDABLE_NAME.test(name)
     ) {
