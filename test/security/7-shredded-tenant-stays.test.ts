@@ -13,16 +13,16 @@ import { withMethod } from "../support/substitute";
 
 const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
 
-/** GET /applications with the bootstrap key, on a worker configured with it. */
-function asBootstrap(bootstrapKey: string, callWith = callConfigured): Promise<Reply> {
-  return callWith({ BOOTSTRAP_API_KEY: bootstrapKey }, "GET", "/applications", { headers: { "SVC-API-KEY": bootstrapKey } });
+/** GET /applications with the bootstrap key, on a worker configured with it (and any other `bindings`). */
+function asBootstrap(bootstrapKey: string, callWith = callConfigured, bindings: Record<string, unknown> = {}): Promise<Reply> {
+  return callWith({ ...bindings, BOOTSTRAP_API_KEY: bootstrapKey }, "GET", "/applications", { headers: { "SVC-API-KEY": bootstrapKey } });
 }
 
 /** The same call, answered by a fresh isolate: new module instances, so nothing remembers having bootstrapped. */
-async function asBootstrapInFreshIsolate(bootstrapKey: string): Promise<Reply> {
+async function asBootstrapInFreshIsolate(bootstrapKey: string, bindings: Record<string, unknown> = {}): Promise<Reply> {
   vi.resetModules();
   const fresh = await import("../support/configured");
-  return asBootstrap(bootstrapKey, fresh.callConfigured);
+  return asBootstrap(bootstrapKey, fresh.callConfigured, bindings);
 }
 
 async function tenantRows(tenantId: string): Promise<number> {
@@ -61,12 +61,7 @@ describe("rule 7: a shredded tenant never comes back", () => {
       statements.push(sql);
       return env.DB.prepare(sql);
     });
-    vi.resetModules();
-    const fresh = await import("../support/configured");
-    const reply = await fresh.callConfigured({ BOOTSTRAP_API_KEY: bootstrapKey, DB: recording }, "GET", "/applications", {
-      headers: { "SVC-API-KEY": bootstrapKey },
-    });
-    expect(reply.status).toBe(200);
+    expect((await asBootstrapInFreshIsolate(bootstrapKey, { DB: recording })).status).toBe(200);
     expect(statements.some((sql) => sql.includes("shredded_tenants"))).toBe(true);
     expect(statements.filter((sql) => /INSERT INTO (tenants|tenant_keys)/.test(sql))).toEqual([]);
   });

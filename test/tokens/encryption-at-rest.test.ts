@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { dataDatabaseOf } from "../support/context";
 import { call, dumpDatabase } from "../support/harness";
+import { withoutIds } from "../support/random-text";
 import { createToken, patchToken, seedTokenTenant } from "../support/tokens";
 
 const SSNS = ["518-72-9364", "671-03-5829"];
@@ -19,8 +20,7 @@ function forms(secret: string): string[] {
  * them by chance; plaintext stored anywhere else is still found.
  */
 function withoutRandomParts(dump: string): string {
-  return dump
-    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<id>")
+  return withoutIds(dump)
     .replace(/\b[vk]\d+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, "<sealed>")
     .replace(/[A-Za-z0-9_-]{40,}/g, "<opaque>")
     .replace(/\b1\d{12}\b/g, "<time>");
