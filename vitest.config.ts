@@ -29,13 +29,15 @@ export default defineConfig({
         // both, so every suite runs across databases.
         d1Databases: { DB: "token-vault", DB_1: "token-vault-data-1", DB_2: "token-vault-data-2" },
         // The suite sends many requests with one key: wrangler.toml's rate limits are raised out of
-        // its way. test/security/4-rate-limits.test.ts hands the worker the two below in their place,
-        // real bindings with counters of their own: a key limit of 5 standing in for 10,000, and
-        // wrangler.toml's public limit as it is.
+        // its way. test/security/4-rate-limits.test.ts and 8-browser-oracles.test.ts hand the worker the
+        // three below in their place, real bindings with counters of their own: a key limit of 5 standing
+        // in for 10,000, and wrangler.toml's public limits as they are.
         ratelimits: {
           KEY_RATE_LIMIT: { simple: { limit: 1_000_000_000, period: 10 } },
+          PUBLIC_KEY_RATE_LIMIT: { simple: { limit: 1_000_000_000, period: 60 } },
           PUBLIC_CLIENT_RATE_LIMIT: { simple: { limit: 1_000_000_000, period: 60 } },
           LOW_KEY_RATE_LIMIT: { simple: { limit: 5, period: 10 } },
+          DEFAULT_PUBLIC_KEY_RATE_LIMIT: { simple: { limit: 1_000, period: 60 } },
           DEFAULT_PUBLIC_CLIENT_RATE_LIMIT: { simple: { limit: 60, period: 60 } },
         },
         bindings: {

@@ -28,8 +28,10 @@ export interface RequestContext {
   readonly webhookQueue: Queue;
   /** Where data-key rotations queue their next step (src/keys/rotation.ts). */
   readonly rotationQueue: Queue;
-  /** Counts every request of a key (src/auth/rate-limits.ts). */
+  /** Counts every request of a private, management or session key (src/auth/rate-limits.ts). */
   readonly keyRateLimit: RateLimit;
+  /** Counts every request of a public key, across addresses (src/auth/rate-limits.ts). */
+  readonly publicKeyRateLimit: RateLimit;
   /** Counts a public key's requests from each client address (src/auth/rate-limits.ts). */
   readonly publicClientRateLimit: RateLimit;
   /**

@@ -9,7 +9,14 @@ import { ConfigurationError } from "./errors";
  */
 export type Bindings = Pick<
   Cloudflare.Env,
-  "DB" | "AUDIT_QUEUE" | "WEBHOOK_QUEUE" | "ROTATION_QUEUE" | "KEY_RATE_LIMIT" | "PUBLIC_CLIENT_RATE_LIMIT" | "ASSETS"
+  | "DB"
+  | "AUDIT_QUEUE"
+  | "WEBHOOK_QUEUE"
+  | "ROTATION_QUEUE"
+  | "KEY_RATE_LIMIT"
+  | "PUBLIC_KEY_RATE_LIMIT"
+  | "PUBLIC_CLIENT_RATE_LIMIT"
+  | "ASSETS"
 > &
   Partial<Pick<Cloudflare.Env, "LOADER">> & { DISPATCHER?: DispatchNamespace };
 

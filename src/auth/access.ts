@@ -38,6 +38,14 @@ export interface Principal {
   credentialExpiresAt?: number | null;
 }
 
+/**
+ * Keys that a browser holds: a public key ships in every shopper's page, and a session's expiring key
+ * is made for one. Neither is shown an oracle of data it did not type (docs/security.md, rule 8).
+ */
+export function isBrowserKey(principal: Pick<Principal, "applicationType">): boolean {
+  return principal.applicationType === "public" || principal.applicationType === "expiring";
+}
+
 /** The principal of a request authenticated by an API key: it always names the key. */
 export type KeyPrincipal = Principal & { credentialId: string };
 

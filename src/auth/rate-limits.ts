@@ -13,12 +13,13 @@ import type { KeyPrincipal } from "./access";
  * The period, in seconds, each binding counts over, which a 429 states as Retry-After: a binding
  * cannot tell its own, so wrangler.toml keeps these and leaves only `limit` to the deployment.
  */
-export const RATE_LIMIT_PERIODS = { key: 10, publicClient: 60 } as const;
+export const RATE_LIMIT_PERIODS = { key: 10, publicKey: 60, publicClient: 60 } as const;
 
 /**
- * Counts `requests` by an API key (authentication counts each request once): against the key, and a
- * public key's also against the key from the client's address, both at once. Over either limit, a
- * 429 before the request does anything.
+ * Counts `requests` by an API key (authentication counts each request once; a tokenize counts each
+ * token it creates): against the key, and a public key's against its own far lower key-wide limit
+ * and the key from the client's address, both at once. Over any limit, a 429 before the request
+ * does anything.
  */
 export async function countKeyRequests(context: RequestContext, principal: KeyPrincipal, headers: Headers, requests = 1): Promise<void> {
   const key = `key:${principal.credentialId}`;
@@ -27,13 +28,13 @@ export async function countKeyRequests(context: RequestContext, principal: KeyPr
     return;
   }
   const [withinKey, withinClient] = await Promise.all([
-    counted(context.keyRateLimit, key, requests),
+    counted(context.publicKeyRateLimit, key, requests),
     counted(context.publicClientRateLimit, `${key}@${clientOf(headers)}`, requests),
   ]);
   if (!withinClient) {
     throw new TooManyRequestsError("This public key has made too many requests from this address", RATE_LIMIT_PERIODS.publicClient);
   }
-  if (!withinKey) throw overKeyLimit();
+  if (!withinKey) throw new TooManyRequestsError("This public key has made too many requests", RATE_LIMIT_PERIODS.publicKey);
 }
 
 /**

@@ -48,6 +48,10 @@ class BoundRequestContext implements RequestContext {
     return this.env.KEY_RATE_LIMIT;
   }
 
+  get publicKeyRateLimit(): RateLimit {
+    return this.env.PUBLIC_KEY_RATE_LIMIT;
+  }
+
   get publicClientRateLimit(): RateLimit {
     return this.env.PUBLIC_CLIENT_RATE_LIMIT;
   }

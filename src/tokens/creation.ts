@@ -8,7 +8,7 @@ import type { TenantContext } from "../context";
 import { addFieldError, ConflictError, type FieldErrors, ValidationError } from "../errors";
 import { validationErrorOf } from "../http/validation";
 import { cvcDeadlineOf } from "./cvc";
-import { answerLostRaces, deduplicate } from "./deduplication";
+import { answerLostRaces, deduplicate, deduplicationRefusal } from "./deduplication";
 import { definitionOf, evaluate, fieldErrorCollector } from "./definition";
 import { WorkBudget } from "./expressions";
 import { claimTokenIds, wantedIdOf } from "./id-assignment";
@@ -35,14 +35,20 @@ export function parseCreateToken(input: unknown): CreateToken {
 export async function createToken(context: TenantContext, principal: Principal, input: CreateToken): Promise<CreatedTokenResponse> {
   const [created] = await createTokens(context, principal, [{ input }]);
   context.audit.describe(createdTokenEntry(created!));
-  return created!;
+  return created!.token;
+}
+
+/** A token one call created or deduplication answered: as the caller sees it, and its row, which its event describes. */
+interface Created {
+  token: CreatedTokenResponse;
+  row: TokenRow;
 }
 
 /** The audit of one token a call created: the event, or a note that an existing token was returned. */
-function createdTokenEntry(token: CreatedTokenResponse) {
+function createdTokenEntry({ token, row }: Created) {
   return token.deduplicated
     ? { entityId: token.id, message: "deduplicated, the existing token returned" }
-    : { entityId: token.id, event: { type: "token.created", data: tokenEventData(token) } };
+    : { entityId: token.id, event: { type: "token.created", data: tokenEventData(row) } };
 }
 
 /**
@@ -67,7 +73,7 @@ export async function tokenize(context: TenantContext, principal: Principal, pay
   }
   return substituteTokens(
     payload,
-    found.map(({ path, leaf }, i) => ({ path, token: leaf ? created[i]!.id : created[i] })),
+    found.map(({ path, leaf }, i) => ({ path, token: leaf ? created[i]!.token.id : created[i]!.token })),
   );
 }
 
@@ -76,7 +82,7 @@ export async function tokenize(context: TenantContext, principal: Principal, pay
  * grants, evaluated and given its id; deduplicating requests are answered with existing tokens;
  * the rest are sealed and written in one batch.
  */
-async function createTokens(context: TenantContext, principal: Principal, requests: CreateRequest[]): Promise<CreatedTokenResponse[]> {
+async function createTokens(context: TenantContext, principal: Principal, requests: CreateRequest[]): Promise<Created[]> {
   if (requests.length === 0) return [];
   context.requireWritable();
   const definitions = requests.map((request) => definitionOf(request.input));
@@ -88,6 +94,10 @@ async function createTokens(context: TenantContext, principal: Principal, reques
   const work = definitions.map((definition) => WorkBudget.of(definition.data));
   const evaluated = definitions.map((definition, i) => evaluate(definition, reports[i]!, work[i]!));
   const wanted = requests.map((request, i) => wantedIdOf(request.input, definitions[i]!.data, reports[i]!, work[i]!));
+  const refusal = deduplicationRefusal(principal);
+  requests.forEach((request, i) => {
+    if (refusal && request.input.deduplicate_token) reports[i]!(["deduplicate_token"], refusal);
+  });
   if (Object.keys(errors).length > 0) {
     throw ValidationError.summarised(requests[0]!.path ? "Nothing was tokenized" : "The token was not created", errors);
   }
@@ -135,8 +145,13 @@ async function createTokens(context: TenantContext, principal: Principal, reques
 
   return Promise.all(
     outcomes.map(async ({ row, data, inserted }) => {
-      const token = await present(row, createdTransform(principal, row, inserted !== undefined), data ?? (() => decryptData(keys, row)));
-      return { ...token, deduplicated: inserted === undefined };
+      const token = await present(
+        principal,
+        row,
+        createdTransform(principal, row, inserted !== undefined),
+        data ?? (() => decryptData(keys, row)),
+      );
+      return { token: { ...token, deduplicated: inserted === undefined }, row };
     }),
   );
 }

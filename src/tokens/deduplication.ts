@@ -3,7 +3,7 @@
  * caller's reach is answered with that token instead of writing a new one. The database makes it
  * atomic (insertTokens): of concurrent deduplicating creates of one value, one inserts.
  */
-import { accessTo, type Principal } from "../auth/access";
+import { accessTo, isBrowserKey, type Principal } from "../auth/access";
 import type { TokenPermission } from "../auth/permissions";
 import type { Database } from "../db/client";
 import { ConflictError } from "../errors";
@@ -19,6 +19,17 @@ export interface Outcome {
   inserted?: SealedToken;
   /** The plaintext when this request supplied it; absent for an existing token, which is decrypted. */
   data?: () => unknown;
+}
+
+/**
+ * Why the caller may not deduplicate, or null when it may. An answer that says whether a value is
+ * stored already is an oracle of it: a key that a browser holds could confirm guessed card numbers.
+ * Any answer such a key could not tell from a fresh create's would ignore the option, so it is refused.
+ */
+export function deduplicationRefusal(principal: Pick<Principal, "applicationType">): string | null {
+  return isBrowserKey(principal)
+    ? "is not available to public and session keys: whether a value is stored already would tell guesses apart"
+    : null;
 }
 
 /** Tokens are duplicates when type and fingerprint are equal. */

@@ -1,4 +1,4 @@
-import type { Transform } from "../auth/access";
+import { isBrowserKey, type Principal, type Transform } from "../auth/access";
 import { auditFieldsOf, isoTime } from "../http/schemas";
 import { ExpressionError } from "./errors";
 import { applyMask, maskOf } from "./mask-templates";
@@ -22,15 +22,31 @@ export async function shownData(row: Pick<TokenRow, "mask">, transform: Transfor
   }
 }
 
-/** The token as the caller may see it: data revealed, masked (absent without a mask) or redacted. */
-export async function present(row: TokenRow, transform: Transform, data: () => unknown): Promise<TokenResponse> {
+/**
+ * Whether the caller is shown the token's fingerprint. A fingerprint is an oracle of the data: whoever
+ * can tokenize guesses and compare fingerprints learns the value. A private key whose rule masks or
+ * reveals may compare them (deduplication is built on it, bounded by the key's rate limit); a key that
+ * lives in a browser (public, or a session's expiring one) never sees one, and a redacting rule shows
+ * no more of a token than its existence.
+ */
+export function showsFingerprint(principal: Pick<Principal, "applicationType">, transform: Transform): boolean {
+  return transform !== "redact" && !isBrowserKey(principal);
+}
+
+/** The token as the caller may see it: data revealed, masked (absent without a mask) or redacted; the fingerprint as showsFingerprint says. */
+export async function present(
+  principal: Pick<Principal, "applicationType">,
+  row: TokenRow,
+  transform: Transform,
+  data: () => unknown,
+): Promise<TokenResponse> {
   const shown = await shownData(row, transform, data);
   return {
     id: row.id,
     type: row.type as TokenType,
     tenant_id: row.tenantId,
     ...shown,
-    fingerprint: row.fingerprint,
+    ...(showsFingerprint(principal, transform) ? { fingerprint: row.fingerprint } : {}),
     containers: containersOf(row),
     metadata: metadataOf(row),
     search_indexes: searchIndexesOf(row),
@@ -55,23 +71,21 @@ export function searchIndexesOf(row: Pick<TokenRow, "searchIndexes">): string[] 
 
 /**
  * A token as webhook events describe it (token.created, token.updated): its definition and who
- * made it, never its data or mask.
+ * made it, never its data or mask. Events go to the tenant's own endpoints, so they carry the
+ * fingerprint whichever key caused them.
  */
-export function tokenEventData(token: TokenResponse): Record<string, unknown> {
+export function tokenEventData(row: TokenRow): Record<string, unknown> {
   return {
     token: {
-      id: token.id,
-      type: token.type,
-      metadata: token.metadata,
-      containers: token.containers,
-      fingerprint: token.fingerprint,
-      fingerprint_expression: token.fingerprint_expression,
-      search_indexes: token.search_indexes,
-      created_by: token.created_by,
-      created_at: token.created_at,
-      modified_by: token.modified_by,
-      modified_at: token.modified_at,
-      expires_at: token.expires_at,
+      id: row.id,
+      type: row.type,
+      metadata: metadataOf(row),
+      containers: containersOf(row),
+      fingerprint: row.fingerprint,
+      fingerprint_expression: row.fingerprintExpression,
+      search_indexes: searchIndexesOf(row),
+      ...auditFieldsOf(row),
+      expires_at: isoTime(row.expiresAt),
     },
   };
 }

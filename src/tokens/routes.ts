@@ -39,20 +39,15 @@ const security = [{ ApiKey: [] }];
 const json = requireContentType("application/json");
 
 /**
- * A deduplicating create tells whether its value is stored already, so each one a public key sends
- * counts as a request (authentication counted the first): a tokenize of many confirms no more guesses
- * than as many POST /tokens. It runs before `idempotent`, which would keep a 429 as the answer.
+ * Every token a tokenize creates counts as a request (authentication counted the first), for every
+ * key type: a tokenize of 100 values costs what 100 POST /tokens do, so batching buys no extra
+ * guesses or writes. It runs before `idempotent`, which would keep a 429 as the answer.
  */
-const countDeduplicatingCreates: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const { principal } = c.var;
-  if (principal.applicationType === "public") {
-    // Malformed JSON counts nothing here: the body validator answers it.
-    const payload: unknown = await c.req.json().catch(() => null);
-    const deduplicating = findTokenRequests(payload).filter(
-      ({ request }) => (request as { deduplicate_token?: unknown }).deduplicate_token === true,
-    ).length;
-    if (deduplicating > 1) await countKeyRequests(c.var.request, principal, c.req.raw.headers, deduplicating - 1);
-  }
+const countCreatedTokens: MiddlewareHandler<AppEnv> = async (c, next) => {
+  // Malformed JSON counts nothing here: the body validator answers it.
+  const payload: unknown = await c.req.json().catch(() => null);
+  const created = findTokenRequests(payload).length;
+  if (created > 1) await countKeyRequests(c.var.request, c.var.principal, c.req.raw.headers, created - 1);
   await next();
 };
 
@@ -65,7 +60,8 @@ const create = createRoute({
   description:
     "Needs token:create on every container of the token; members left out take the type's defaults (container, fingerprint " +
     "expression, mask, search indexes). The answer shows the data as the caller's token:create transform does. With " +
-    "`deduplicate_token`, the oldest live token of the same type and fingerprint where the caller holds token:create is answered instead, with 200.",
+    "`deduplicate_token`, the oldest live token of the same type and fingerprint where the caller holds token:create is answered instead, with 200; " +
+    "public and session keys may not send it (400), and are never shown a fingerprint.",
   middleware: [requirePermission("token:create"), json, idempotent] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(CreateTokenBody, CARD_TOKEN_REQUEST_EXAMPLE),
@@ -120,7 +116,9 @@ const update = createRoute({
   description:
     "`data` and `metadata` merge (RFC 7396: null removes a key); any other member replaces the stored one, or with null resets " +
     "it to the type's default. The result is validated as a new token and its fingerprint and search indexes recomputed; " +
-    "it needs token:update on every container the token is in before and after.",
+    "it needs token:update on every container the token is in before and after. A public key updates only tokens its own " +
+    "application created (any other id is a 403) and is answered the token's id, type, metadata and times. Public and session " +
+    "keys may not send `deduplicate_token` (400).",
   middleware: [requirePermission("token:update"), requireContentType("application/merge-patch+json")] as const,
   request: { params: TokenIdParams, ...mergePatchBody(UpdateTokenBody, CARD_TOKEN_PATCH_EXAMPLE) },
   responses: {
@@ -152,8 +150,8 @@ const tokenize = createRoute({
   description:
     "Needs token:create on every container of every token. An object with `type` and `data` is created as POST /tokens would " +
     "(deduplicate_token included); any other string, number or boolean becomes a `token`-type token, and null stays null. " +
-    "When one value is refused, nothing is stored.",
-  middleware: [requirePermission("token:create"), json, requireBody, countDeduplicatingCreates, idempotent] as const,
+    "When one value is refused, nothing is stored. Each token counts as one request against the key's rate limits.",
+  middleware: [requirePermission("token:create"), json, requireBody, countCreatedTokens, idempotent] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(TokenizePayload, TOKENIZE_REQUEST_EXAMPLE),
   responses: {

@@ -199,7 +199,9 @@ export const TokenSchema = z
     type: TokenTypeSchema,
     tenant_id: z.string(),
     data: JsonValue.optional().openapi({ description: "Per the caller's access transform; absent when redacted" }),
-    fingerprint: z.string(),
+    fingerprint: z.string().optional().openapi({
+      description: "Absent for public and session keys, and under a redacting rule: a fingerprint is an oracle of the data",
+    }),
     containers: z.array(z.string()),
     metadata: z.record(z.string(), z.string()),
     search_indexes: z.array(z.string()),
@@ -223,9 +225,11 @@ export type CreatedTokenResponse = z.infer<typeof CreatedTokenSchema>;
 
 /**
  * A PATCH answer: the updated token, or with `deduplicate_token` the existing token it would have
- * duplicated, whose definition is left out when the caller may not read that token.
+ * duplicated, whose definition is left out when the caller may not read that token. A public key's
+ * update answers only the token's id, type, metadata and times.
  */
 export const UpdatedTokenSchema = TokenSchema.partial({
+  containers: true,
   metadata: true,
   search_indexes: true,
   fingerprint_expression: true,

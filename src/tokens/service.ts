@@ -22,7 +22,7 @@ export async function getToken(context: TenantContext, principal: Principal, id:
   const transform = accessTo(principal, "token:read", containersOf(row), row.id);
   if (!transform) throw new ForbiddenError(`token:read is not granted on any container of token ${id}`);
   const keys = await context.keys();
-  return present(row, transform, () => decryptData(keys, row));
+  return present(principal, row, transform, () => decryptData(keys, row));
 }
 
 /**
@@ -67,7 +67,9 @@ export async function presentTokens(
 ): Promise<TokenResponse[]> {
   const keys = await context.keys();
   return Promise.all(
-    rows.map((row) => present(row, accessTo(principal, permission, containersOf(row), row.id) ?? "redact", () => decryptData(keys, row))),
+    rows.map((row) =>
+      present(principal, row, accessTo(principal, permission, containersOf(row), row.id) ?? "redact", () => decryptData(keys, row)),
+    ),
   );
 }
 

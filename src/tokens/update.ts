@@ -6,18 +6,18 @@
 import { accessTo, type Principal, requireOnEveryContainer } from "../auth/access";
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
-import { ConflictError, type FieldErrors, ForbiddenError, ValidationError } from "../errors";
+import { ConflictError, type FieldErrors, ForbiddenError, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
 import { isoTime } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { cvcDeadlineOf } from "./cvc";
-import { duplicateOfUpdate } from "./deduplication";
+import { deduplicationRefusal, duplicateOfUpdate } from "./deduplication";
 import { definitionOf, evaluate, fieldErrorCollector, type TokenDefinition } from "./definition";
 import { WorkBudget } from "./expressions";
 import { canonicalJson } from "./filter-registry";
 import { maskOf } from "./mask-templates";
 import { containersOf, metadataOf, present, searchIndexesOf, tokenEventData } from "./presentation";
-import { CreateTokenBody, type UpdatedTokenResponse, type UpdateToken } from "./schema";
+import { CreateTokenBody, type TokenResponse, type UpdatedTokenResponse, type UpdateToken } from "./schema";
 import { decryptData, keepPreviousFingerprint, sealToken } from "./sealing";
 import { findLiveToken } from "./service";
 import type { TokenRow } from "./storage";
@@ -35,7 +35,9 @@ export async function updateToken(
   patch: UpdateToken,
 ): Promise<UpdatedTokenResponse> {
   context.requireWritable();
-  let row = await findLiveToken(context, id, Date.now());
+  const refusal = patch.deduplicate_token ? deduplicationRefusal(principal) : null;
+  if (refusal) throw ValidationError.field("deduplicate_token", refusal);
+  let row = await tokenToUpdate(context, principal, id);
   const keys = await context.keys();
   for (let attempt = 1; ; attempt++) {
     const now = Date.now();
@@ -68,9 +70,9 @@ export async function updateToken(
     }
     if (await replaceToken(context.db.$client, sealed, row.ciphertext)) {
       const transform = accessTo(principal, "token:update", definition.containers, row.id) ?? "redact";
-      const updated = await present(sealed.row, transform, () => definition.data);
-      context.audit.describe({ event: { type: "token.updated", data: tokenEventData(updated) } });
-      return { ...updated, deduplicated: false };
+      const updated = await present(principal, sealed.row, transform, () => definition.data);
+      context.audit.describe({ event: { type: "token.updated", data: tokenEventData(sealed.row) } });
+      return principal.applicationType === "public" ? publicUpdateAnswer(updated) : { ...updated, deduplicated: false };
     }
     const current = await findLiveToken(context, id, Date.now());
     // Re-sealed by a data-key rotation, or its cvc dropped by the cron: neither is a change of the
@@ -80,6 +82,28 @@ export async function updateToken(
     }
     row = current;
   }
+}
+
+/**
+ * The token the patch applies to. A public key, which anyone can read from the page, may update only
+ * tokens its own application created; any other id, known or not, is the same 403, so that it learns
+ * nothing of other tokens (docs/decisions.md: a departure from the original interface).
+ */
+async function tokenToUpdate(context: TenantContext, principal: Principal, id: string): Promise<TokenRow> {
+  if (principal.applicationType !== "public") return findLiveToken(context, id, Date.now());
+  const row = await findLiveToken(context, id, Date.now()).catch((error: unknown) => {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  });
+  if (row?.createdBy !== principal.applicationId)
+    throw new ForbiddenError("A public key may update only tokens its own application created");
+  return row;
+}
+
+/** A public key's update answers under redact, whatever its rule: the token's identity, metadata and times. */
+function publicUpdateAnswer(token: TokenResponse): UpdatedTokenResponse {
+  const { id, type, tenant_id, metadata, expires_at, created_by, created_at, modified_by, modified_at } = token;
+  return { id, type, tenant_id, metadata, expires_at, created_by, created_at, modified_by, modified_at, deduplicated: false };
 }
 
 /**
@@ -148,7 +172,7 @@ function definedMembers(patch: UpdateToken): Partial<UpdateToken> {
  */
 async function presentDuplicate(keys: TenantKeys, principal: Principal, row: TokenRow): Promise<UpdatedTokenResponse> {
   const transform = accessTo(principal, "token:read", containersOf(row), row.id);
-  const token = await present(row, transform ?? "redact", () => decryptData(keys, row));
+  const token = await present(principal, row, transform ?? "redact", () => decryptData(keys, row));
   if (transform !== null) return { ...token, deduplicated: true };
   const { metadata: _metadata, search_indexes: _indexes, fingerprint_expression: _expression, mask: _mask, ...redacted } = token;
   return { ...redacted, deduplicated: true };

@@ -10,12 +10,12 @@ import { createToken, seedTokenTenant, VISA } from "../support/tokens";
  */
 
 describe("rule 2 (extra): a deduplicated create shows no more than a read would", () => {
-  it("a public key that may create cards (reveal) learns a stored card's cvc and expiry from its number alone", async () => {
+  it("a key that may create cards (reveal) learns a stored card's cvc and expiry from its number alone", async () => {
     const tenant = await seedTokenTenant();
     await createToken(tenant.key, { type: "card", data: { number: VISA, expiration_month: 7, expiration_year: 2031, cvc: "864" } });
-    // A checkout form's key: it sees what it typed back, and holds no token:read.
+    // A checkout server's key: it sees what it sent back, and holds no token:read. (A public key may not deduplicate at all: rule 8.)
     const browser = await createApplication(tenant, {
-      type: "public",
+      type: "private",
       rules: [{ priority: 1, container: "/pci/", transform: "reveal", permissions: ["token:create"] }],
     });
     const guess = { number: VISA, expiration_month: 1, expiration_year: 2030 };

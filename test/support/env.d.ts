@@ -16,6 +16,7 @@ declare global {
       HEADER_PREFIX: string;
       /** Low rate limits that test/security/4-rate-limits.test.ts swaps in (vitest.config.ts). */
       LOW_KEY_RATE_LIMIT: RateLimit;
+      DEFAULT_PUBLIC_KEY_RATE_LIMIT: RateLimit;
       DEFAULT_PUBLIC_CLIENT_RATE_LIMIT: RateLimit;
     }
   }

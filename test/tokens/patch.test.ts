@@ -229,7 +229,7 @@ describe("PATCH /tokens/{id} with deduplicate_token", () => {
   it("a duplicate the caller may not read is answered without data, metadata, expressions or mask", async () => {
     const tenant = await seedTokenTenant();
     const existing = await createToken(tenant.key, { type: "token", data: "same", metadata: { secret: "meta" }, mask: "{{ data }}" });
-    const writer = await createApplication(tenant, { type: "public", permissions: ["token:create", "token:update"] });
+    const writer = await createApplication(tenant, { type: "private", permissions: ["token:create", "token:update"] });
     const own = (await call("POST", "/tokens", { key: writer.key, body: { type: "token", data: "mine" } })).body;
     const reply = await patchToken(writer.key, own.id, { data: "same", deduplicate_token: true });
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);

@@ -1,0 +1,174 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { callConfigured } from "../support/configured";
+import { call, callRoute, createApplication, expectProblem, rowCounts, type Tenant } from "../support/harness";
+import { createToken, SSN, seedTokenTenant, VISA } from "../support/tokens";
+
+/*
+ * Rule 8 (issue 34): what a browser holds must not read. A public key ships in every shopper's
+ * browser and a session key is handed to one; neither may learn a value it did not type through
+ * an oracle: a fingerprint to compare against tokenized guesses, a deduplicated answer, or a budget
+ * of guesses that many addresses add up to.
+ */
+
+/** Every answer a token comes back in must leave its fingerprint out. */
+function expectNoFingerprint(token: Record<string, unknown>) {
+  expect(token).toHaveProperty("id");
+  expect(token).not.toHaveProperty("fingerprint");
+}
+
+/** A checkout's public key (create and update, as elements use it) and a merchant server's key that authorizes sessions. */
+async function seedCheckout() {
+  const tenant = await seedTokenTenant();
+  const browser = await createApplication(tenant, { type: "public", permissions: ["token:create", "token:update"] });
+  const server = await createApplication(tenant, {
+    type: "private",
+    rules: [{ priority: 1, container: "/", transform: "mask", permissions: ["token:read", "token:search", "session:authorize"] }],
+  });
+  return { tenant, browser, server };
+}
+
+/** A session key that the merchant's server authorized to read and search, masked: what a reveal page holds. */
+async function sessionKey(browserKey: string, serverKey: string, permissions = ["token:read", "token:search"]): Promise<string> {
+  const session = (await callRoute("POST /sessions", 201, { key: browserKey })).body;
+  const authorized = await call("POST", "/sessions/authorize", { key: serverKey, body: { nonce: session.nonce, permissions } });
+  expect(authorized.status, authorized.text).toBe(200);
+  return session.session_key;
+}
+
+describe("rule 8: no fingerprint for what a browser holds", () => {
+  it("a public key sees no fingerprint when it creates, tokenizes or updates", async () => {
+    const { browser } = await seedCheckout();
+    const created = await call("POST", "/tokens", { key: browser.key, body: { type: "card_number", data: VISA } });
+    expect(created.status, created.text).toBe(201);
+    expectNoFingerprint(created.body);
+
+    const tokenized = await call("POST", "/tokenize", {
+      key: browser.key,
+      body: { card: { type: "card_number", data: "5555555555554444" }, ssn: { type: "social_security_number", data: SSN } },
+    });
+    expect(tokenized.status, tokenized.text).toBe(201);
+    expectNoFingerprint(tokenized.body.card);
+    expectNoFingerprint(tokenized.body.ssn);
+
+    // The attack's starting point: an empty patch of the public key's own token answered its fingerprint.
+    const patched = await call("PATCH", `/tokens/${created.body.id}`, {
+      key: browser.key,
+      body: {},
+      contentType: "application/merge-patch+json",
+    });
+    expect(patched.status, patched.text).toBe(200);
+    expectNoFingerprint(patched.body);
+  });
+
+  it("a session key sees no fingerprint when it reads, lists or searches", async () => {
+    const { tenant, browser, server } = await seedCheckout();
+    const token = await createToken(tenant.key, { type: "card_number", data: VISA });
+    const key = await sessionKey(browser.key, server.key);
+
+    const read = await call("GET", `/tokens/${token.id}`, { key });
+    expect(read.status, read.text).toBe(200);
+    expectNoFingerprint(read.body);
+    const listed = await call("GET", "/tokens", { key });
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.data.length).toBeGreaterThan(0);
+    for (const item of listed.body.data) expectNoFingerprint(item);
+    const found = await call("POST", "/tokens/search", { key, body: { query: `id:${token.id}` } });
+    expect(found.status, found.text).toBe(200);
+    expect(found.body.data).toHaveLength(1);
+    expectNoFingerprint(found.body.data[0]);
+  });
+
+  it("a redact rule shows no fingerprint to anyone, a private key's mask or reveal rule still does", async () => {
+    const tenant = await seedTokenTenant();
+    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN, containers: ["/pii/"] });
+    const redacting = await createApplication(tenant, {
+      type: "private",
+      rules: [{ priority: 1, container: "/", transform: "redact", permissions: ["token:read", "token:search"] }],
+    });
+    const read = await call("GET", `/tokens/${token.id}`, { key: redacting.key });
+    expect(read.status, read.text).toBe(200);
+    expectNoFingerprint(read.body);
+    expect(read.body).not.toHaveProperty("data");
+    for (const item of (await call("GET", "/tokens", { key: redacting.key })).body.data) expectNoFingerprint(item);
+    for (const item of (await call("POST", "/tokens/search", { key: redacting.key, body: { query: "type:social_security_number" } })).body
+      .data) {
+      expectNoFingerprint(item);
+    }
+
+    // The deduplication use case: a private key whose rule masks or reveals compares fingerprints (docs/security.md says so).
+    const masking = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    expect((await call("GET", `/tokens/${token.id}`, { key: masking.key })).body.fingerprint).toBe(token.fingerprint);
+    expect((await call("GET", `/tokens/${token.id}`, { key: tenant.key })).body.fingerprint).toBe(token.fingerprint);
+  });
+});
+
+describe("rule 8: deduplication tells a browser's key nothing", () => {
+  it("a public key's deduplicate_token is refused with a 400 and writes nothing, in POST /tokens and in a tokenize", async () => {
+    const { tenant, browser } = await seedCheckout();
+    await createToken(tenant.key, { type: "card_number", data: VISA });
+    const before = await rowCounts();
+    const guess = { type: "card_number", data: VISA, deduplicate_token: true };
+    const single = expectProblem(await call("POST", "/tokens", { key: browser.key, body: guess }), 400);
+    expect(single.errors).toHaveProperty("deduplicate_token");
+    const batch = expectProblem(await call("POST", "/tokenize", { key: browser.key, body: { first: guess } }), 400);
+    expect(JSON.stringify(batch.errors)).toContain("deduplicate_token");
+    expect((await rowCounts()).tokens).toBe(before.tokens);
+  });
+
+  it("a public key's update with deduplicate_token is refused, and a session key's create with it too", async () => {
+    const { tenant, browser } = await seedCheckout();
+    await createToken(tenant.key, { type: "card_number", data: VISA });
+    const own = await call("POST", "/tokens", { key: browser.key, body: { type: "card_number", data: "5555555555554444" } });
+    const patched = await call("PATCH", `/tokens/${own.body.id}`, {
+      key: browser.key,
+      body: { data: VISA, deduplicate_token: true },
+      contentType: "application/merge-patch+json",
+    });
+    expectProblem(patched, 400);
+    const creator = await createApplication(tenant, {
+      type: "private",
+      permissions: ["token:create", "session:authorize"],
+    });
+    const key = await sessionKey(browser.key, creator.key, ["token:create"]);
+    const created = await call("POST", "/tokens", { key, body: { type: "card_number", data: VISA, deduplicate_token: true } });
+    expectProblem(created, 400);
+  });
+});
+
+describe("rule 8: every token a request creates is counted", () => {
+  /** Wrangler.toml's limits for a key in place of the suite's raised ones, and a key limit of 5 standing in for 10,000. */
+  const withLowKeyLimit = () => ({ KEY_RATE_LIMIT: env.LOW_KEY_RATE_LIMIT });
+
+  async function tokenizeFrom(limits: Record<string, unknown>, key: string, values: number, address = "192.0.2.1") {
+    const body = Object.fromEntries(Array.from({ length: values }, (_, i) => [`v${i}`, `value-${i}`]));
+    return callConfigured(limits, "POST", "/tokenize", { headers: { "SVC-API-KEY": key, "CF-Connecting-IP": address }, body });
+  }
+
+  it("a private key's tokenize of six values counts six against a limit of five: a 429, and nothing written", async () => {
+    const tenant: Tenant & { key: string } = await seedTokenTenant();
+    const before = await rowCounts();
+    const reply = await tokenizeFrom(withLowKeyLimit(), tenant.key, 6);
+    expect(reply.status, reply.text).toBe(429);
+    expect((await rowCounts()).tokens).toBe(before.tokens);
+  });
+
+  it("a public key's own limit is far below a private key's: many addresses of one /48 add up to it", async () => {
+    const { browser } = await seedCheckout();
+    const limits = {
+      PUBLIC_KEY_RATE_LIMIT: env.DEFAULT_PUBLIC_KEY_RATE_LIMIT,
+      PUBLIC_CLIENT_RATE_LIMIT: env.DEFAULT_PUBLIC_CLIENT_RATE_LIMIT,
+    };
+    // 50 guesses from each /64 of 2001:db8:7::/48, each within its address's own limit of 60 a minute, until the
+    // key's limit (1,000 a minute) answers. A window may end once while this runs: at most two windows' worth pass.
+    let served = 0;
+    for (let subnet = 0; subnet < 45; subnet++) {
+      const reply = await tokenizeFrom(limits, browser.key, 50, `2001:db8:7:${subnet.toString(16)}::1`);
+      if (reply.status === 429) break;
+      expect(reply.status, reply.text).toBe(201);
+      served += 50;
+    }
+    expect(served).toBeGreaterThanOrEqual(100);
+    expect(served).toBeLessThanOrEqual(2_000);
+  }, 120_000);
+});
