@@ -64,7 +64,7 @@ export function buildApp() {
     return c.json(document);
   });
   // The API reference page: its script and styles are the vault's own static assets (public/docs).
-  app.get("/docs", (c) => c.html(DOCS_PAGE));
+  app.get("/docs", (c) => c.html(DOCS_PAGE, 200, DOCS_HEADERS));
   app.route("/", elementRoutes);
   registerDocumentedHeaders(app);
 
@@ -104,6 +104,19 @@ function handleErrorResponse(c: Context<AppEnv>, error: MethodNotAllowedError | 
   if (c.var.config) response.headers.set(c.var.config.headers.traceId, c.var.traceId);
   return response;
 }
+
+/**
+ * The reference page shares its origin with the elements' frames, and keys are pasted into it: it
+ * runs only the vault's own scripts, talks only to the vault, and no page may frame it. Swagger UI
+ * sets inline styles and draws data: images.
+ */
+const DOCS_HEADERS = {
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; " +
+    "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "same-origin",
+};
 
 /** The API reference page: Swagger UI (public/docs/vendor) rendering /openapi.json, set up by public/docs/init.js. */
 const DOCS_PAGE = `<!doctype html>

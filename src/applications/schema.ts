@@ -18,12 +18,14 @@ export const AccessRuleSchema = z
   .openapi("AccessRule");
 
 /**
- * An exact origin as a browser sends it in `Origin`: http(s), a lower-case host name or IP address,
+ * An exact origin as a browser sends it in `Origin`: http(s), a lower-case host name or IPv4 address,
  * a port only when not the scheme's default, nothing after. The host's characters are held to what
- * DNS names use, since origins are written into the frames' Content-Security-Policy.
+ * DNS names use, since origins are written into the frames' Content-Security-Policy, whose sources
+ * cannot name an IPv6 literal: one would be saved and then never match.
  */
-const ORIGIN_SHAPE = /^https?:\/\/([a-z0-9-]+(\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(:[0-9]{1,5})?$/;
+const ORIGIN_SHAPE = /^https?:\/\/[a-z0-9-]+(\.[a-z0-9-]+)*(:[0-9]{1,5})?$/;
 const ORIGIN_FORM = "must be an exact origin: scheme://host[:port], http or https, without a path, wildcard or trailing slash";
+const IPV6_LITERAL = /^https?:\/\/\[/;
 
 function originOf(value: string): string | undefined {
   try {
@@ -36,7 +38,11 @@ function originOf(value: string): string | undefined {
 export const AllowedOrigin = z
   .string()
   .max(APPLICATIONS.allowedOriginMaxLength)
-  .refine((value) => ORIGIN_SHAPE.test(value) && originOf(value) === value, ORIGIN_FORM)
+  .refine(
+    (value) => !IPV6_LITERAL.test(value),
+    "must not be an IPv6 literal: a Content-Security-Policy source cannot name one; use a host name",
+  )
+  .refine((value) => IPV6_LITERAL.test(value) || (ORIGIN_SHAPE.test(value) && originOf(value) === value), ORIGIN_FORM)
   .openapi({ example: "https://shop.example.com" });
 
 const AllowedOrigins = z

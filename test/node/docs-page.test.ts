@@ -53,7 +53,14 @@ describe("GET /docs in Chromium", () => {
       elsewhere.push(route.request().url());
       return route.abort();
     });
-    await page.goto(`${vault.baseUrl}/docs`);
+    const refusedByPolicy: string[] = [];
+    page.on("console", (message) => {
+      if (message.text().includes("Content Security Policy")) refusedByPolicy.push(message.text());
+    });
+    const answer = await page.goto(`${vault.baseUrl}/docs`);
+    const policy = (await answer!.allHeaders())["content-security-policy"] ?? "";
+    expect(policy).toContain("frame-ancestors 'none'");
+    expect(policy).toContain("script-src 'self';");
     await page.locator(".opblock-tag").first().waitFor();
 
     // Every tag of the document is a section of the page; each section lists its operations.
@@ -97,5 +104,9 @@ describe("GET /docs in Chromium", () => {
 
     await page.screenshot({ path: SCREENSHOT, fullPage: false });
     expect(elsewhere).toEqual([]);
+    // The page works within its policy, and the pasted key stays out of the origin's storage.
+    expect(refusedByPolicy).toEqual([]);
+    const stored = await page.evaluate(() => JSON.stringify({ ...localStorage, ...sessionStorage }));
+    expect(stored).not.toContain(managementKey);
   });
 });

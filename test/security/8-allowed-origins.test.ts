@@ -29,10 +29,10 @@ describe("allowed_origins: the field", () => {
 
     const updated = await call("PUT", `/applications/${id}`, {
       key: tenant.managementKey,
-      body: { name: "checkout", permissions: ["token:create"], allowed_origins: ["https://[::1]:8443"] },
+      body: { name: "checkout", permissions: ["token:create"], allowed_origins: ["https://127.0.0.1:8443"] },
     });
     expect(updated.status).toBe(200);
-    expect(updated.body.allowed_origins).toEqual(["https://[::1]:8443"]);
+    expect(updated.body.allowed_origins).toEqual(["https://127.0.0.1:8443"]);
     const cleared = await call("PUT", `/applications/${id}`, {
       key: tenant.managementKey,
       body: { name: "checkout", permissions: ["token:create"] },
@@ -70,6 +70,15 @@ describe("allowed_origins: the field", () => {
       body: { name: "p", type: "public", permissions: ["token:create"], allowed_origins: [origin] },
     });
     expect(Object.keys(expectProblem(reply, 400).errors ?? {})).toEqual(["allowed_origins[0]"]);
+  });
+
+  it("refuses an IPv6 literal, which a CSP frame-ancestors source cannot name, with a 400 that says so", async () => {
+    const tenant = await seedTenant();
+    const reply = await call("POST", "/applications", {
+      key: tenant.managementKey,
+      body: { name: "p", type: "public", permissions: ["token:create"], allowed_origins: ["https://[::1]:8443"] },
+    });
+    expect(expectProblem(reply, 400).errors?.["allowed_origins[0]"]?.join()).toContain("IPv6");
   });
 
   it("refuses an origin listed twice, and more than 20", async () => {
