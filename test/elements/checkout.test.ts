@@ -395,4 +395,17 @@ describe("elements: the element's methods", () => {
     expect(refused).toMatchObject({ ok: false, problem: { status: 400, detail: expect.stringContaining("not mounted") } });
     await close();
   });
+  it("a problem keeps its detail through the frame: an element whose frame is gone is named as not answering", async () => {
+    const { page, close } = await openCheckout();
+    await mount(page, "number", "cardNumber");
+    await mount(page, "name", "text");
+    // The page takes the name's iframe away behind elements.js's back: the number's frame waits for it in vain.
+    await page.evaluate(`document.querySelector("#name iframe").remove()`);
+    const answer = await send(page, `vault.tokenize({ number: elements.number, name: elements.name })`);
+    expect(answer).toMatchObject({
+      ok: false,
+      problem: { status: 400, detail: "1 of the request's elements did not answer: mount them and wait for ready" },
+    });
+    await close();
+  });
 });
