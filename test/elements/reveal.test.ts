@@ -239,6 +239,27 @@ describe("elements: revealing a token through a session", () => {
     }
   });
 
+  it("the demo (/elements/demo/) tokenizes a card and reveals its number once the curl it prints authorizes the session", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${vault.baseUrl}/elements/demo/`);
+    await page.fill("#public-key", publicKey);
+    await page.click("#start button");
+    const card = page.frameLocator("#card iframe");
+    await card.locator('input[name="number"]').pressSequentially(VISA);
+    await card.locator('input[name="expiration"]').pressSequentially(`12${String(new Date().getFullYear() + 3).slice(2)}`);
+    await card.locator('input[name="cvc"]').pressSequentially("123");
+    await page.frameLocator("#name iframe").locator('input[name="value"]').fill("Ada Lovelace");
+    await page.click("#checkout button");
+    await page.click("#create-session");
+    await expect.poll(() => page.textContent("#authorize")).toContain("/sessions/authorize");
+    const grant = JSON.parse(/-d '([^']+)' \S+\/sessions\/authorize/.exec((await page.textContent("#authorize"))!)![1]!);
+    expect((await callVault("POST", "/sessions/authorize", serverKey, grant)).status).toBe(200);
+    await page.click("#retrieve");
+    await expect.poll(() => page.frameLocator("#number iframe").locator('input[name="value"]').inputValue()).toBe(VISA);
+    await context.close();
+  });
+
   it("create → authorize → retrieve takes well under a second here, far inside a pending session's 3 minutes", async () => {
     const { page, close } = await openCheckout();
     const runs: { create: number; authorize: number; retrieve: number }[] = [];
