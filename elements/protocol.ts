@@ -46,11 +46,28 @@ export interface ElementOptions {
 export type Operation = "tokens.create" | "tokenize";
 
 /**
- * The requests that reveal: `sessions.create` (POST /sessions with the init's public key) and
- * `tokens.retrieve` (GET /tokens/{id} with a session's key, `{id, apiKey}`), whose answer reaches the
- * page with each data leaf replaced by a reference only a frame can resolve.
+ * The requests that reveal: `sessions.create` (POST /sessions with the init's public key), whose
+ * session key stays in the frame that sent it, and `tokens.retrieve` (`{id, session}`: GET /tokens/{id}
+ * with the key that frame holds for the session's handle), whose answer reaches the page with each
+ * data leaf replaced by a reference only a frame can resolve.
  */
 export type RevealOperation = "sessions.create" | "tokens.retrieve";
+
+/**
+ * What the page gets of a session: never its key. Once the merchant's server authorizes the nonce,
+ * the key reads tokens; it stays in the frame, and `handle` (random, meaningless to any other frame)
+ * names it to that frame.
+ */
+export interface PageSession {
+  handle: string;
+  nonce: string;
+  expiresAt: string;
+}
+
+/** How page and frame refuse a `tokens.retrieve` without a session of `sessions.create`, such as one with the former `{ apiKey }`. */
+export const RETRIEVE_TAKES_A_SESSION =
+  "tokens.retrieve(id, { session }) takes a session of vault.sessions.create(), not { apiKey }: " +
+  "the session key stays in the frame that created the session";
 
 /** What the page holds in place of a revealed value: `tvref_` and 32 random hex digits. */
 export const REFERENCE_PATTERN = /^tvref_[0-9a-f]{32}$/;
@@ -122,4 +139,9 @@ export type ChannelMessage =
 
 export function channelName(channel: string): string {
   return `token-vault-elements/${channel}`;
+}
+
+/** 128 random bits in hex: crypto.randomUUID needs a secure context, which a merchant's page may not be. */
+export function randomHex(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("");
 }

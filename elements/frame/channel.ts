@@ -1,6 +1,6 @@
-import { type ChannelMessage, channelName, type FrameParameters, type Problem } from "../protocol";
+import { type ChannelMessage, channelName, type FrameParameters } from "../protocol";
 import type { CardBrand, FieldError } from "./cards";
-import { badRequest } from "./problems";
+import { badRequest, RefusedRequest } from "./problems";
 
 /*
  * The frames of one init gather values among themselves on a BroadcastChannel named after the init's
@@ -75,10 +75,10 @@ export class FrameChannel {
     }
     if (missing.size === 0) return Promise.resolve(gathered);
     const id = crypto.randomUUID();
-    return new Promise((resolve, reject: (problem: Problem) => void) => {
+    return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(id);
-        reject(badRequest(`${missing.size} of the request's elements did not answer: mount them and wait for ready`));
+        reject(new RefusedRequest(badRequest(`${missing.size} of the request's elements did not answer: mount them and wait for ready`)));
       }, GATHER_TIMEOUT_MS);
       this.waiting.set(id, {
         missing,
@@ -98,10 +98,14 @@ export class FrameChannel {
     const own = this.holding.revealed(reference);
     if (own !== undefined) return Promise.resolve(own);
     const id = crypto.randomUUID();
-    return new Promise((resolve, reject: (problem: Problem) => void) => {
+    return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.resolving.delete(id);
-        reject(badRequest("No element of this init holds the reference: the element that retrieved the token must stay mounted"));
+        reject(
+          new RefusedRequest(
+            badRequest("No element of this init holds the reference: the element that retrieved the token must stay mounted"),
+          ),
+        );
       }, GATHER_TIMEOUT_MS);
       this.resolving.set(id, (value) => {
         clearTimeout(timer);

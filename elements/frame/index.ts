@@ -14,9 +14,9 @@ import { applyOptions, showState } from "./appearance";
 import type { CardBrand, FieldError } from "./cards";
 import { FrameChannel } from "./channel";
 import { cvcField, expirationField, type Field, numberField, textField } from "./fields";
-import { badRequest } from "./problems";
+import { badRequest, problemOf, RefusedRequest } from "./problems";
 import { isRevealOperation, revealedValue, runRevealOperation } from "./reveal";
-import { fillRequest, isOperation, RefusedRequest, sendToVault } from "./submit";
+import { fillRequest, isOperation, sendToVault } from "./submit";
 
 /*
  * The page of one element, served from the vault's origin into an iframe of the merchant's page.
@@ -173,8 +173,8 @@ function start(parameters: FrameParameters): void {
       text.input.value = typeof value === "string" ? value : JSON.stringify(value);
       refresh(false);
       return { ok: true as const, body: null };
-    } catch (problem) {
-      return { ok: false as const, problem: problem as ReturnType<typeof badRequest> };
+    } catch (error) {
+      return { ok: false as const, problem: problemOf(error) };
     }
   }
 
@@ -188,7 +188,7 @@ function start(parameters: FrameParameters): void {
       const gathered = await channel.gather([...new Set(references.map(({ element }) => element))]);
       return await sendToVault(parameters, operation, fillRequest(operation, body, references, gathered));
     } catch (error) {
-      return { ok: false as const, problem: error instanceof RefusedRequest ? error.problem : badRequest(String(error)) };
+      return { ok: false as const, problem: problemOf(error) };
     }
   }
 

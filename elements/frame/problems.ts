@@ -9,6 +9,18 @@ export function badRequest(detail: string, errors?: Record<string, string[]>): P
   return { type: "about:blank", title: "Bad Request", status: 400, detail, ...(errors ? { errors } : {}) };
 }
 
+/** A refusal of a request before it is sent (or of a value nothing holds), with the problem the page receives. */
+export class RefusedRequest extends Error {
+  constructor(readonly problem: Problem) {
+    super(problem.detail);
+  }
+}
+
+/** The problem the page receives for what a request threw: a refusal's own, else the error's message. */
+export function problemOf(error: unknown): Problem {
+  return error instanceof RefusedRequest ? error.problem : badRequest(String(error));
+}
+
 export function unreachable(): Problem {
   return { type: "about:blank", title: "Service Unavailable", status: 503, detail: "The vault could not be reached" };
 }

@@ -1,6 +1,6 @@
-import type { ElementReference, FrameParameters, Operation, Problem } from "../protocol";
+import type { ElementReference, FrameParameters, Operation } from "../protocol";
 import type { Gathered } from "./channel";
-import { badRequest, jsonPath } from "./problems";
+import { badRequest, jsonPath, RefusedRequest } from "./problems";
 import { callVault, type VaultOutcome } from "./vault";
 
 /*
@@ -18,13 +18,6 @@ const OPERATION_PATHS: Record<Operation, string> = { "tokens.create": "/tokens",
  * to the page would show.
  */
 const TOKEN_REQUEST_MEMBERS = new Set(["type", "data", "containers", "metadata", "expires_at", "deduplicate_token"]);
-
-/** A refusal of the request before it is sent, with the problem the page receives. */
-export class RefusedRequest extends Error {
-  constructor(readonly problem: Problem) {
-    super(problem.detail);
-  }
-}
 
 export function isOperation(value: unknown): value is Operation {
   return typeof value === "string" && Object.hasOwn(OPERATION_PATHS, value);

@@ -8,6 +8,7 @@ import {
   type Operation,
   type PageMessage,
   type RevealOperation,
+  randomHex,
 } from "../protocol";
 import { ProblemError } from "./problem";
 
@@ -45,7 +46,7 @@ addEventListener("message", (event: MessageEvent<FrameMessage>) => {
 });
 
 export class VaultElement {
-  readonly id = randomId();
+  readonly id = randomHex();
   private iframe: HTMLIFrameElement | undefined;
   private ready: Promise<void> | undefined;
   private markReady = () => {};
@@ -234,9 +235,4 @@ function notReadyInTime(iframe: HTMLIFrameElement): Promise<never> {
       { once: true },
     );
   });
-}
-
-/** Random hex: crypto.randomUUID needs a secure context, which a merchant's page may not be. */
-export function randomId(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("");
 }

@@ -1,5 +1,13 @@
-import { ELEMENT_KINDS, type ElementKind, type ElementOptions, type Operation, type RevealOperation } from "../protocol";
-import { type InitContext, randomId, VaultElement } from "./element";
+import {
+  ELEMENT_KINDS,
+  type ElementKind,
+  type ElementOptions,
+  type Operation,
+  type PageSession,
+  RETRIEVE_TAKES_A_SESSION,
+  randomHex,
+} from "../protocol";
+import { type InitContext, VaultElement } from "./element";
 import { ProblemError } from "./problem";
 import { describeRequest } from "./shape";
 
@@ -16,19 +24,25 @@ export class Vault {
     /** POST /tokens with `{type, data, containers, metadata, expires_at, deduplicate_token}`; elements only in `data`. */
     create: (request: unknown): Promise<unknown> => this.send("tokens.create", request),
     /**
-     * GET /tokens/{id} with a session's key, run in a frame: the token with each data leaf replaced by
-     * a reference, which only `setValue` of a read-only text element can show.
+     * GET /tokens/{id}, run in the frame holding the session's key: the token with each data leaf
+     * replaced by a reference, which only `setValue` of a read-only text element can show.
      */
-    retrieve: (id: string, { apiKey }: { apiKey: string }): Promise<unknown> => this.reveal("tokens.retrieve", { id, apiKey }),
+    retrieve: (id: string, options: { session: PageSession | string }): Promise<unknown> => this.retrieve(id, options),
   };
 
   readonly sessions = {
-    /** POST /sessions with the init's public key: `{sessionKey, nonce, expiresAt}`; the page's server authorizes the nonce. */
-    create: (): Promise<unknown> => this.reveal("sessions.create", {}),
+    /**
+     * POST /sessions with the init's public key, sent by the first mounted element's frame, which keeps
+     * the session key: `{handle, nonce, expiresAt}`. The page's server authorizes the nonce.
+     */
+    create: (): Promise<PageSession> => this.createSession(),
   };
 
+  /** The element whose frame holds each session's key, by the session's handle. */
+  private readonly sessionHolders = new Map<string, VaultElement>();
+
   constructor(vaultOrigin: string, key: string) {
-    this.init = { vaultOrigin, key, channel: randomId() };
+    this.init = { vaultOrigin, key, channel: randomHex() };
   }
 
   createElement(kind: ElementKind, options: ElementOptions = {}): VaultElement {
@@ -43,12 +57,27 @@ export class Vault {
     return this.send("tokenize", payload);
   }
 
-  /** A request without element values, sent by any mounted element's frame (the API has no CORS: the page cannot call it). */
-  private async reveal(operation: RevealOperation, body: unknown): Promise<unknown> {
-    const sender = this.elements.find((element) => element.mounted);
-    if (!sender) throw ProblemError.badRequest("Mount an element before sending a request: its frame sends it");
-    await sender.whenReady();
-    return sender.submit(operation, body, []);
+  /** Sent by a mounted element's frame (the API has no CORS: the page cannot call it), which keeps the key. */
+  private async createSession(): Promise<PageSession> {
+    const holder = this.elements.find((element) => element.mounted);
+    if (!holder) throw ProblemError.badRequest("Mount an element before creating a session: its frame creates it and keeps its key");
+    await holder.whenReady();
+    const session = (await holder.submit("sessions.create", {}, [])) as PageSession;
+    this.sessionHolders.set(session.handle, holder);
+    return session;
+  }
+
+  private async retrieve(id: string, options: { session?: PageSession | string; apiKey?: unknown } | undefined): Promise<unknown> {
+    const handle = typeof options?.session === "string" ? options.session : options?.session?.handle;
+    const holder = handle === undefined ? undefined : this.sessionHolders.get(handle);
+    if (!holder || options?.apiKey !== undefined) throw ProblemError.badRequest(RETRIEVE_TAKES_A_SESSION);
+    if (!holder.mounted) {
+      throw ProblemError.badRequest(
+        "The element whose frame created the session was unmounted, and the session's key with it: create another session",
+      );
+    }
+    await holder.whenReady();
+    return holder.submit("tokens.retrieve", { id, session: handle }, []);
   }
 
   private async send(operation: Operation, request: unknown): Promise<unknown> {

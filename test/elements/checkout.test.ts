@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Rig, startRig } from "./rig";
@@ -393,6 +395,78 @@ describe("elements: the element's methods", () => {
     expect(await page.evaluate(() => (globalThis as any).document.querySelectorAll("iframe").length)).toBe(0);
     const refused = await send(page, `vault.tokens.create({ type: "card", data: elements.card })`);
     expect(refused).toMatchObject({ ok: false, problem: { status: 400, detail: expect.stringContaining("not mounted") } });
+    await close();
+  });
+  it("a problem keeps its detail through the frame: an element whose frame is gone is named as not answering", async () => {
+    const { page, close } = await openCheckout();
+    await mount(page, "number", "cardNumber");
+    await mount(page, "name", "text");
+    // The page takes the name's iframe away behind elements.js's back: the number's frame waits for it in vain.
+    await page.evaluate(`document.querySelector("#name iframe").remove()`);
+    const answer = await send(page, `vault.tokenize({ number: elements.number, name: elements.name })`);
+    expect(answer).toMatchObject({
+      ok: false,
+      problem: { status: 400, detail: "1 of the request's elements did not answer: mount them and wait for ready" },
+    });
+    await close();
+  });
+});
+
+describe("elements: a page on another site", () => {
+  let otherSite: Server;
+  let otherSiteUrl: string;
+
+  beforeAll(async () => {
+    // A third site: the vault is 127.0.0.1, the merchant localhost.
+    otherSite = createServer((_, response) => {
+      response.setHeader("content-type", "text/html; charset=utf-8");
+      response.end("<!doctype html><title>Another site</title>");
+    });
+    await new Promise<void>((resolve) => otherSite.listen(0, "127.0.0.2", resolve));
+    otherSiteUrl = `http://127.0.0.2:${(otherSite.address() as AddressInfo).port}`;
+  });
+
+  afterAll(() => new Promise<void>((resolve) => otherSite?.close(() => resolve())));
+
+  it("a page on another site, embedding a vault frame on the merchant's channel, gathers nothing of a card typed there", async () => {
+    const { page, close } = await openCheckout();
+    await mount(page, "card", "card");
+    await typeCard(page, "card");
+    // The other site knows everything the frame's URL tells: the key, the init's channel and the element's id.
+    const merchantFrame = new URL((await page.locator("#card iframe").getAttribute("src"))!);
+    const other = await page.context().newPage();
+    const sent: string[] = [];
+    other.on("request", (request) => {
+      if (request.method() === "POST") sent.push(request.url());
+    });
+    await other.goto(otherSiteUrl);
+    const query = new URLSearchParams({
+      kind: "text",
+      element: "other-site-element",
+      key: merchantFrame.searchParams.get("key")!,
+      channel: merchantFrame.searchParams.get("channel")!,
+      origin: otherSiteUrl,
+    });
+    const answer: any = await other.evaluate(`new Promise((answered) => {
+      const iframe = document.createElement("iframe");
+      iframe.src = ${JSON.stringify(`${vault.baseUrl}/elements/v1/frame?${query}`)};
+      addEventListener("message", (event) => {
+        if (event.source !== iframe.contentWindow) return;
+        if (event.data.type === "ready") {
+          const references = [{ path: ["stolen"], element: ${JSON.stringify(merchantFrame.searchParams.get("element"))} }];
+          iframe.contentWindow.postMessage({ type: "submit", id: 1, operation: "tokenize", body: { stolen: null }, references }, "*");
+        } else if (event.data.type === "result") {
+          answered(event.data);
+        }
+      });
+      document.body.append(iframe);
+    })`);
+    // Storage partitioning keys the frame's BroadcastChannel by the top-level site: the merchant's frames never hear it.
+    expect(answer).toMatchObject({
+      ok: false,
+      problem: { detail: "1 of the request's elements did not answer: mount them and wait for ready" },
+    });
+    expect(sent).toEqual([]);
     await close();
   });
 });

@@ -6,10 +6,38 @@ import { type AuthorizeSession, startMerchant } from "./merchant/server";
 /*
  * What every browser elements test runs against: a vault serving its static assets as production
  * does, the merchant's site on a second loopback origin (./merchant/server.ts), and Debian's headless
- * Chromium (CHROMIUM_PATH or /usr/bin/chromium).
+ * Chromium (CHROMIUM_PATH or /usr/bin/chromium) with third-party storage partitioning on, as shoppers' browsers have it.
  */
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+/**
+ * The features Playwright turns off in every Chromium it launches (playwright-core 1.65,
+ * src/server/chromium/chromiumSwitches.ts). Among them is third-party storage partitioning, which
+ * browsers people use have on, and which keeps a vault frame in another site's page off the
+ * merchant's frames' channel: the rig launches with the list without it. Should Playwright's list
+ * change, its switch stays in beside this one; checkout.test.ts "a page on another site … gathers
+ * nothing" fails if partitioning is off.
+ */
+const PLAYWRIGHT_DISABLED_FEATURES = [
+  "AvoidUnnecessaryBeforeUnloadCheckSync",
+  "DestroyProfileOnBrowserClose",
+  "HttpsUpgrades",
+  "HttpsFirstBalancedModeAutoEnable",
+  "LensOverlay",
+  "MediaRouter",
+  "PaintHolding",
+  "ThirdPartyStoragePartitioning",
+  "AvoidCorsURLLoaderRestartOnRedirect",
+  "TcpPortRandomizationWin",
+  "OptimizationHints",
+  "NetworkTimeServiceQuerying",
+  "AimEnabled",
+  "PreconnectToSearch",
+  "msForceBrowserSignIn",
+  "msEdgeUpdateLaunchServicesPreferredVersion",
+];
+const disableFeatures = (features: string[]) => `--disable-features=${features.join(",")}`;
 
 export interface Rig {
   vault: Awaited<ReturnType<typeof startLocalVault>>;
@@ -29,7 +57,14 @@ export async function startRig(buildName: string, authorizeSession?: AuthorizeSe
   let browser: Browser;
   try {
     merchant = await startMerchant(vault.baseUrl, authorizeSession);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      ignoreDefaultArgs: [disableFeatures(PLAYWRIGHT_DISABLED_FEATURES)],
+      args: [
+        "--no-sandbox",
+        disableFeatures(PLAYWRIGHT_DISABLED_FEATURES.filter((feature) => feature !== "ThirdPartyStoragePartitioning")),
+      ],
+    });
   } catch (error) {
     // What started is stopped, so a failed start leaves nothing running behind the failing tests.
     await merchant?.close();

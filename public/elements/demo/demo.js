@@ -1,9 +1,15 @@
 // The demo checkout (/elements/demo/): a name and a card in the vault's frames, tokenized in one
 // request. The page shows what its change events and the vault's answer tell it, which is all it gets.
+// Then a session reveals the card's number in a read-only frame, once the curl it prints authorizes it.
 const startForm = document.getElementById("start");
 const checkoutForm = document.getElementById("checkout");
 const state = document.getElementById("state");
 const answer = document.getElementById("answer");
+const reveal = document.getElementById("reveal");
+const authorize = document.getElementById("authorize");
+const retrieve = document.getElementById("retrieve");
+const showProblem = (problem) =>
+  JSON.stringify({ status: problem.status, title: problem.title, detail: problem.detail, errors: problem.errors }, null, 2);
 
 startForm.addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -34,12 +40,55 @@ startForm.addEventListener("submit", async (event) => {
     try {
       const tokens = await vault.tokenize({ name, card: { type: "card", data: card } });
       answer.textContent = JSON.stringify(tokens, null, 2);
+      startReveal(vault, tokens.card.id, style);
     } catch (problem) {
-      answer.textContent = JSON.stringify(
-        { status: problem.status, title: problem.title, detail: problem.detail, errors: problem.errors },
-        null,
-        2,
-      );
+      answer.textContent = showProblem(problem);
     }
   });
 });
+
+/** The reveal section, for the card token just created: a session, the curl that authorizes it, the number in a frame. */
+let shown;
+function startReveal(vault, tokenId, style) {
+  reveal.hidden = false;
+  let session;
+  const curl = (key, body, path) =>
+    `curl -H "SVC-API-KEY: <${key}>" -H "content-type: application/json" \\\n  -d '${JSON.stringify(body)}' ${location.origin}${path}`;
+  document.getElementById("create-session").onclick = async () => {
+    authorize.hidden = false;
+    try {
+      session = await vault.sessions.create();
+    } catch (problem) {
+      authorize.textContent = showProblem(problem);
+      return;
+    }
+    const rule = {
+      priority: 1,
+      conditions: [{ attribute: "id", operator: "equals", value: tokenId }],
+      transform: "reveal",
+      permissions: ["token:read"],
+    };
+    const backend = { priority: 1, container: "/", transform: "reveal", permissions: ["token:read", "session:authorize"] };
+    retrieve.hidden = false;
+    authorize.textContent = [
+      `Nonce ${session.nonce}. Authorize it before ${session.expiresAt} (SVC is the local HEADER_PREFIX):`,
+      curl("private key", { nonce: session.nonce, rules: [rule] }, "/sessions/authorize"),
+      "",
+      "No private key that may? Make one:",
+      curl("bootstrap key", { name: "backend", type: "private", rules: [backend] }, "/applications"),
+    ].join("\n");
+  };
+  retrieve.onclick = async () => {
+    try {
+      const token = await vault.tokens.retrieve(tokenId, { session });
+      if (!shown) {
+        document.getElementById("number").hidden = false;
+        shown = vault.createElement("text", { readOnly: true, copy: true, label: "Card number", style });
+        await shown.mount("#number");
+      }
+      await shown.setValue(token.data.number);
+    } catch (problem) {
+      authorize.textContent = showProblem(problem);
+    }
+  };
+}
