@@ -80,7 +80,7 @@ describe("rule 8: sessions awaiting authorization lock nobody out", () => {
     expect(read.status).toBe(200);
     expect(read.body.data).toBe(VISA);
     expect(await sessionRowsOf(merchant.tenantId)).toBe(1);
-  });
+  }, 30_000);
 
   it("an altered nonce is the 404 of an unknown one and writes nothing; the nonce itself still authorizes", async () => {
     const session = await createSession(merchant.publicKey);
@@ -102,7 +102,7 @@ describe("rule 8: sessions awaiting authorization lock nobody out", () => {
     expect(await rowCounts()).toEqual(before);
     expectProblem(await call("GET", `/tokens/${merchant.card.id}`, { key: session.session_key }), 401);
     expect((await authorize(merchant.serverKey, session.nonce)).status).toBe(200);
-  });
+  }, 30_000);
 
   it("another tenant's nonce is the 404 of an unknown one and writes nothing", async () => {
     const intruder = await seedMerchant();
@@ -122,14 +122,16 @@ describe("rule 8: sessions awaiting authorization lock nobody out", () => {
     const unknown = await unknownNonceDetail(merchant.serverKey);
     const before = await rowCounts();
     // Cut on 4-character boundaries (3 bytes): each splice holds one nonce's bytes up to the cut, the other's after.
+    // Nonces made a moment apart share their first bytes (the times), so some splices are a nonce itself: left out.
     for (let cut = 4; cut < ours.nonce.length; cut += 4) {
-      for (const spliced of [theirs.nonce.slice(0, cut) + ours.nonce.slice(cut), ours.nonce.slice(0, cut) + theirs.nonce.slice(cut)]) {
+      const splices = [theirs.nonce.slice(0, cut) + ours.nonce.slice(cut), ours.nonce.slice(0, cut) + theirs.nonce.slice(cut)];
+      for (const spliced of splices.filter((nonce) => nonce !== ours.nonce && nonce !== theirs.nonce)) {
         const refused = expectProblem(await authorize(merchant.serverKey, spliced), 404);
         expect(refused.detail, `cut at ${cut}`).toBe(unknown);
       }
     }
     expect(await rowCounts()).toEqual(before);
-  });
+  }, 30_000);
 
   it("the nonce of a public application deleted since is the 404 of an unknown one and writes nothing", async () => {
     const page = await createApplication(merchant, { type: "public", permissions: ["token:create"] });

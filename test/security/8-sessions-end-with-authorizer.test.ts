@@ -100,7 +100,7 @@ describe("rule 8: a session ends with the key that authorized it", () => {
     await sleep(keyEnd - Date.now() + 200);
     expectProblem(await readCard(LONG, merchant, session.session_key), 401);
     expectProblem(await readCard(NO_CACHE, merchant, session.session_key), 401);
-  });
+  }, 30_000);
 
   it("revoking the authorizer key ends its sessions: at once without the cache, within the time to live with it", async () => {
     const merchant = await seedMerchant();
@@ -121,7 +121,7 @@ describe("rule 8: a session ends with the key that authorized it", () => {
     for (const status of await listsWith(TTL, session.session_key)) expect(status).toBe(401);
     // The server application itself, through its other key, is untouched.
     expect((await call("GET", `/tokens/${merchant.card.id}`, { key: merchant.server.key })).status).toBe(200);
-  });
+  }, 30_000);
 
   it("deleting the authorizer's application ends its sessions, and a revocation in this isolate applies at once", async () => {
     const merchant = await seedMerchant();
@@ -147,7 +147,7 @@ describe("rule 8: a session ends with the key that authorized it", () => {
     await sleep(PAST_TTL_MS);
     expectProblem(await readCard(TTL, merchant, session.session_key), 401);
     for (const status of await listsWith(TTL, session.session_key)) expect(status).toBe(401);
-  });
+  }, 30_000);
 
   it("regenerating the authorizer application's keys ends the sessions its old keys authorized", async () => {
     const merchant = await seedMerchant();
