@@ -17,9 +17,10 @@ export async function findSessionByNonce(db: Database, tenantId: string, nonceHa
 /**
  * Stores the authorized session, the expiring application and its key (the session key's hash), in
  * one batch. The session goes in only when its nonce has authorized nothing yet (the unique nonce
- * hash) and the public application that created it is still one of the tenant's; each insert after
- * it runs only when the statement before it changed a row. So a nonce authorizes once, and a refused
- * one writes nothing. False then.
+ * hash; its id, derived from the key's digest, is the same for the same nonce, so either conflict
+ * means the nonce was used) and the public application that created it is still one of the tenant's;
+ * each insert after it runs only when the statement before it changed a row. So a nonce authorizes
+ * once, and a refused one writes nothing. False then.
  */
 export async function authorizeSession(db: Database, session: SessionRow, application: ApplicationRow, key: ApiKeyRow): Promise<boolean> {
   const d1 = db.$client;
@@ -29,7 +30,7 @@ export async function authorizeSession(db: Database, session: SessionRow, applic
         `INSERT INTO sessions (id, tenant_id, application_id, key_hash, nonce_hash, created_at, expires_at, expiring_application_id)
          SELECT ?, ?, ?, ?, ?, ?, ?, ?
          WHERE EXISTS (SELECT 1 FROM applications WHERE tenant_id = ? AND id = ? AND type = 'public')
-         ON CONFLICT (tenant_id, nonce_hash) DO NOTHING`,
+         ON CONFLICT DO NOTHING`,
       )
       .bind(
         session.id,
