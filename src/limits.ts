@@ -82,10 +82,8 @@ export const APPLICATIONS = {
 export const SESSIONS = {
   /** A session's lifetime unless its authorization sets another: 3 minutes, as the original interface's. */
   defaultLifetimeMs: 3 * 60_000,
-  /** The latest an authorization may set `expires_at`: a day after the session was created. */
+  /** The latest an authorization may set `expires_at`: a day after the session was created (and never past the authorizing key's expiry). */
   maxLifetimeMs: 24 * 60 * 60_000,
-  /** Sessions of one public application awaiting authorization at once (429 beyond). */
-  maxPending: 10_000,
 } as const;
 
 /** Longest API key or proxy key the vault will look up. */

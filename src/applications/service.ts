@@ -112,6 +112,7 @@ export async function insertApplication(context: TenantContext, createdBy: strin
     modifiedBy: null,
     modifiedAt: null,
     expiresAt: null,
+    authorizerKeyId: null,
   };
   const key = await newKey(context.tenantId, row.id, now);
   await storage.insertApplication(context.control, row, key.row);

@@ -18,9 +18,10 @@ const recentPrincipals = new LookupCache<KeyPrincipal | null>(
 );
 
 /**
- * The principal an API key stands for, or null for an unknown or revoked key: one indexed lookup,
- * which an isolate reuses for CREDENTIAL_CACHE_TTL_MS (0: never; see LookupCache for how staleness
- * is bounded). An expired key is a 401 of its own, checked on every use, cached or not.
+ * The principal an API key stands for, or null for an unknown or revoked key (or a session's key
+ * whose authorizer is gone): one indexed lookup, which an isolate reuses for CREDENTIAL_CACHE_TTL_MS
+ * (0: never; see LookupCache for how staleness is bounded). An expired key is a 401 of its own,
+ * checked on every use, cached or not.
  */
 export async function principalForKey(context: RequestContext, apiKey: string): Promise<KeyPrincipal | null> {
   if (apiKey.length > SECRET_MAX_LENGTH) return null;
@@ -30,7 +31,11 @@ export async function principalForKey(context: RequestContext, apiKey: string): 
     async () => {
       const row = await storage.applicationOfKeyHash(context.control, await sha256Hex(apiKey));
       return row
-        ? { ...principalOf(row), credentialId: row.keyId, credentialExpiresAt: earliest(row.expiresAt, row.applicationExpiresAt) }
+        ? {
+            ...principalOf(row),
+            credentialId: row.keyId,
+            credentialExpiresAt: earliest(row.expiresAt, row.applicationExpiresAt, row.authorizerExpiresAt),
+          }
         : null;
     },
     (found) => found !== null,
@@ -42,10 +47,13 @@ export async function principalForKey(context: RequestContext, apiKey: string): 
   return principal;
 }
 
-/** A key stops working at its own expiry or its application's (an expiring application's), whichever comes first. */
-function earliest(a: number | null, b: number | null): number | null {
-  if (a === null) return b;
-  return b === null ? a : Math.min(a, b);
+/**
+ * A key stops working at the first of its own expiry, its application's (an expiring application's)
+ * and the expiry of the key that authorized that application's session; null when none is set.
+ */
+function earliest(...times: (number | null)[]): number | null {
+  const set = times.filter((time) => time !== null);
+  return set.length === 0 ? null : Math.min(...set);
 }
 
 /** The principal of an application row (used for proxies' and reactors' applications too). */

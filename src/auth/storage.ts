@@ -1,4 +1,5 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, isNotNull, ne, or } from "drizzle-orm";
+import { alias } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";
 import { apiKeys, applications } from "../db/control-tables";
 import type { ApplicationType } from "./permissions";
@@ -22,16 +23,40 @@ export type PrincipalColumns = {
   allowedOrigins: string;
 };
 
-/** The application holding the API key with this hash. */
+/** The API key that authorized an expiring application's session (applications.authorizer_key_id). */
+const authorizers = alias(apiKeys, "authorizers");
+
+/**
+ * The application holding the API key with this hash, with the key's expiry, the application's and,
+ * for an expiring application, its authorizer's. An expiring application's key is found only while
+ * the key that authorized its session still exists: revoking that key, replacing its application's
+ * keys or deleting its application ends the session in this one statement, for every route. Without
+ * an authorizer recorded, an expiring application's key is found never.
+ */
 export async function applicationOfKeyHash(
   db: Database,
   hash: string,
-): Promise<(PrincipalColumns & { keyId: string; expiresAt: number | null; applicationExpiresAt: number | null }) | undefined> {
+): Promise<
+  | (PrincipalColumns & {
+      keyId: string;
+      expiresAt: number | null;
+      applicationExpiresAt: number | null;
+      authorizerExpiresAt: number | null;
+    })
+  | undefined
+> {
   const [row] = await db
-    .select({ ...principalColumns, keyId: apiKeys.id, expiresAt: apiKeys.expiresAt, applicationExpiresAt: applications.expiresAt })
+    .select({
+      ...principalColumns,
+      keyId: apiKeys.id,
+      expiresAt: apiKeys.expiresAt,
+      applicationExpiresAt: applications.expiresAt,
+      authorizerExpiresAt: authorizers.expiresAt,
+    })
     .from(apiKeys)
     .innerJoin(applications, and(eq(applications.id, apiKeys.applicationId), eq(applications.tenantId, apiKeys.tenantId)))
-    .where(eq(apiKeys.hash, hash))
+    .leftJoin(authorizers, and(eq(authorizers.id, applications.authorizerKeyId), eq(authorizers.tenantId, applications.tenantId)))
+    .where(and(eq(apiKeys.hash, hash), or(ne(applications.type, "expiring"), isNotNull(authorizers.id))))
     .limit(1);
   return row;
 }

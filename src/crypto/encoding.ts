@@ -32,5 +32,12 @@ export function toHex(bytes: ArrayBuffer | Uint8Array): string {
   return hex;
 }
 
+/** The bytes of an even-length string of hex digits (a digest, a UUID without its dashes). */
+export function fromHex(hex: string): Uint8Array {
+  const bytes = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return bytes;
+}
+
 export const utf8 = new TextEncoder();
 export const fromUtf8 = new TextDecoder();

@@ -13,6 +13,15 @@ export async function sha256Hex(value: string): Promise<string> {
   return toHex(await crypto.subtle.digest("SHA-256", utf8.encode(value)));
 }
 
+/** Formats 32 hex digits of a digest as a version-8 (custom) UUID: ids derived from something else, the same every time. */
+export function uuidFrom(hex: string): string {
+  const h = hex.slice(0, 32).split("");
+  h[12] = "8";
+  h[16] = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
+  const s = h.join("");
+  return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20, 32)}`;
+}
+
 /** Compares two secrets in time independent of where they differ. */
 export async function secretsEqual(a: string, b: string): Promise<boolean> {
   const [left, right] = await Promise.all([sha256Hex(a), sha256Hex(b)]);

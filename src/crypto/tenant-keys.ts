@@ -51,6 +51,7 @@ export class DataKeys {
     readonly searchIndex: CryptoKey,
     readonly fingerprint: CryptoKey,
     readonly audit: CryptoKey,
+    readonly sessionNonce: CryptoKey,
   ) {}
 
   static async import(version: number, material: Uint8Array): Promise<DataKeys> {
@@ -65,8 +66,23 @@ export class DataKeys {
       await hmac("search-index"),
       await hmac("fingerprint"),
       await hmac("audit"),
+      await sessionNonceKey(material),
     );
   }
+}
+
+/** HKDF info of the session-nonce key: no slash, so it never meets a tenant's `<purpose>/<tenant id>`. */
+const SESSION_NONCE_INFO = "session-nonce";
+
+/**
+ * The key that signs session nonces: HKDF of the version's whole material, so it is as random as
+ * the data keys, unrelated to each of them, and gone with them when the version is destroyed or the
+ * tenant shredded. It is derived rather than stored, so the wrapped record keeps its four keys.
+ */
+async function sessionNonceKey(material: Uint8Array): Promise<CryptoKey> {
+  const source = await crypto.subtle.importKey("raw", material, "HKDF", false, ["deriveBits"]);
+  const bytes = await deriveBytes(source, SESSION_NONCE_INFO, DATA_KEY_BYTES);
+  return crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256", length: 256 }, false, ["sign", "verify"]);
 }
 
 /** The data-key version a ciphertext was made with (`v{version}.…`). */
@@ -155,6 +171,23 @@ export class TenantKeys {
     return Promise.all(ordered.map((keys) => sign(keys.fingerprint, `${type}\u0000${source}`)));
   }
 
+  /**
+   * The MAC of a session nonce's content (src/sessions/nonce.ts) under the current version, bound to
+   * this tenant: another tenant's nonce never verifies here.
+   */
+  async signSessionNonce(content: Uint8Array): Promise<Uint8Array> {
+    return new Uint8Array(await crypto.subtle.sign("HMAC", this.current.sessionNonce, this.sessionNonceText(content)));
+  }
+
+  /** Whether `mac` is the MAC of the content under a version this tenant holds (a rotation may have begun since it was signed). */
+  async verifiesSessionNonce(content: Uint8Array, mac: Uint8Array): Promise<boolean> {
+    const text = this.sessionNonceText(content);
+    for (const keys of this.versions) {
+      if (await crypto.subtle.verify("HMAC", keys.sessionNonce, mac, text)) return true;
+    }
+    return false;
+  }
+
   /** Keyed HMAC that links the audit log's hash chain (src/audit/chain.ts); every version carries the same audit key. */
   auditMac(value: string): Promise<string> {
     return sign(this.current.audit, value);
@@ -168,6 +201,14 @@ export class TenantKeys {
 
   private aad(context: string): Uint8Array {
     return utf8.encode(`${this.tenantId}/${context}`);
+  }
+
+  private sessionNonceText(content: Uint8Array): Uint8Array {
+    const prefix = utf8.encode(`session-nonce/${this.tenantId}/`);
+    const text = new Uint8Array(prefix.length + content.length);
+    text.set(prefix);
+    text.set(content, prefix.length);
+    return text;
   }
 }
 

@@ -106,6 +106,11 @@ export const applications = sqliteTable(
     ...auditColumns,
     /** An expiring application's end: every key of it is refused (401) from then on, and the cron deletes it. */
     expiresAt: integer("expires_at"),
+    /**
+     * An expiring application's: the API key that authorized its session. Its keys work only while
+     * that key exists and has not expired (src/auth/storage.ts checks it in the key lookup).
+     */
+    authorizerKeyId: text("authorizer_key_id"),
   },
   (table) => [
     index("applications_tenant_created").on(table.tenantId, table.createdAt, table.id),
@@ -114,9 +119,9 @@ export const applications = sqliteTable(
 );
 
 /**
- * Sessions a public application created (src/sessions/). Until authorized, the session key is in no
- * api_keys row, so it authenticates nothing; authorizing inserts the expiring application and its key
- * (this key_hash) and sets expiring_application_id, once.
+ * Authorized sessions (src/sessions/). A session awaiting authorization is stored nowhere: its nonce,
+ * signed by the vault, carries what authorizing needs. Authorizing inserts this row with the expiring
+ * application and its key (this key_hash) in one batch; the unique nonce hash makes a nonce authorize once.
  */
 export const sessions = sqliteTable(
   "sessions",
@@ -130,14 +135,10 @@ export const sessions = sqliteTable(
     nonceHash: text("nonce_hash").notNull(),
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
-    /** The expiring application its authorization made; null while it awaits one. */
-    expiringApplicationId: text("expiring_application_id"),
+    /** The expiring application its authorization made. */
+    expiringApplicationId: text("expiring_application_id").notNull(),
   },
-  (table) => [
-    uniqueIndex("sessions_nonce").on(table.tenantId, table.nonceHash),
-    index("sessions_pending").on(table.tenantId, table.applicationId, table.expiresAt),
-    index("sessions_expires").on(table.expiresAt),
-  ],
+  (table) => [uniqueIndex("sessions_nonce").on(table.tenantId, table.nonceHash), index("sessions_expires").on(table.expiresAt)],
 );
 
 export const apiKeys = sqliteTable(

@@ -18,8 +18,9 @@ const create = createRoute({
   summary: "Create a session (with a public application's key)",
   description:
     "Answers a session key and a nonce. The key authenticates nothing (401) until the application's server authorizes the " +
-    "nonce with POST /sessions/authorize; the session ends after 3 minutes unless that sets another time. Another type of " +
-    "key is a 403. An application holds at most 10,000 sessions awaiting authorization (429 beyond).",
+    "nonce with POST /sessions/authorize within 3 minutes; the session then ends 3 minutes after its creation unless that sets " +
+    "another time. Nothing is stored until then: the nonce is signed by the vault and carries what authorizing needs. Another " +
+    "type of key is a 403.",
   responses: {
     201: jsonContent(CreatedSessionSchema, "The session key and its nonce, shown once", CREATED_SESSION_EXAMPLE),
     ...problemResponses(401, 403),
@@ -38,8 +39,11 @@ const authorize = createRoute({
     "A rule may name tokens with `conditions` (`id` or `container`, `equals` or `starts_with`) instead of a container: it reaches " +
     "only those tokens, read by id (lists and searches never show a token through it), and an id-only rule counts as reaching " +
     "every container. The session becomes an application of type `expiring` until `expires_at` (default: the end POST /sessions " +
-    "answered; at most a day after it); from then on its key answers 401. An unknown nonce, or another tenant's, is a 404; " +
-    "a nonce authorizes once (409), and not after its session ended (409).",
+    "answered, cut to the calling key's own expiry when that comes first; at most a day after the session's creation, and a time " +
+    "after the calling key's expiry is a 400); from then on its key answers 401. The session also ends (401) once the calling " +
+    "key is revoked, replaced or deleted with its application. A nonce the vault did not sign for this tenant (unknown, altered " +
+    "or another tenant's), or whose public application was deleted, is a 404; a nonce authorizes once (409), and not after its " +
+    "3 minutes (409).",
   middleware: [requirePermission("session:authorize"), requireContentType("application/json")] as const,
   request: jsonBody(AuthorizeSessionBody, AUTHORIZE_SESSION_EXAMPLE),
   responses: { 200: { description: "Authorized; no body" }, ...problemResponses(400, 401, 403, 404, 409, 415) },

@@ -1,14 +1,14 @@
 import { toApplicationResponse } from "../applications/service";
 import type { ApiKeyRow, ApplicationRow } from "../applications/storage";
-import type { Principal } from "../auth/access";
+import type { KeyPrincipal, Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
-import { toBase64Url } from "../crypto/encoding";
-import { generateSecret, sha256Hex } from "../crypto/secrets";
-import { ConflictError, ForbiddenError, NotFoundError, TooManyRequestsError, ValidationError } from "../errors";
+import { generateSecret, sha256Hex, uuidFrom } from "../crypto/secrets";
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { SESSIONS } from "../limits";
 import { normalTokenId } from "../tokens/id-format";
 import { requireWithinAuthorizer } from "./grants";
+import { type NonceClaims, openNonce, signNonce } from "./nonce";
 import type { AuthorizeSession, SessionRule } from "./schema";
 import * as storage from "./storage";
 
@@ -21,59 +21,57 @@ const SESSION_KEY_PREFIX = "key";
 
 /**
  * A new session of the caller's public application: a key that authenticates nothing yet, and the
- * nonce that authorizes it. Only their digests are stored. POST /sessions is public-key traffic, so
- * besides the rate limits every request meets, an application holds at most SESSIONS.maxPending
- * sessions awaiting authorization.
+ * nonce that authorizes it. Nothing is stored: the nonce, signed by the vault, carries the session
+ * key's digest and the session's times (./nonce.ts), so POST /sessions, which is public-key traffic,
+ * costs no row however often it is called.
  */
 export async function createSession(context: TenantContext, principal: Principal) {
   if (principal.applicationType !== "public") {
     throw new ForbiddenError("POST /sessions requires a public application's key");
   }
   const now = Date.now();
-  const pending = await storage.pendingSessions(context.control, context.tenantId, principal.applicationId, now, SESSIONS.maxPending);
-  if (pending >= SESSIONS.maxPending) {
-    throw new TooManyRequestsError(
-      `This application has ${SESSIONS.maxPending} sessions awaiting authorization`,
-      SESSIONS.defaultLifetimeMs / 1000,
-    );
-  }
   const sessionKey = generateSecret(SESSION_KEY_PREFIX);
-  const nonce = toBase64Url(crypto.getRandomValues(new Uint8Array(16)));
-  const row: storage.SessionRow = {
-    id: crypto.randomUUID(),
-    tenantId: context.tenantId,
+  const claims: NonceClaims = {
     applicationId: principal.applicationId,
-    keyHash: await sha256Hex(sessionKey),
-    nonceHash: await sha256Hex(nonce),
     createdAt: now,
     expiresAt: now + SESSIONS.defaultLifetimeMs,
-    expiringApplicationId: null,
+    keyHash: await sha256Hex(sessionKey),
   };
-  await storage.insertSession(context.control, row);
-  context.audit.describe({ entityId: row.id });
-  return { session_key: sessionKey, nonce, expires_at: isoTime(row.expiresAt)! };
+  const nonce = await signNonce(await context.keys(), claims);
+  context.audit.describe({ entityId: await sessionIdOf(claims.keyHash) });
+  return { session_key: sessionKey, nonce, expires_at: isoTime(claims.expiresAt)! };
+}
+
+/**
+ * A session's id, the same when it is created and when it is authorized (its audit entries name
+ * it), from its key's digest: the session is stored nowhere in between.
+ */
+async function sessionIdOf(keyHash: string): Promise<string> {
+  return uuidFrom(await sha256Hex(`session/${keyHash}`));
 }
 
 /**
  * Makes the session of the nonce an expiring application of the caller's tenant with the grants
- * given, which must lie within the caller's own; a nonce authorizes once, and only before its
- * session ends. Another tenant's nonce is unknown here, like a wrong one.
+ * given, which must lie within the caller's own, until no later than the caller's key expires. The
+ * nonce must be one this tenant's keys signed (anything else, another tenant's included, is unknown
+ * here), still open, of a public application the tenant still has; it authorizes once. The
+ * application records the authorizing key: its key works only while that key does (src/auth/storage.ts).
  */
-export async function authorizeSession(context: TenantContext, principal: Principal, input: AuthorizeSession): Promise<void> {
+export async function authorizeSession(context: TenantContext, principal: KeyPrincipal, input: AuthorizeSession): Promise<void> {
   const now = Date.now();
-  const session = await storage.findSessionByNonce(context.control, context.tenantId, await sha256Hex(input.nonce));
-  if (!session) throw new NotFoundError("A session with this nonce");
-  if (session.expiringApplicationId !== null) throw new ConflictError("This session is authorized already: a nonce authorizes once");
-  if (session.expiresAt <= now) throw new ConflictError(`This session ended at ${isoTime(session.expiresAt)}`);
+  const claims = await openNonce(await context.keys(), input.nonce);
+  if (!claims) throw unknownNonce();
+  if (claims.expiresAt <= now) throw new ConflictError(`This session ended at ${isoTime(claims.expiresAt)}`);
   const rules = input.rules.map(normalRule);
   checkGrantShape(input.permissions, rules);
-  const expiresAt = expiryOf(input, session, now);
+  const expiresAt = expiryOf(input, claims, principal.credentialExpiresAt ?? null, now);
   requireWithinAuthorizer(principal, input.permissions, rules);
   const permissions = rules.length > 0 ? rules.flatMap((rule) => rule.permissions) : input.permissions;
+  const sessionId = await sessionIdOf(claims.keyHash);
   const application: ApplicationRow = {
     id: crypto.randomUUID(),
     tenantId: context.tenantId,
-    name: `Session ${session.id}`,
+    name: `Session ${sessionId}`,
     type: "expiring",
     permissions: JSON.stringify([...new Set(permissions)]),
     rules: JSON.stringify(rules),
@@ -83,23 +81,44 @@ export async function authorizeSession(context: TenantContext, principal: Princi
     modifiedBy: null,
     modifiedAt: null,
     expiresAt,
+    authorizerKeyId: principal.credentialId,
   };
   const key: ApiKeyRow = {
     id: crypto.randomUUID(),
     tenantId: context.tenantId,
     applicationId: application.id,
-    hash: session.keyHash,
+    hash: claims.keyHash,
     createdAt: now,
     expiresAt,
   };
+  const nonceHash = await sha256Hex(input.nonce);
+  const session: storage.SessionRow = {
+    id: sessionId,
+    tenantId: context.tenantId,
+    applicationId: claims.applicationId,
+    keyHash: claims.keyHash,
+    nonceHash,
+    createdAt: claims.createdAt,
+    expiresAt,
+    expiringApplicationId: application.id,
+  };
   if (!(await storage.authorizeSession(context.control, session, application, key))) {
-    throw new ConflictError("This session is authorized already, or ended: a nonce authorizes once");
+    // Nothing was written: the nonce authorized a session already, or its public application is gone.
+    if (await storage.findSessionByNonce(context.control, context.tenantId, nonceHash)) {
+      throw new ConflictError("This session is authorized already: a nonce authorizes once");
+    }
+    throw unknownNonce();
   }
   context.audit.describe({
     entityId: application.id,
-    message: `for session ${session.id}`,
+    message: `for session ${sessionId}`,
     event: { type: "application.created", data: { application: toApplicationResponse(application) } },
   });
+}
+
+/** One answer for every nonce the tenant cannot authorize: unknown, altered, another tenant's, or its application's gone. */
+function unknownNonce(): NotFoundError {
+  return new NotFoundError("A session with this nonce");
 }
 
 /** Token ids in conditions as tokens store them (UUIDs in lower case), so that `equals` compares like ids. */
@@ -128,13 +147,24 @@ function checkGrantShape(permissions: string[], rules: SessionRule[]): void {
   });
 }
 
-/** The session's end: the one POST /sessions answered, or a later time no further than SESSIONS.maxLifetimeMs after its creation. */
-function expiryOf(input: AuthorizeSession, session: storage.SessionRow, now: number): number {
-  if (input.expires_at === undefined) return session.expiresAt;
+/**
+ * The session's end: the one POST /sessions answered, or a later time no further than
+ * SESSIONS.maxLifetimeMs after its creation; never after the authorizing key's own expiry. A time
+ * asked for past that expiry is a 400; the default is cut to it.
+ */
+function expiryOf(input: AuthorizeSession, claims: NonceClaims, authorizerExpiresAt: number | null, now: number): number {
+  const latest = authorizerExpiresAt ?? Number.POSITIVE_INFINITY;
+  if (input.expires_at === undefined) return Math.min(claims.expiresAt, latest);
   const expiresAt = Date.parse(input.expires_at);
   if (expiresAt <= now) throw ValidationError.field("expires_at", "must be in the future");
-  if (expiresAt > session.createdAt + SESSIONS.maxLifetimeMs) {
+  if (expiresAt > claims.createdAt + SESSIONS.maxLifetimeMs) {
     throw ValidationError.field("expires_at", `must be at most ${SESSIONS.maxLifetimeMs / 3_600_000} hours after the session was created`);
+  }
+  if (expiresAt > latest) {
+    throw ValidationError.field(
+      "expires_at",
+      `must not be later than the authorizing API key's own expiry, ${isoTime(latest)}: a session ends with its authorizer`,
+    );
   }
   return expiresAt;
 }
@@ -145,7 +175,6 @@ export async function purgeExpiredSessions(context: RequestContext, now = Date.n
   for (let chunk = 0; chunk < PURGE_CHUNKS_PER_RUN; chunk++) {
     const sessions = await storage.purgeExpiredSessions(context.control, now, PURGE_CHUNK);
     for (const session of sessions) {
-      if (session.expiringApplicationId === null) continue;
       context.audit.record({
         tenantId: session.tenantId,
         entityType: "application",

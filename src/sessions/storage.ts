@@ -1,35 +1,9 @@
-import { and, count, eq, gt, isNull, lte } from "drizzle-orm";
+import { and, eq, lte } from "drizzle-orm";
 import type { ApiKeyRow, ApplicationRow } from "../applications/storage";
 import type { Database } from "../db/client";
 import { sessions } from "../db/control-tables";
 
 export type SessionRow = typeof sessions.$inferSelect;
-
-export async function insertSession(db: Database, row: SessionRow): Promise<void> {
-  await db.insert(sessions).values(row);
-}
-
-/**
- * How many of the application's sessions await authorization, counted no further than `cap`: the
- * count stops there, so a full application costs one bounded index scan.
- */
-export async function pendingSessions(db: Database, tenantId: string, applicationId: string, now: number, cap: number): Promise<number> {
-  const pending = db
-    .select({ id: sessions.id })
-    .from(sessions)
-    .where(
-      and(
-        eq(sessions.tenantId, tenantId),
-        eq(sessions.applicationId, applicationId),
-        gt(sessions.expiresAt, now),
-        isNull(sessions.expiringApplicationId),
-      ),
-    )
-    .limit(cap)
-    .as("pending");
-  const [row] = await db.select({ total: count() }).from(pending);
-  return row?.total ?? 0;
-}
 
 export async function findSessionByNonce(db: Database, tenantId: string, nonceHash: string): Promise<SessionRow | undefined> {
   const [row] = await db
@@ -41,23 +15,39 @@ export async function findSessionByNonce(db: Database, tenantId: string, nonceHa
 }
 
 /**
- * Claims the session for the expiring application and inserts that application and its key (the
- * session key's hash), in one batch: each insert runs only when the statement before it changed a
- * row, so a session already claimed, or expired meanwhile, gets nothing written. False then.
+ * Stores the authorized session, the expiring application and its key (the session key's hash), in
+ * one batch. The session goes in only when its nonce has authorized nothing yet (the unique nonce
+ * hash; its id, derived from the key's digest, is the same for the same nonce, so either conflict
+ * means the nonce was used) and the public application that created it is still one of the tenant's;
+ * each insert after it runs only when the statement before it changed a row. So a nonce authorizes
+ * once, and a refused one writes nothing. False then.
  */
 export async function authorizeSession(db: Database, session: SessionRow, application: ApplicationRow, key: ApiKeyRow): Promise<boolean> {
   const d1 = db.$client;
   const [claim] = await d1.batch([
     d1
       .prepare(
-        `UPDATE sessions SET expiring_application_id = ?, expires_at = ?
-         WHERE tenant_id = ? AND id = ? AND expiring_application_id IS NULL AND expires_at > ?`,
+        `INSERT INTO sessions (id, tenant_id, application_id, key_hash, nonce_hash, created_at, expires_at, expiring_application_id)
+         SELECT ?, ?, ?, ?, ?, ?, ?, ?
+         WHERE EXISTS (SELECT 1 FROM applications WHERE tenant_id = ? AND id = ? AND type = 'public')
+         ON CONFLICT DO NOTHING`,
       )
-      .bind(application.id, application.expiresAt, session.tenantId, session.id, application.createdAt),
+      .bind(
+        session.id,
+        session.tenantId,
+        session.applicationId,
+        session.keyHash,
+        session.nonceHash,
+        session.createdAt,
+        session.expiresAt,
+        session.expiringApplicationId,
+        session.tenantId,
+        session.applicationId,
+      ),
     d1
       .prepare(
-        `INSERT INTO applications (id, tenant_id, name, type, permissions, rules, created_by, created_at, expires_at)
-         SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE changes() = 1`,
+        `INSERT INTO applications (id, tenant_id, name, type, permissions, rules, created_by, created_at, expires_at, authorizer_key_id)
+         SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE changes() = 1`,
       )
       .bind(
         application.id,
@@ -69,6 +59,7 @@ export async function authorizeSession(db: Database, session: SessionRow, applic
         application.createdBy,
         application.createdAt,
         application.expiresAt,
+        application.authorizerKeyId,
       ),
     d1
       .prepare(
@@ -88,9 +79,7 @@ export async function purgeExpiredSessions(db: Database, now: number, limit: num
   if (expired.length === 0) return [];
   const d1 = db.$client;
   const ids = JSON.stringify(expired.map((row) => row.id));
-  const authorized = JSON.stringify(
-    expired.flatMap((row) => (row.expiringApplicationId ? [{ tenant: row.tenantId, application: row.expiringApplicationId }] : [])),
-  );
+  const authorized = JSON.stringify(expired.map((row) => ({ tenant: row.tenantId, application: row.expiringApplicationId })));
   const pairs = "SELECT value ->> 'tenant', value ->> 'application' FROM json_each(?)";
   await d1.batch([
     d1.prepare(`DELETE FROM api_keys WHERE (tenant_id, application_id) IN (${pairs})`).bind(authorized),

@@ -1,7 +1,7 @@
 import { insertApplication } from "../applications/service";
 import { MANAGEMENT_PERMISSIONS } from "../auth/permissions";
 import type { RequestContext } from "../context";
-import { sha256Hex } from "../crypto/secrets";
+import { sha256Hex, uuidFrom } from "../crypto/secrets";
 import { isoTime } from "../http/schemas";
 import { newTenantKeys } from "../keys/service";
 import { placementForNewTenant, requireDataBinding } from "./directory";
@@ -71,13 +71,4 @@ async function insertBootstrap(context: RequestContext, tenantId: string, hash: 
     now: Date.now(),
     keys: await newTenantKeys(context, tenantId),
   });
-}
-
-/** Formats 32 hex digits of a digest as a version-8 (custom) UUID. */
-function uuidFrom(hex: string): string {
-  const h = hex.slice(0, 32).split("");
-  h[12] = "8";
-  h[16] = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
-  const s = h.join("");
-  return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20, 32)}`;
 }
