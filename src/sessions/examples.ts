@@ -9,7 +9,7 @@ export const CREATED_SESSION_EXAMPLE = {
   expires_at: "2026-11-23T12:03:00.000Z",
 } satisfies z.output<typeof CreatedSessionSchema>;
 
-/** The merchant's server lets the page's session reveal one card token, read by id, for the session's 3 minutes. */
+/** The merchant's server lets the page's session reveal one card token, read by id, for the session's minute. */
 export const AUTHORIZE_SESSION_EXAMPLE = {
   nonce: CREATED_SESSION_EXAMPLE.nonce,
   rules: [

@@ -18,7 +18,7 @@ const create = createRoute({
   summary: "Create a session (with a public application's key)",
   description:
     "Answers a session key and a nonce. The key authenticates nothing (401) until the application's server authorizes the " +
-    "nonce with POST /sessions/authorize within 3 minutes; the session then ends 3 minutes after its creation unless that sets " +
+    "nonce with POST /sessions/authorize within a minute; the session then ends a minute after its creation unless that sets " +
     "another time. Nothing is stored until then: the nonce is signed by the vault and carries what authorizing needs. Another " +
     "type of key is a 403.",
   responses: {
@@ -43,7 +43,7 @@ const authorize = createRoute({
     "after the calling key's expiry is a 400); from then on its key answers 401. The session also ends (401) once the calling " +
     "key is revoked, replaced or deleted with its application. A nonce the vault did not sign for this tenant (unknown, altered " +
     "or another tenant's), or whose public application was deleted, is a 404; a nonce authorizes once (409), and not after its " +
-    "3 minutes (409).",
+    "minute (409).",
   middleware: [requirePermission("session:authorize"), requireContentType("application/json")] as const,
   request: jsonBody(AuthorizeSessionBody, AUTHORIZE_SESSION_EXAMPLE),
   responses: { 200: { description: "Authorized; no body" }, ...problemResponses(400, 401, 403, 404, 409, 415) },

@@ -21,7 +21,7 @@ let publicKey: string;
 let serverKey: string;
 let card: { id: string };
 let otherCard: { id: string };
-/** How long the merchant's server lets the next sessions live; undefined: the session's own 3 minutes. */
+/** How long the merchant's server lets the next sessions live; undefined: the session's own minute. */
 let lifetimeMs: number | undefined;
 /** The nonces the merchant's server authorized, and what the vault answered each time. */
 const authorizations: { nonce: string; status: number; body: unknown }[] = [];
@@ -260,7 +260,7 @@ describe("elements: revealing a token through a session", () => {
     await context.close();
   });
 
-  it("create → authorize → retrieve takes well under a second here, far inside a pending session's 3 minutes", async () => {
+  it("create → authorize → retrieve takes well under a second here, far inside a pending session's minute", async () => {
     const { page, close } = await openCheckout();
     const runs: { create: number; authorize: number; retrieve: number }[] = [];
     for (let run = 0; run < 10; run++) {
