@@ -1,7 +1,8 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, callRoute, createApplication, expectProblem, rowCounts } from "../support/harness";
-import { createToken, seedTokenTenant, type TokenTenant, VISA } from "../support/tokens";
+import { call, createApplication, expectProblem, rowCounts } from "../support/harness";
+import { createSession, type Merchant, seedMerchant } from "../support/sessions";
+import { VISA } from "../support/tokens";
 
 /*
  * Rule 8, sessions (issue 34): no lockout through sessions awaiting authorization. The attack: every
@@ -12,34 +13,7 @@ import { createToken, seedTokenTenant, type TokenTenant, VISA } from "../support
  * writes nothing, and it still authorizes once.
  */
 
-interface Merchant extends TokenTenant {
-  publicKey: string;
-  publicApplicationId: string;
-  serverKey: string;
-  card: { id: string };
-}
-
-async function seedMerchant(): Promise<Merchant> {
-  const tenant = await seedTokenTenant();
-  const page = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
-  const serverKey = (
-    await createApplication(tenant, {
-      type: "private",
-      rules: [
-        { priority: 1, container: "/cards/", transform: "reveal", permissions: ["token:read", "token:use"] },
-        { priority: 2, container: "/", transform: "mask", permissions: ["token:read", "session:authorize"] },
-      ],
-    })
-  ).key;
-  const card = await createToken(tenant.key, { type: "card_number", data: VISA, containers: ["/cards/"] });
-  return { ...tenant, publicKey: page.key, publicApplicationId: page.id, serverKey, card };
-}
-
 const revealCards = [{ priority: 1, container: "/cards/", transform: "reveal", permissions: ["token:read"] }];
-
-async function createSession(publicKey: string) {
-  return (await callRoute("POST /sessions", 201, { key: publicKey })).body;
-}
 
 function authorize(key: string, nonce: string) {
   return call("POST", "/sessions/authorize", { key, body: { nonce, rules: revealCards } });

@@ -9,7 +9,8 @@ import { runCron } from "../support/cron";
 import { call, callRoute, createApplication, expectProblem, rowCounts } from "../support/harness";
 import { withoutIds } from "../support/random-text";
 import { searchIds } from "../support/search";
-import { createToken, seedTokenTenant, type TokenTenant, VISA } from "../support/tokens";
+import { createSession, type Merchant, seedMerchant } from "../support/sessions";
+import { VISA } from "../support/tokens";
 
 /*
  * Sessions (issue 27, step 3): a public key creates one, a private key holding session:authorize
@@ -18,36 +19,6 @@ import { createToken, seedTokenTenant, type TokenTenant, VISA } from "../support
  */
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A merchant: its page's public key, and its server's private key that reveals cards in /cards/ and may authorize sessions. */
-interface Merchant extends TokenTenant {
-  publicKey: string;
-  publicApplicationId: string;
-  serverKey: string;
-  card: { id: string };
-  otherCard: { id: string };
-}
-
-async function seedMerchant(): Promise<Merchant> {
-  const tenant = await seedTokenTenant();
-  const page = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
-  const serverKey = (
-    await createApplication(tenant, {
-      type: "private",
-      rules: [
-        { priority: 1, container: "/cards/", transform: "reveal", permissions: ["token:read", "token:search", "token:use"] },
-        { priority: 2, container: "/", transform: "mask", permissions: ["token:read", "session:authorize"] },
-      ],
-    })
-  ).key;
-  const card = await createToken(tenant.key, { type: "card_number", data: VISA, containers: ["/cards/"] });
-  const otherCard = await createToken(tenant.key, { type: "card_number", data: "5555555555554444", containers: ["/cards/"] });
-  return { ...tenant, publicKey: page.key, publicApplicationId: page.id, serverKey, card, otherCard };
-}
-
-async function createSession(publicKey: string) {
-  return (await callRoute("POST /sessions", 201, { key: publicKey })).body;
-}
 
 /** Rules that let a session reveal one token, read and detokenize it, by id within /cards/. */
 const revealOne = (id: string) => [
