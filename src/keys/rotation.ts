@@ -192,7 +192,12 @@ async function advance(context: RequestContext, { tenant_id: tenantId, runner }:
         throw new Error(`The tenant's newest data key is version ${keys.current.version}, not ${rotation.toVersion}`);
       }
       const { found, reencrypted, stopped } = await reencryptBatch(tenant, keys, rotation.toVersion, finished, startedAt + STEP_BUDGET_MS);
-      changes = found === 0 && !stopped ? { state: "finishing", stateStartedAt: now } : { done: rotation.done + reencrypted };
+      // Nothing is left under the old version: every record counted at the start is re-sealed (or gone), whatever
+      // the counts written so far say (a chain killed between its writes and its count never added that step's).
+      changes =
+        found === 0 && !stopped
+          ? { state: "finishing", stateStartedAt: now, done: rotation.total ?? rotation.done }
+          : { done: rotation.done + reencrypted };
     } else if (rotation.state === "finishing") {
       if (!waited) return later(context, rotation, rotation.stateStartedAt + ttl - now);
       if ((await countSealedBefore(tenant, rotation.toVersion)) > 0) {

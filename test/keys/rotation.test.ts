@@ -233,6 +233,30 @@ describe("rotating a tenant's data keys", () => {
     expect([chain!.runner, "stopped"]).not.toContain(finishedBy!.runner);
   });
 
+  it("counts what the rows say when it ends: a chain killed after its writes, before its count, still reports done = total", {
+    timeout: 30_000,
+  }, async () => {
+    const tenant = await seedTokenTenant();
+    await seedTokens(tenant);
+    await callRoute("POST /tenants/{id}/rotation", 202, { params: { id: tenant.tenantId }, headers: operator });
+    let status = await rotation(tenant.tenantId);
+    const deadline = Date.now() + 20_000;
+    while (status.done === 0 && status.state !== "done" && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      status = await rotation(tenant.tenantId);
+    }
+    // A kill between a step's re-encryption and the count it writes: rows re-sealed, the count never updated.
+    await env.DB.prepare("UPDATE key_rotations SET done = 0, runner = 'killed', lease_until = 0 WHERE tenant_id = ?")
+      .bind(tenant.tenantId)
+      .run();
+    await runCron();
+    while (status.state !== "done" && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      status = await rotation(tenant.tenantId);
+    }
+    expect(status).toMatchObject({ state: "done", total: SEEDED, done: SEEDED });
+  });
+
   it("is for operators only, refuses unknown tenants and a tenant being moved, and stops when the tenant is shredded", async () => {
     const tenant = await seedTokenTenant();
     expectProblem(await call("POST", `/tenants/${tenant.tenantId}/rotation`), 401);
