@@ -41,7 +41,7 @@ function messagesOf(entries: AuditEntry[]): AuditMessage[] {
 }
 
 /** Hands the messages to the worker's queue handler as one batch of `queue`, and answers what it acknowledged and retried. */
-async function consume(queue: string, messages: AuditMessage[], bindings: Record<string, unknown> = env, attempts = 1) {
+async function consume(queue: string, messages: AuditMessage[], bindings: Record<string, unknown> = {}, attempts = 1) {
   const batch = createMessageBatch<AuditMessage>(
     queue,
     messages.map((body, i) => ({ id: `message-${i}`, timestamp: new Date(), attempts, body })),
@@ -96,7 +96,7 @@ describe("a batch larger than one statement carries", () => {
     expect(await verifyLog(tenant)).toMatchObject({ verified: true, complete: true, broken_at: null });
 
     // The queue delivers at least once: the same batch again is acknowledged and writes nothing.
-    const again = await consume("token-vault-audit", messages, env, 2);
+    const again = await consume("token-vault-audit", messages, {}, 2);
     expect(again.explicitAcks).toHaveLength(messages.length);
     expectEachOnce(await timesLogged(d1, tenant.tenantId, entries), entries);
   }, 120_000);
@@ -116,7 +116,7 @@ describe("a batch larger than one statement carries", () => {
     expect(new Set(partly.values())).toEqual(new Set([1]));
     expect((await verifyLog(tenant)).verified).toBe(true);
 
-    const retried = await consume("token-vault-audit", messages, env, 2);
+    const retried = await consume("token-vault-audit", messages, {}, 2);
     expect(retried.retryMessages).toEqual([]);
     expectEachOnce(await timesLogged(d1, tenant.tenantId, entries), entries);
     expect(await verifyLog(tenant)).toMatchObject({ verified: true, complete: true, broken_at: null });
