@@ -181,15 +181,20 @@ async function appendChunk(
   let raised: AuditEntry[] = entries;
   let removed: AuditEntry[] = [];
   for (let attempt = 1; ; attempt++) {
-    const { chain, written, pending } = await storage.chainState(d1, tenantId, [...given], pendingLimit);
+    const { chain, written, pending } = await storage.chainState(
+      d1,
+      tenantId,
+      [...given],
+      Math.min(pendingLimit, CHUNK_ROWS - entries.length),
+    );
     // Waiting entries this chunk carries already, or the log holds, need no room: they only leave audit_pending.
-    const carried = pending.filter(({ id }) => given.has(id) || written.has(id));
+    const duplicates = pending.filter(({ id }) => given.has(id) || written.has(id));
     const taken = fitting(
       pending.filter(({ id }) => !given.has(id) && !written.has(id)),
       storage.loggedBytes,
       used,
     );
-    removed = [...carried, ...taken];
+    removed = [...duplicates, ...taken];
     raised = [...entries, ...removed.filter(({ id }) => !given.has(id))];
     const fresh = raised.filter(({ id }) => !written.has(id));
     if (fresh.length === 0 && removed.length === 0) break;
