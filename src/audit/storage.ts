@@ -1,13 +1,16 @@
 /**
  * The audit tables (each data database): audit_log, audit_chains and audit_pending. The writer uses
  * plain D1 statements; an append inserts its entries in one statement that reads them from one JSON
- * parameter, since a multi-row VALUES would bind more parameters than D1 allows.
+ * parameter, since a multi-row VALUES would bind more parameters than D1 allows. That parameter is
+ * one value, which D1 bounds too: callers append chunks (src/audit/chunks.ts), sized by
+ * `loggedBytes`, and keepPending cuts its own.
  */
 import { and, desc, eq, gte, lt, type SQL } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { auditLog } from "../db/data-tables";
 import { selectPage } from "../db/pages";
 import { CHAINED_COLUMNS, type ChainedEntry, chainedValues } from "./chain";
+import { chunked, jsonBytes } from "./chunks";
 import type { AuditEntry } from "./entry";
 
 export interface Chain {
@@ -21,8 +24,9 @@ export interface Chain {
 }
 
 /**
- * The tenant's chain (null before its first entry), which of `ids` are already written, and up to
- * `pendingLimit` of its entries waiting in audit_pending, in one round trip.
+ * The tenant's chain (null before its first entry), up to `pendingLimit` of its entries waiting in
+ * audit_pending (the oldest), and which of `ids` and of those waiting are already written, in one
+ * round trip.
  */
 export async function chainState(
   d1: D1Database,
@@ -33,13 +37,14 @@ export async function chainState(
   const [chains, written, pending] = await d1.batch([
     d1.prepare(SELECT_CHAIN).bind(tenantId),
     d1
-      // Waiting entries may be written already: a queue send can fail after the queue took it.
+      // Waiting entries may be written already: a queue send can fail after the queue took it. Only
+      // those read here are looked up, so that draining a long audit_pending costs each chunk its own.
       .prepare(
         `SELECT id FROM audit_log WHERE tenant_id = ?1 AND (id IN (SELECT value FROM json_each(?2))
-           OR id IN (SELECT entry ->> 'id' FROM audit_pending WHERE tenant_id = ?1))`,
+           OR id IN (SELECT id FROM audit_pending WHERE tenant_id = ?1 ORDER BY created_at, id LIMIT ?3))`,
       )
-      .bind(tenantId, JSON.stringify(ids)),
-    d1.prepare("SELECT entry FROM audit_pending WHERE tenant_id = ? ORDER BY created_at LIMIT ?").bind(tenantId, pendingLimit),
+      .bind(tenantId, JSON.stringify(ids), pendingLimit),
+    d1.prepare("SELECT entry FROM audit_pending WHERE tenant_id = ? ORDER BY created_at, id LIMIT ?").bind(tenantId, pendingLimit),
   ]);
   return {
     chain: (chains!.results[0] as Chain | undefined) ?? null,
@@ -60,8 +65,9 @@ export interface SealedHead {
 }
 
 /**
- * Appends chained entries and moves the head, atomically. Two writers that read the same head
- * both number their first entry head+1, and (tenant_id, seq) is the primary key: the second
+ * Appends chained entries and moves the head, atomically: at most one chunk of them
+ * (src/audit/chunks.ts), as one JSON parameter carries them all. Two writers that read the same
+ * head both number their first entry head+1, and (tenant_id, seq) is the primary key: the second
  * batch fails whole, and its writer starts again from the new head.
  */
 export async function append(
@@ -90,6 +96,12 @@ export async function append(
   ]);
 }
 
+/** The bytes an entry takes in an append's parameter, with its seq and hash at their longest: what a chunk of entries is measured by. */
+export function loggedBytes(entry: AuditEntry): number {
+  // A comma, the hash's 43 characters of base64url and its quotes.
+  return jsonBytes(JSON.stringify(chainedValues({ ...entry, seq: Number.MAX_SAFE_INTEGER }))) + 46;
+}
+
 /** Rows from a JSON array of arrays, each the values of CHAINED_COLUMNS and the hash: `->>` keeps JSON's integers, text and nulls as SQL's. */
 const INSERT_ENTRIES = `INSERT INTO audit_log (${CHAINED_COLUMNS.join(", ")}, hash) SELECT ${[...CHAINED_COLUMNS, "hash"]
   .map((_, index) => `value ->> '$[${index}]'`)
@@ -112,16 +124,23 @@ function headMove(d1: D1Database, tenantId: string, chain: Chain | null, head: S
   ];
 }
 
-/** Keeps entries the queue could not take (or gave up on) until the cron chains them. */
+/**
+ * Keeps entries the queue could not take (or gave up on) until the writer or the cron chains them:
+ * a statement per chunk, each on its own. An entry kept already is left as it is, so a chunk that
+ * fails is kept again whole by the retry, and the chunks before it are not doubled.
+ */
 export async function keepPending(d1: D1Database, entries: AuditEntry[]): Promise<void> {
-  await d1.batch(
-    entries.map((entry) =>
-      d1
-        .prepare("INSERT OR IGNORE INTO audit_pending (tenant_id, id, entry, created_at) VALUES (?, ?, ?, ?)")
-        .bind(entry.tenant_id, entry.id, JSON.stringify(entry), entry.created_at),
-    ),
-  );
+  const rows = entries.map((entry) => JSON.stringify([entry.tenant_id, entry.id, JSON.stringify(entry), entry.created_at]));
+  for (const chunk of chunked(rows, (row) => jsonBytes(row) + 1)) {
+    await d1
+      .prepare(INSERT_PENDING)
+      .bind(`[${chunk.join(",")}]`)
+      .run();
+  }
 }
+
+const INSERT_PENDING = `INSERT OR IGNORE INTO audit_pending (tenant_id, id, entry, created_at)
+  SELECT value ->> '$[0]', value ->> '$[1]', value ->> '$[2]', value ->> '$[3]' FROM json_each(?)`;
 
 /** Tenants with entries waiting in audit_pending, for the cron. */
 export async function tenantsWithPending(d1: D1Database): Promise<string[]> {

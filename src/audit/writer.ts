@@ -1,28 +1,33 @@
 /**
  * The audit queue's consumer: the one writer of each tenant's chain.
  *
- * A batch's entries are grouped by tenant, and each tenant's are appended in one D1 batch. The
- * chain has one writer at a time per tenant without a lock: a writer reads the head, numbers its
- * entries from head+1 and appends them with the head's move in one atomic batch. (tenant_id, seq)
- * is the primary key, so when two consumer invocations race for one tenant, the second batch fails
- * whole; that writer re-reads the head and chains its entries after the winner's. Entries are
- * chained in the order they are written, which is the order their requests reached the queue up to
- * the batching.
+ * A batch's entries are grouped by tenant, and each tenant's are appended chunk by chunk
+ * (src/audit/chunks.ts: one D1 value carries at most 2 MB, and under load a batch carries
+ * megabytes of one tenant's entries). The chain has one writer at a time per tenant without a lock:
+ * for each chunk a writer reads the head, numbers the chunk's entries from head+1 and appends them
+ * with the head's move in one atomic batch. (tenant_id, seq) is the primary key, so when two
+ * consumer invocations race for one tenant, the second batch fails whole; that writer re-reads the
+ * head and chains its chunk after the winner's. Entries are chained in the order they are written,
+ * which is the order their requests reached the queue up to the batching.
  *
  * A message carries the entries of one send (src/audit/recorder.ts, AuditMessage), possibly of several tenants.
  * Queues deliver at least once: an entry whose id is already in the log is skipped, so a
- * redelivered message, or one retried for another tenant's sake, is written once. Entries that succeed and carry an event go on to the
- * tenant's webhooks once they are in the log.
+ * redelivered message, or one retried for another tenant's sake, is written once. A chunk either
+ * is appended whole with its head or not at all: when one fails, the chunks before it stay chained,
+ * and the retry skips their entries and chains the rest after them. Entries that succeed and carry
+ * an event go on to the tenant's webhooks once their chunk is in the log.
  *
- * Entries the queue refused wait in audit_pending; each append chains up to PENDING_PER_APPEND of
- * the tenant's with its own entries and removes them in the same batch, and the cron chains those
- * of tenants that see no traffic.
+ * Entries the queue refused wait in audit_pending; each chunk chains up to PENDING_PER_APPEND of
+ * the tenant's with its own entries, as many as the chunk has room for, and removes them in the
+ * same batch; the cron chains those of tenants that see no traffic, chunk by chunk for up to
+ * PENDING_DRAIN_MS.
  */
 import type { RequestContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { ConfigurationError, NotFoundError, TenantMovingError } from "../errors";
 import { enqueueWebhookEvents } from "../webhooks/events";
 import { type ChainedEntry, extend, GENESIS, headMac } from "./chain";
+import { CHUNK_ROWS, chunked, fitting } from "./chunks";
 import { type AuditEntry, type AuditMessage, byTenant, DEPLOYMENT_TENANT, entriesOf } from "./entry";
 import * as storage from "./storage";
 
@@ -37,8 +42,15 @@ const ATTEMPTS = 5;
 function movingRetrySeconds(context: RequestContext): number {
   return Math.ceil((2 * context.config.CREDENTIAL_CACHE_TTL_MS) / 1000) + 1;
 }
-/** Entries of audit_pending one append takes along (a D1 batch of at most about 200 statements). */
+/** Entries of audit_pending each chunk the queue's writer appends takes along, room permitting: the cron drains the rest. */
 const PENDING_PER_APPEND = 100;
+/**
+ * How long one cron run chains entries waiting in audit_pending, in wall time: a chunk is two round
+ * trips, so 10 s drain some tens of thousands of entries, while the run (every 15 minutes, beside
+ * the other purges) stays short and far inside the cron's CPU time. What is left waits for the next
+ * run, or goes along with the tenant's next appends.
+ */
+const PENDING_DRAIN_MS = 10_000;
 
 export async function writeAuditBatch(context: RequestContext, batch: MessageBatch<AuditMessage>): Promise<void> {
   // A message may carry entries of several tenants: it is acknowledged when each of their appends succeeded.
@@ -97,39 +109,95 @@ function settle(batch: MessageBatch<AuditMessage>, delays: Map<Message<AuditMess
   }
 }
 
-/** Chains the entries waiting in audit_pending (the cron), for tenants that sent nothing since. */
+/**
+ * Chains the entries waiting in audit_pending (the cron), for tenants that sent nothing since: a
+ * chunk of each tenant's in turn, every database at once, until none wait or PENDING_DRAIN_MS have
+ * passed. A tenant that cannot be written now (being moved, its database failing) waits for the next run.
+ */
 export async function chainPendingEntries(context: RequestContext): Promise<void> {
+  const deadline = Date.now() + PENDING_DRAIN_MS;
   const databases = new Set([context.control.$client, ...context.dataDatabases().map((db) => db.$client)]);
-  for (const d1 of databases) {
-    for (const tenantId of await storage.tenantsWithPending(d1)) await appendEntries(context, tenantId, []);
+  await Promise.all(
+    [...databases].map(async (d1) => {
+      let tenants = await storage.tenantsWithPending(d1);
+      while (tenants.length > 0 && Date.now() < deadline) {
+        const waiting: string[] = [];
+        for (const tenantId of tenants) {
+          if (Date.now() >= deadline) break;
+          if (await chainWaiting(context, tenantId)) waiting.push(tenantId);
+        }
+        tenants = waiting;
+      }
+    }),
+  );
+}
+
+/** Chains a chunk of the tenant's entries waiting in audit_pending; whether there were any (more may wait). */
+async function chainWaiting(context: RequestContext, tenantId: string): Promise<boolean> {
+  try {
+    const writer = await chainWriter(context, tenantId);
+    return writer !== null && (await appendChunk(context, writer, tenantId, [], CHUNK_ROWS)) > 0;
+  } catch (error) {
+    console.warn(`audit: the entries of tenant ${tenantId} waiting in audit_pending wait for the next run: ${(error as Error).message}`);
+    return false;
   }
 }
 
-/** Appends the entries not yet in the tenant's chain (and some waiting in audit_pending), then raises their webhook events. */
+/** Appends the entries not yet in the tenant's chain (and some waiting in audit_pending), a chunk at a time, then raises their webhook events. */
 export async function appendEntries(context: RequestContext, tenantId: string, entries: AuditEntry[]): Promise<void> {
+  const writer = await chainWriter(context, tenantId);
+  if (!writer) {
+    // A shredded tenant: its log is being purged with the rest of its data.
+    console.warn(`audit: ${entries.length} entries of tenant ${tenantId} dropped: the tenant was shredded`);
+    return;
+  }
+  for (const chunk of chunked(entries, storage.loggedBytes)) await appendChunk(context, writer, tenantId, chunk, PENDING_PER_APPEND);
+}
+
+/** Where the tenant's chain is written and its keys; null for a tenant that was shredded. */
+async function chainWriter(context: RequestContext, tenantId: string): Promise<{ d1: D1Database; keys: TenantKeys } | null> {
   const d1 = await chainDatabase(context, tenantId);
   const keys = await context.keysOf(tenantId).catch((error: unknown) => {
     if (error instanceof NotFoundError) return null;
     throw error;
   });
-  if (!keys) {
-    // A shredded tenant: its log is being purged with the rest of its data.
-    console.warn(`audit: ${entries.length} entries of tenant ${tenantId} dropped: the tenant was shredded`);
-    return;
-  }
+  return keys && { d1, keys };
+}
+
+/**
+ * Appends one chunk of entries, those not in the log yet, with up to `pendingLimit` of the
+ * tenant's waiting in audit_pending that the chunk has room for, in one atomic batch; then raises
+ * their webhook events. Answers how many waiting entries it removed from audit_pending.
+ */
+async function appendChunk(
+  context: RequestContext,
+  { d1, keys }: { d1: D1Database; keys: TenantKeys },
+  tenantId: string,
+  entries: AuditEntry[],
+  pendingLimit: number,
+): Promise<number> {
+  const given = new Set(entries.map(({ id }) => id));
+  const used = { rows: entries.length, bytes: entries.reduce((bytes, entry) => bytes + storage.loggedBytes(entry), 0) };
   let raised: AuditEntry[] = entries;
+  let removed: AuditEntry[] = [];
   for (let attempt = 1; ; attempt++) {
     const { chain, written, pending } = await storage.chainState(
       d1,
       tenantId,
-      entries.map(({ id }) => id),
-      PENDING_PER_APPEND,
+      [...given],
+      Math.min(pendingLimit, CHUNK_ROWS - entries.length),
     );
-    const given = new Set(entries.map(({ id }) => id));
-    const waiting = pending.filter(({ id }) => !given.has(id));
-    raised = [...entries, ...waiting];
+    // Waiting entries this chunk carries already, or the log holds, need no room: they only leave audit_pending.
+    const duplicates = pending.filter(({ id }) => given.has(id) || written.has(id));
+    const taken = fitting(
+      pending.filter(({ id }) => !given.has(id) && !written.has(id)),
+      storage.loggedBytes,
+      used,
+    );
+    removed = [...duplicates, ...taken];
+    raised = [...entries, ...removed.filter(({ id }) => !given.has(id))];
     const fresh = raised.filter(({ id }) => !written.has(id));
-    if (fresh.length === 0 && pending.length === 0) break;
+    if (fresh.length === 0 && removed.length === 0) break;
     const chained = fresh.length > 0 ? await extend(keys, { seq: chain?.headSeq ?? 0, hash: chain?.headHash ?? GENESIS }, fresh) : [];
     const last = chained.at(-1);
     try {
@@ -139,7 +207,7 @@ export async function appendEntries(context: RequestContext, tenantId: string, e
         chain,
         chained,
         last ? await sealHead(keys, tenantId, chain, last) : null,
-        pending.map(({ id }) => id),
+        removed.map(({ id }) => id),
       );
       break;
     } catch (error) {
@@ -148,6 +216,7 @@ export async function appendEntries(context: RequestContext, tenantId: string, e
   }
   const events = raised.filter((entry) => entry.event !== undefined);
   if (events.length > 0 && tenantId !== DEPLOYMENT_TENANT) await enqueueWebhookEvents(context, events);
+  return removed.length;
 }
 
 /**

@@ -36,7 +36,8 @@ function withoutAuditPendingOf(d1: D1Database, tenantId: string): D1Database {
     const statement = d1.prepare(sql);
     if (!sql.includes("audit_pending")) return statement;
     return withMethod(statement, "bind", (...values: unknown[]) => {
-      if (values.includes(tenantId)) throw new Error("D1_ERROR: the database is unavailable");
+      // The tenant's id bound as a value, or inside the JSON of the rows a statement inserts.
+      if (values.some((value) => String(value).includes(tenantId))) throw new Error("D1_ERROR: the database is unavailable");
       return statement.bind(...values);
     });
   });

@@ -1,0 +1,58 @@
+/**
+ * How much one write to the audit tables carries. An append inserts its entries from one JSON
+ * parameter (src/audit/storage.ts), and D1 refuses any value over 2 MB (SQLITE_TOOBIG): under load
+ * one queue batch carries megabytes of a tenant's entries (100 messages of up to 100 KB), so every
+ * write is cut into chunks of at most CHUNK_BYTES and CHUNK_ROWS. The statements' own text is a
+ * few hundred bytes (D1 allows 100 KB) and binds at most three parameters (D1 allows 100).
+ *
+ * 512 KB is a quarter of D1's 2 MB: the sizes are counted before the chain adds seq and hash
+ * (counted at their longest), and the margin leaves room for that count being off without a retry
+ * ever failing the same way. It is large enough that a full queue batch of one tenant is about 20
+ * chunks, each two round trips. 1,000 rows bounds a chunk of small entries too: the ids checked
+ * against the log, the HMACs computed before the write, and what a writer that lost the race for
+ * the head computes again.
+ */
+export const CHUNK_BYTES = 512 * 1024;
+export const CHUNK_ROWS = 1_000;
+
+const utf8 = new TextEncoder();
+
+/** What a JSON text takes in a statement's parameter, in bytes: a message in another script takes up to 3 a character. */
+export function jsonBytes(json: string): number {
+  return utf8.encode(json).length;
+}
+
+/** The items in order, in chunks of at most CHUNK_ROWS items and CHUNK_BYTES; an item larger than CHUNK_BYTES is a chunk of its own. */
+export function* chunked<T>(items: readonly T[], bytesOf: (item: T) => number): Generator<T[]> {
+  let chunk: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = bytesOf(item);
+    if (isFull(chunk.length, bytes, size)) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(item);
+    bytes += size;
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
+/** The longest prefix of `items` that fits in a chunk already holding `used`: at least the first item of an empty chunk. */
+export function fitting<T>(items: readonly T[], bytesOf: (item: T) => number, used: { rows: number; bytes: number }): T[] {
+  const taken: T[] = [];
+  let { rows, bytes } = used;
+  for (const item of items) {
+    const size = bytesOf(item);
+    if (isFull(rows, bytes, size)) break;
+    taken.push(item);
+    rows += 1;
+    bytes += size;
+  }
+  return taken;
+}
+
+function isFull(rows: number, bytes: number, next: number): boolean {
+  return rows > 0 && (rows >= CHUNK_ROWS || bytes + next > CHUNK_BYTES);
+}
