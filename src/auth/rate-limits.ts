@@ -17,9 +17,8 @@ export const RATE_LIMIT_PERIODS = { key: 10, publicKey: 60, publicClient: 60 } a
 
 /**
  * Counts `requests` by an API key (authentication counts each request once; a tokenize counts each
- * token it creates): against the key, and a public key's against its own far lower key-wide limit
- * and the key from the client's address, both at once. Over any limit, a 429 before the request
- * does anything.
+ * token it creates): against the key; a public key's against the key from the client's address,
+ * then its own far lower key-wide limit. Over any limit, a 429 before the request does anything.
  */
 export async function countKeyRequests(context: RequestContext, principal: KeyPrincipal, headers: Headers, requests = 1): Promise<void> {
   const key = `key:${principal.credentialId}`;
@@ -27,14 +26,14 @@ export async function countKeyRequests(context: RequestContext, principal: KeyPr
     if (!(await counted(context.keyRateLimit, key, requests))) throw overKeyLimit();
     return;
   }
-  const [withinKey, withinClient] = await Promise.all([
-    counted(context.publicKeyRateLimit, key, requests),
-    counted(context.publicClientRateLimit, `${key}@${clientOf(headers)}`, requests),
-  ]);
-  if (!withinClient) {
+  // The address first, and the key only for what the address may still send: a request its address's limit
+  // refuses spends nothing of the budget every shopper shares, so one address cannot use it up.
+  if (!(await counted(context.publicClientRateLimit, `${key}@${clientOf(headers)}`, requests))) {
     throw new TooManyRequestsError("This public key has made too many requests from this address", RATE_LIMIT_PERIODS.publicClient);
   }
-  if (!withinKey) throw new TooManyRequestsError("This public key has made too many requests", RATE_LIMIT_PERIODS.publicKey);
+  if (!(await counted(context.publicKeyRateLimit, key, requests))) {
+    throw new TooManyRequestsError("This public key has made too many requests", RATE_LIMIT_PERIODS.publicKey);
+  }
 }
 
 /**

@@ -3,7 +3,15 @@
  * once: validate, evaluate the expressions, claim the ids, answer duplicates, seal and write in one
  * batch, and present each token as the caller may see it.
  */
-import { accessTo, grantedContainers, type Principal, requireOnEveryContainer, stricter, type Transform } from "../auth/access";
+import {
+  accessTo,
+  grantedContainers,
+  isBrowserKey,
+  type Principal,
+  requireOnEveryContainer,
+  stricter,
+  type Transform,
+} from "../auth/access";
 import type { TenantContext } from "../context";
 import { addFieldError, ConflictError, type FieldErrors, ValidationError } from "../errors";
 import { validationErrorOf } from "../http/validation";
@@ -24,6 +32,12 @@ interface CreateRequest {
   /** Where the request sits in a tokenize payload; absent for POST /tokens. */
   path?: JsonPath;
 }
+
+/**
+ * A key that a browser holds gets a random id: whether a chosen one is taken tells which ids exist, and a
+ * chosen one could claim an id the merchant's server is about to use, or one a token left on expiry.
+ */
+const CHOSEN_ID_REFUSAL = "is not available to public and session keys: the vault gives their tokens random ids";
 
 /** Validates a create request from outside HTTP (the sandbox's `bt` client): a 400 when invalid. */
 export function parseCreateToken(input: unknown): CreateToken {
@@ -97,6 +111,7 @@ async function createTokens(context: TenantContext, principal: Principal, reques
   const refusal = deduplicationRefusal(principal);
   requests.forEach((request, i) => {
     if (refusal && request.input.deduplicate_token) reports[i]!(["deduplicate_token"], refusal);
+    if (isBrowserKey(principal) && request.input.id !== undefined) reports[i]!(["id"], CHOSEN_ID_REFUSAL);
   });
   if (Object.keys(errors).length > 0) {
     throw ValidationError.summarised(requests[0]!.path ? "Nothing was tokenized" : "The token was not created", errors);
@@ -158,11 +173,14 @@ async function createTokens(context: TenantContext, principal: Principal, reques
 
 /**
  * How a create answers a token: a new one under the caller's token:create rule (it supplied the
- * data); an existing one that deduplication answered also under its token:read rule, whichever is
+ * data), a public key's under redact; an existing one that deduplication answered also under its token:read rule, whichever is
  * stricter (none is redact), since only its fingerprint matched what the caller sent: its other
  * members (a card's cvc and expiry) the caller never supplied.
  */
 function createdTransform(principal: Principal, row: TokenRow, created: boolean): Transform {
+  // A public key's answer goes to the merchant's page, whose script chose the request's shape: a mask that shows a
+  // member whole (a bank's routing number) would hand it what the shopper typed. It gets the token without data.
+  if (principal.applicationType === "public") return "redact";
   const containers = containersOf(row);
   const create = accessTo(principal, "token:create", containers) ?? "redact";
   return created ? create : stricter(create, accessTo(principal, "token:read", containers) ?? "redact");

@@ -3,7 +3,7 @@
  * presentation of rows for search. Creation (creation.ts), updates (update.ts) and reads for
  * detokenization (use.ts) have files of their own.
  */
-import { accessTo, grantedContainers, type Principal, requireOnEveryContainer } from "../auth/access";
+import { accessTo, grantedContainers, isBrowserKey, type Principal, requireOnEveryContainer } from "../auth/access";
 import type { TokenPermission } from "../auth/permissions";
 import type { RequestContext, TenantContext } from "../context";
 import { ForbiddenError, NotFoundError } from "../errors";
@@ -20,6 +20,8 @@ import * as writes from "./storage-writes";
 export async function getToken(context: TenantContext, principal: Principal, id: string): Promise<TokenResponse> {
   const row = await findLiveToken(context, id, Date.now());
   const transform = accessTo(principal, "token:read", containersOf(row), row.id);
+  // A browser's key learns nothing of tokens it may not read, not even that they exist.
+  if (!transform && isBrowserKey(principal)) throw new NotFoundError(`Token ${id}`);
   if (!transform) throw new ForbiddenError(`token:read is not granted on any container of token ${id}`);
   const keys = await context.keys();
   return present(principal, row, transform, () => decryptData(keys, row));

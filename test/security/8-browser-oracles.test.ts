@@ -172,3 +172,70 @@ describe("rule 8: every token a request creates is counted", () => {
     expect(served).toBeLessThanOrEqual(2_000);
   }, 120_000);
 });
+
+describe("rule 8 (after an attack on it): what else a browser's key could read", () => {
+  it("one address refused by its own limit spends nothing of the key's: other shoppers are still served", async () => {
+    const { browser } = await seedCheckout();
+    const limits = { PUBLIC_KEY_RATE_LIMIT: env.LOW_KEY_RATE_LIMIT, PUBLIC_CLIENT_RATE_LIMIT: env.DEFAULT_PUBLIC_CLIENT_RATE_LIMIT };
+    const from = (address: string) =>
+      callConfigured(limits, "POST", "/tokens", {
+        headers: { "SVC-API-KEY": browser.key, "CF-Connecting-IP": address },
+        body: { type: "token", data: "x" },
+      });
+    // A tokenize of 61 from one address is over its limit of 60 a minute: refused, it must not use up the key's 5.
+    const flood = await callConfigured(limits, "POST", "/tokenize", {
+      headers: { "SVC-API-KEY": browser.key, "CF-Connecting-IP": "198.51.100.66" },
+      body: Array.from({ length: 61 }, (_, i) => `v${i}`),
+    });
+    expect(flood.status).toBe(429);
+    expect((await from("198.51.100.67")).status).toBe(201);
+  });
+
+  it("a public key's create and tokenize answers show no data, masked or not: a typed value put in a member that a mask shows whole stays hidden", async () => {
+    const { browser } = await seedCheckout();
+    // What page script did with a typed SSN: the bank type's mask shows the routing number whole.
+    const created = await call("POST", "/tokens", {
+      key: browser.key,
+      body: { type: "bank", data: { routing_number: "123456780", account_number: "0000" } },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body).not.toHaveProperty("data");
+    const tokenized = await call("POST", "/tokenize", {
+      key: browser.key,
+      body: { bank: { type: "bank", data: { routing_number: "123456780", account_number: "0000" } } },
+    });
+    expect(tokenized.status, tokenized.text).toBe(201);
+    expect(tokenized.body.bank).not.toHaveProperty("data");
+  });
+
+  it("a browser's key may not choose a token id: taken or not would tell which ids exist, and it could claim the merchant's", async () => {
+    const { tenant, browser } = await seedCheckout();
+    await createToken(tenant.key, { type: "social_security_number", data: SSN, id: "cust-42-ssn" });
+    const before = await rowCounts();
+    for (const id of ["cust-42-ssn", "cust-43-ssn"]) {
+      const problem = expectProblem(await call("POST", "/tokens", { key: browser.key, body: { type: "token", data: "x", id } }), 400);
+      expect(problem.errors).toHaveProperty("id");
+    }
+    expectProblem(await call("POST", "/tokenize", { key: browser.key, body: [{ type: "token", data: "x", id: "cust-44-ssn" }] }), 400);
+    expect((await rowCounts()).tokens).toBe(before.tokens);
+  });
+
+  it("a session key reading a token it may not read gets the 404 of an unknown id", async () => {
+    const { tenant, browser } = await seedCheckout();
+    const creator = await createApplication(tenant, { type: "private", permissions: ["token:read", "session:authorize"] });
+    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
+    const session = (await callRoute("POST /sessions", 201, { key: browser.key })).body;
+    const rules = [
+      {
+        priority: 1,
+        conditions: [{ attribute: "id", operator: "equals", value: crypto.randomUUID() }],
+        transform: "mask",
+        permissions: ["token:read"],
+      },
+    ];
+    expect((await call("POST", "/sessions/authorize", { key: creator.key, body: { nonce: session.nonce, rules } })).status).toBe(200);
+    const existing = expectProblem(await call("GET", `/tokens/${token.id}`, { key: session.session_key }), 404);
+    const unknown = expectProblem(await call("GET", `/tokens/${crypto.randomUUID()}`, { key: session.session_key }), 404);
+    expect(existing.title).toBe(unknown.title);
+  });
+});
