@@ -2,7 +2,7 @@
  * The audit tables (each data database): audit_log, audit_chains and audit_pending. The writer uses
  * plain D1 statements; an append inserts its entries in one statement that reads them from one JSON
  * parameter, since a multi-row VALUES would bind more parameters than D1 allows. That parameter is
- * one value, which D1 bounds too: callers append chunks (src/audit/chunks.ts), sized by
+ * one value, which D1 bounds too: callers append chunks (src/db/chunks.ts), sized by
  * `loggedBytes`, and keepPending cuts its own.
  */
 import { and, desc, eq, gte, lt, type SQL } from "drizzle-orm";
@@ -10,7 +10,7 @@ import type { Database } from "../db/client";
 import { auditLog } from "../db/data-tables";
 import { selectPage } from "../db/pages";
 import { CHAINED_COLUMNS, type ChainedEntry, chainedValues } from "./chain";
-import { chunked, jsonBytes } from "./chunks";
+import { chunked, jsonBytes } from "../db/chunks";
 import type { AuditEntry } from "./entry";
 
 export interface Chain {
@@ -66,7 +66,7 @@ export interface SealedHead {
 
 /**
  * Appends chained entries and moves the head, atomically: at most one chunk of them
- * (src/audit/chunks.ts), as one JSON parameter carries them all. Two writers that read the same
+ * (src/db/chunks.ts), as one JSON parameter carries them all. Two writers that read the same
  * head both number their first entry head+1, and (tenant_id, seq) is the primary key: the second
  * batch fails whole, and its writer starts again from the new head.
  */

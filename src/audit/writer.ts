@@ -2,7 +2,7 @@
  * The audit queue's consumer: the one writer of each tenant's chain.
  *
  * A batch's entries are grouped by tenant, and each tenant's are appended chunk by chunk
- * (src/audit/chunks.ts: one D1 value carries at most 2 MB, and under load a batch carries
+ * (src/db/chunks.ts: one D1 value carries at most 2 MB, and under load a batch carries
  * megabytes of one tenant's entries). The chain has one writer at a time per tenant without a lock:
  * for each chunk a writer reads the head, numbers the chunk's entries from head+1 and appends them
  * with the head's move in one atomic batch. (tenant_id, seq) is the primary key, so when two
@@ -27,7 +27,7 @@ import type { TenantKeys } from "../crypto/tenant-keys";
 import { ConfigurationError, NotFoundError, TenantMovingError } from "../errors";
 import { enqueueWebhookEvents } from "../webhooks/events";
 import { type ChainedEntry, extend, GENESIS, headMac } from "./chain";
-import { CHUNK_ROWS, chunked, fitting } from "./chunks";
+import { CHUNK_ROWS, chunked, fitting } from "../db/chunks";
 import { type AuditEntry, type AuditMessage, byTenant, DEPLOYMENT_TENANT, entriesOf } from "./entry";
 import * as storage from "./storage";
 

@@ -79,10 +79,20 @@ function tokensStatement(chosenIds: string[]): number {
   return chosenIds.length === 0 ? 0 : SIDE_TABLES.length + 1;
 }
 
-/** A side row goes in only with the token row it belongs to (matched on its fresh ciphertext). */
+/**
+ * What a side row carries of its token's fresh ciphertext to find the row written with it: its start,
+ * which holds the version and the random 96-bit IV (`v<n>.<16 characters>.…`), unique to that write.
+ * The whole ciphertext in every side row made a token with 20 search indexes carry its data 21 times,
+ * past what one D1 value holds.
+ */
+const SEALED_MARK_LENGTH = 64;
+const sealedMark = (ciphertext: string) => ciphertext.slice(0, SEALED_MARK_LENGTH);
+
+/** A side row goes in only with the token row it belongs to (matched on its fresh ciphertext's mark). */
 const INSERTED_WITH_IT = {
   condition:
-    "EXISTS (SELECT 1 FROM tokens t WHERE t.tenant_id = value ->> 'tenant_id' AND t.id = value ->> 'token_id' AND t.ciphertext = value ->> 'sealed')",
+    "EXISTS (SELECT 1 FROM tokens t WHERE t.tenant_id = value ->> 'tenant_id' AND t.id = value ->> 'token_id' " +
+    `AND substr(t.ciphertext, 1, ${SEALED_MARK_LENGTH}) = value ->> 'sealed')`,
   params: [],
 };
 
@@ -203,14 +213,19 @@ function insertSideRows(d1: D1Database, sealed: SealedToken[], guard?: { conditi
       tenant_id: row.tenantId,
       container,
       token_id: row.id,
-      sealed: row.ciphertext,
+      sealed: sealedMark(row.ciphertext),
     })),
   );
   const metadata = sealed.flatMap(({ row, metadata }) =>
-    metadata.map(([key, value]) => ({ tenant_id: row.tenantId, key, value, token_id: row.id, sealed: row.ciphertext })),
+    metadata.map(([key, value]) => ({ tenant_id: row.tenantId, key, value, token_id: row.id, sealed: sealedMark(row.ciphertext) })),
   );
   const searchIndex = sealed.flatMap(({ row, blindIndexes }) =>
-    blindIndexes.map((blindIndex) => ({ tenant_id: row.tenantId, blind_index: blindIndex, token_id: row.id, sealed: row.ciphertext })),
+    blindIndexes.map((blindIndex) => ({
+      tenant_id: row.tenantId,
+      blind_index: blindIndex,
+      token_id: row.id,
+      sealed: sealedMark(row.ciphertext),
+    })),
   );
   return [
     insertFromJson(d1, tokenContainers, containers, guard),

@@ -1,16 +1,17 @@
 /**
- * How much one write to the audit tables carries. An append inserts its entries from one JSON
- * parameter (src/audit/storage.ts), and D1 refuses any value over 2 MB (SQLITE_TOOBIG): under load
- * one queue batch carries megabytes of a tenant's entries (100 messages of up to 100 KB), so every
- * write is cut into chunks of at most CHUNK_BYTES and CHUNK_ROWS. The statements' own text is a
- * few hundred bytes (D1 allows 100 KB) and binds at most three parameters (D1 allows 100).
+ * How much one statement's JSON parameter carries. Writes of many rows insert them from one JSON
+ * parameter (the audit log's appends, src/audit/storage.ts; a tokenize's tokens, src/tokens/storage-writes.ts),
+ * and D1 refuses any value over 2 MB (SQLITE_TOOBIG): under load one queue batch carries megabytes of a
+ * tenant's audit entries (100 messages of up to 100 KB), and a tokenize of a 1 MiB body seals into more
+ * than that. So such writes are cut into chunks of at most CHUNK_BYTES and CHUNK_ROWS. The statements'
+ * own text is a few hundred bytes (D1 allows 100 KB) and binds few parameters (D1 allows 100).
  *
- * 512 KB is a quarter of D1's 2 MB: the sizes are counted before the chain adds seq and hash
- * (counted at their longest), and the margin leaves room for that count being off without a retry
- * ever failing the same way. It is large enough that a full queue batch of one tenant is about 20
- * chunks, each two round trips. 1,000 rows bounds a chunk of small entries too: the ids checked
- * against the log, the HMACs computed before the write, and what a writer that lost the race for
- * the head computes again.
+ * 512 KB is a quarter of D1's 2 MB: sizes are counted before the writer adds what it computes last
+ * (an audit entry's seq and hash, counted at their longest), and the margin leaves room for that count
+ * being off without a retry ever failing the same way. It is large enough that a full audit queue
+ * batch of one tenant is about 20 chunks, each two round trips. 1,000 rows bounds a chunk of small
+ * entries too: the ids checked against the log, the HMACs computed before the write, and what a
+ * writer that lost the race for the head computes again.
  */
 export const CHUNK_BYTES = 512 * 1024;
 export const CHUNK_ROWS = 1_000;
