@@ -1,10 +1,9 @@
 /**
- * How much one statement's JSON parameter carries. Writes of many rows insert them from one JSON
- * parameter (the audit log's appends, src/audit/storage.ts; a tokenize's tokens, src/tokens/storage-writes.ts),
- * and D1 refuses any value over 2 MB (SQLITE_TOOBIG): under load one queue batch carries megabytes of a
- * tenant's audit entries (100 messages of up to 100 KB), and a tokenize of a 1 MiB body seals into more
- * than that. So such writes are cut into chunks of at most CHUNK_BYTES and CHUNK_ROWS. The statements'
- * own text is a few hundred bytes (D1 allows 100 KB) and binds few parameters (D1 allows 100).
+ * How much one statement's JSON parameter carries. The audit log's writes insert many entries from one
+ * JSON parameter (src/audit/storage.ts), and D1 refuses any value over 2 MB (SQLITE_TOOBIG): under load
+ * one queue batch carries megabytes of a tenant's entries (100 messages of up to 100 KB). So such
+ * writes are cut into chunks of at most CHUNK_BYTES and CHUNK_ROWS. The statements' own text is a few
+ * hundred bytes (D1 allows 100 KB) and binds few parameters (D1 allows 100).
  *
  * 512 KB is a quarter of D1's 2 MB: sizes are counted before the writer adds what it computes last
  * (an audit entry's seq and hash, counted at their longest), and the margin leaves room for that count
