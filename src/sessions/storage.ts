@@ -2,6 +2,7 @@ import { and, eq, lte } from "drizzle-orm";
 import type { ApiKeyRow, ApplicationRow } from "../applications/storage";
 import type { Database } from "../db/client";
 import { sessions } from "../db/control-tables";
+import { SESSIONS } from "../limits";
 
 export type SessionRow = typeof sessions.$inferSelect;
 
@@ -75,7 +76,12 @@ export async function authorizeSession(db: Database, session: SessionRow, applic
  * their authorizations made and those applications' keys, in one batch; the sessions deleted.
  */
 export async function purgeExpiredSessions(db: Database, now: number, limit: number): Promise<SessionRow[]> {
-  const expired = await db.select().from(sessions).where(lte(sessions.expiresAt, now)).limit(limit);
+  // A session row is what keeps its nonce to one authorization: it stays until the nonce has ended too.
+  const expired = await db
+    .select()
+    .from(sessions)
+    .where(and(lte(sessions.expiresAt, now), lte(sessions.createdAt, now - SESSIONS.defaultLifetimeMs)))
+    .limit(limit);
   if (expired.length === 0) return [];
   const d1 = db.$client;
   const ids = JSON.stringify(expired.map((row) => row.id));

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { runCron } from "../support/cron";
 import { call, createApplication, expectProblem, rowCounts } from "../support/harness";
 import { createSession, type Merchant, seedMerchant } from "../support/sessions";
 import { VISA } from "../support/tokens";
@@ -129,5 +130,20 @@ describe("rule 8: sessions awaiting authorization lock nobody out", () => {
     expect(after["DB.sessions"]! - before["DB.sessions"]!).toBe(1);
     expect(after["DB.applications"]! - before["DB.applications"]!).toBe(1);
     expect(after["DB.api_keys"]! - before["DB.api_keys"]!).toBe(1);
+  });
+
+  it("a nonce authorizes once, even after the cron purged a session that ended within the nonce's minute", async () => {
+    const session = await createSession(merchant.publicKey);
+    const soon = new Date(Date.now() + 1_000).toISOString();
+    const body = { nonce: session.nonce, rules: revealCards, expires_at: soon };
+    expect((await call("POST", "/sessions/authorize", { key: merchant.serverKey, body })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await runCron();
+    const again = await call("POST", "/sessions/authorize", {
+      key: merchant.serverKey,
+      body: { nonce: session.nonce, rules: revealCards },
+    });
+    expectProblem(again, 409);
+    expectProblem(await call("GET", `/tokens/${merchant.card.id}`, { key: session.session_key }), 401);
   });
 });
