@@ -242,7 +242,13 @@ describe("elements: revealing a token through a session", () => {
   it("the demo (/elements/demo/) tokenizes a card and reveals its number once the curl it prints authorizes the session", async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.goto(`${vault.baseUrl}/elements/demo/`);
+    const refusedByPolicy: string[] = [];
+    page.on("console", (message) => {
+      if (message.text().includes("Content Security Policy")) refusedByPolicy.push(message.text());
+    });
+    // The demo is a page of the vault's origin: only its own scripts, and no other site may frame it.
+    const answer = await page.goto(`${vault.baseUrl}/elements/demo/`);
+    expect((await answer!.allHeaders())["content-security-policy"]).toContain("frame-ancestors 'none'");
     await page.fill("#public-key", publicKey);
     await page.click("#start button");
     const card = page.frameLocator("#card iframe");
@@ -257,6 +263,7 @@ describe("elements: revealing a token through a session", () => {
     expect((await callVault("POST", "/sessions/authorize", serverKey, grant)).status).toBe(200);
     await page.click("#retrieve");
     await expect.poll(() => page.frameLocator("#number iframe").locator('input[name="value"]').inputValue()).toBe(VISA);
+    expect(refusedByPolicy).toEqual([]);
     await context.close();
   });
 
