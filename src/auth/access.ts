@@ -1,4 +1,4 @@
-import { ForbiddenError } from "../errors";
+import { ForbiddenError, NotFoundError } from "../errors";
 import type { ApplicationType, Permission, TokenPermission } from "./permissions";
 
 export const TRANSFORMS = ["reveal", "mask", "redact"] as const;
@@ -158,6 +158,18 @@ export function requireOnEveryContainer(
 ): void {
   const denied = containers.filter((container) => accessTo(principal, permission, [container], tokenId) === null);
   if (denied.length > 0) throw new ForbiddenError(`${permission} is not granted on container ${denied.join(", ")}${where}`);
+}
+
+/**
+ * requireOnEveryContainer for an existing token's own containers. A key that a browser holds is
+ * answered the 404 of an unknown id instead of a 403 naming a container: it learns nothing of tokens
+ * it may not touch, not even that they exist.
+ */
+export function requireOnTokenContainers(principal: Principal, permission: TokenPermission, containers: string[], tokenId: string): void {
+  if (isBrowserKey(principal) && containers.some((container) => accessTo(principal, permission, [container], tokenId) === null)) {
+    throw new NotFoundError(`Token ${tokenId}`);
+  }
+  requireOnEveryContainer(principal, permission, containers, "", tokenId);
 }
 
 const TRANSFORM_RESTRICTIVENESS: Transform[] = ["redact", "mask", "reveal"];

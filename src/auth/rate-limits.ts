@@ -1,6 +1,6 @@
 import type { RequestContext } from "../context";
 import { TooManyRequestsError } from "../errors";
-import type { KeyPrincipal } from "./access";
+import { isBrowserKey, type KeyPrincipal } from "./access";
 
 /*
  * Rate limits per key (docs/operations.md, "Rate limits"), counted by Cloudflare's Workers Rate Limiting bindings
@@ -22,17 +22,18 @@ export const RATE_LIMIT_PERIODS = { key: 10, publicKey: 60, publicClient: 60 } a
  */
 export async function countKeyRequests(context: RequestContext, principal: KeyPrincipal, headers: Headers, requests = 1): Promise<void> {
   const key = `key:${principal.credentialId}`;
-  if (principal.applicationType !== "public") {
+  if (!isBrowserKey(principal)) {
     if (!(await counted(context.keyRateLimit, key, requests))) throw overKeyLimit();
     return;
   }
+  const holder = principal.applicationType === "public" ? "public key" : "session key";
   // The address first, and the key only for what the address may still send: a request its address's limit
   // refuses spends nothing of the budget every shopper shares, so one address cannot use it up.
   if (!(await counted(context.publicClientRateLimit, `${key}@${clientOf(headers)}`, requests))) {
-    throw new TooManyRequestsError("This public key has made too many requests from this address", RATE_LIMIT_PERIODS.publicClient);
+    throw new TooManyRequestsError(`This ${holder} has made too many requests from this address`, RATE_LIMIT_PERIODS.publicClient);
   }
   if (!(await counted(context.publicKeyRateLimit, key, requests))) {
-    throw new TooManyRequestsError("This public key has made too many requests", RATE_LIMIT_PERIODS.publicKey);
+    throw new TooManyRequestsError(`This ${holder} has made too many requests`, RATE_LIMIT_PERIODS.publicKey);
   }
 }
 
@@ -58,16 +59,18 @@ async function counted(limiter: RateLimit, key: string, requests: number): Promi
 }
 
 /**
- * The client as counted: its CF-Connecting-IP, an IPv6 address cut to its /64, which one client
- * commonly holds whole. A request that did not come through Cloudflare's edge has no address: all
- * such requests count as one client.
+ * The client as counted: its address, an IPv6 address cut to its /64, which one client commonly
+ * holds whole. Behind Cloudflare's Pseudo IPv4, CF-Connecting-IP is a made-up IPv4 address per IPv6
+ * address and the real one is CF-Connecting-IPv6, which wins. A request that did not come through
+ * Cloudflare's edge has no address: all such requests count as one client.
  */
 function clientOf(headers: Headers): string {
-  const address = headers.get("cf-connecting-ip");
+  const address = headers.get("cf-connecting-ipv6") ?? headers.get("cf-connecting-ip");
   if (address === null) return "unknown";
   if (!address.includes(":")) return address;
-  // An IPv4 address mapped into IPv6 (::ffff:192.0.2.1) is that IPv4 address.
-  if (address.includes(".")) return address.slice(address.lastIndexOf(":") + 1);
+  // An IPv4 address mapped into IPv6 (::ffff:192.0.2.1) is that IPv4 address; another dotted tail is part of its /64.
+  const mapped = /^::ffff:(\d{1,3}(\.\d{1,3}){3})$/i.exec(address);
+  if (mapped) return mapped[1]!;
   const [head = "", tail] = address.split("::");
   const groups = head === "" ? [] : head.split(":");
   if (tail !== undefined) {

@@ -39,6 +39,19 @@ interface CreateRequest {
  */
 const CHOSEN_ID_REFUSAL = "is not available to public and session keys: the vault gives their tokens random ids";
 
+/**
+ * A key that a browser holds takes its type's expressions. A literal fingerprint or search index would
+ * pass its token off as another value's: a server deduplicating the seller's bank account would be
+ * answered the attacker's token, and a `data:` search would find it.
+ */
+export const EXPRESSION_REFUSAL = "is not available to public and session keys: their tokens take the type's expressions";
+const EXPRESSION_MEMBERS = ["fingerprint_expression", "search_indexes", "mask"] as const;
+
+/** The expression members a request sets, which a browser's key may not. */
+export function browserRefusedExpressions(request: Partial<Record<(typeof EXPRESSION_MEMBERS)[number], unknown>>): string[] {
+  return EXPRESSION_MEMBERS.filter((member) => request[member] != null);
+}
+
 /** Validates a create request from outside HTTP (the sandbox's `bt` client): a 400 when invalid. */
 export function parseCreateToken(input: unknown): CreateToken {
   const parsed = CreateTokenBody.safeParse(input);
@@ -111,7 +124,9 @@ async function createTokens(context: TenantContext, principal: Principal, reques
   const refusal = deduplicationRefusal(principal);
   requests.forEach((request, i) => {
     if (refusal && request.input.deduplicate_token) reports[i]!(["deduplicate_token"], refusal);
-    if (isBrowserKey(principal) && request.input.id !== undefined) reports[i]!(["id"], CHOSEN_ID_REFUSAL);
+    if (!isBrowserKey(principal)) return;
+    if (request.input.id !== undefined) reports[i]!(["id"], CHOSEN_ID_REFUSAL);
+    for (const member of browserRefusedExpressions(request.input)) reports[i]!([member], EXPRESSION_REFUSAL);
   });
   if (Object.keys(errors).length > 0) {
     throw ValidationError.summarised(requests[0]!.path ? "Nothing was tokenized" : "The token was not created", errors);

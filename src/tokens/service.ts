@@ -3,7 +3,7 @@
  * presentation of rows for search. Creation (creation.ts), updates (update.ts) and reads for
  * detokenization (use.ts) have files of their own.
  */
-import { accessTo, grantedContainers, isBrowserKey, type Principal, requireOnEveryContainer } from "../auth/access";
+import { accessTo, grantedContainers, isBrowserKey, type Principal, requireOnTokenContainers } from "../auth/access";
 import type { TokenPermission } from "../auth/permissions";
 import type { RequestContext, TenantContext } from "../context";
 import { ForbiddenError, NotFoundError } from "../errors";
@@ -55,7 +55,7 @@ export async function deleteToken(context: TenantContext, principal: Principal, 
   context.requireWritable();
   const now = Date.now();
   const row = await findLiveToken(context, id, now);
-  requireOnEveryContainer(principal, "token:delete", containersOf(row), "", row.id);
+  requireOnTokenContainers(principal, "token:delete", containersOf(row), row.id);
   if (!(await writes.deleteToken(context.db.$client, context.tenantId, row.id, now))) throw new NotFoundError(`Token ${id}`);
   context.audit.describe({ event: { type: "token.deleted", data: { token: { id: row.id } } } });
 }

@@ -3,13 +3,14 @@
  * settings, re-evaluated and re-sealed, and written only over the row it was computed from (a
  * concurrent change is a 409).
  */
-import { accessTo, type Principal, requireOnEveryContainer } from "../auth/access";
+import { accessTo, isBrowserKey, type Principal, requireOnEveryContainer, requireOnTokenContainers } from "../auth/access";
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { ConflictError, type FieldErrors, ForbiddenError, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
 import { isoTime } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
+import { browserRefusedExpressions, EXPRESSION_REFUSAL } from "./creation";
 import { cvcDeadlineOf } from "./cvc";
 import { deduplicationRefusal, duplicateOfUpdate } from "./deduplication";
 import { definitionOf, evaluate, fieldErrorCollector, type TokenDefinition } from "./definition";
@@ -37,11 +38,18 @@ export async function updateToken(
   context.requireWritable();
   const refusal = patch.deduplicate_token ? deduplicationRefusal(principal) : null;
   if (refusal) throw ValidationError.field("deduplicate_token", refusal);
+  const expressions = isBrowserKey(principal) ? browserRefusedExpressions(patch) : [];
+  if (expressions.length > 0) {
+    throw ValidationError.summarised(
+      "The token was not updated",
+      Object.fromEntries(expressions.map((member) => [member, [EXPRESSION_REFUSAL]])),
+    );
+  }
   let row = await tokenToUpdate(context, principal, id);
   const keys = await context.keys();
   for (let attempt = 1; ; attempt++) {
     const now = Date.now();
-    requireOnEveryContainer(principal, "token:update", containersOf(row), "", row.id);
+    requireOnTokenContainers(principal, "token:update", containersOf(row), row.id);
     const stored = await decryptData(keys, row);
     const definition = patchedDefinition(row, stored, patch);
     requireOnEveryContainer(principal, "token:update", definition.containers, "", row.id);

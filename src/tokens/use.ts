@@ -2,7 +2,7 @@
  * Reading tokens to use them (`token:use`): what detokenization substitutes, and what a replayed
  * idempotent answer checks again.
  */
-import { type Principal, useTransform } from "../auth/access";
+import { isBrowserKey, type Principal, useTransform } from "../auth/access";
 import type { TenantContext } from "../context";
 import { ForbiddenError, ProblemError, type ShownToken, ValidationError } from "../errors";
 import { hasCvc } from "./cvc";
@@ -71,10 +71,18 @@ function checkedUse(
   id: string,
   row: storage.UsableToken | undefined,
 ): { row: storage.UsableToken; transform: ShownToken["transform"] } {
-  if (!row) throw new ValidationError(`Token ${id} does not exist or has expired`);
-  const transform = useTransform(principal, row.id, containersOf(row));
+  const unknown = () => new ValidationError(`Token ${id} does not exist or has expired`);
+  if (!row) throw unknown();
+  // A browser's key learns nothing of a token it may not use, not even that it exists.
+  const hidden = isBrowserKey(principal);
+  let transform: ShownToken["transform"] | "redact";
+  try {
+    transform = useTransform(principal, row.id, containersOf(row));
+  } catch (error) {
+    throw hidden && error instanceof ForbiddenError ? unknown() : error;
+  }
   if (transform === "redact" || (transform === "mask" && row.mask === null)) {
-    throw new ForbiddenError(`The token:use rule for token ${id} redacts its data`);
+    throw hidden ? unknown() : new ForbiddenError(`The token:use rule for token ${id} redacts its data`);
   }
   return { row, transform };
 }

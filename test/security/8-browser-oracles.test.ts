@@ -239,3 +239,102 @@ describe("rule 8 (after an attack on it): what else a browser's key could read",
     expect(existing.title).toBe(unknown.title);
   });
 });
+
+describe("rule 8 (after a second attack on it): a browser's key plants nothing and learns nothing of other tokens", () => {
+  it("a public key takes the type's expressions: a literal fingerprint or search index that would pass its token off as another's is refused", async () => {
+    const { tenant, browser } = await seedCheckout();
+    const before = await rowCounts();
+    const planted = { routing_number: "011000015", account_number: "999999999" };
+    for (const member of [
+      { fingerprint_expression: "000123456789|110000000" },
+      { search_indexes: ["123-45-6789"] },
+      { mask: "{{ data }}" },
+    ]) {
+      const reply = await call("POST", "/tokens", { key: browser.key, body: { type: "bank", data: planted, ...member } });
+      expect(Object.keys(expectProblem(reply, 400).errors ?? {})).toEqual(Object.keys(member));
+    }
+    expect((await rowCounts()).tokens).toBe(before.tokens);
+    // Its own token cannot get them later either.
+    const own = await call("POST", "/tokens", { key: browser.key, body: { type: "bank", data: planted } });
+    const patched = await call("PATCH", `/tokens/${own.body.id}`, {
+      key: browser.key,
+      body: { data: planted, fingerprint_expression: "000123456789|110000000" },
+      contentType: "application/merge-patch+json",
+    });
+    expect(Object.keys(expectProblem(patched, 400).errors ?? {})).toEqual(["fingerprint_expression"]);
+    // The server's deduplicated create of the seller's account is its own token, not the attacker's.
+    const server = await call("POST", "/tokens", {
+      key: tenant.key,
+      body: { type: "bank", data: { routing_number: "110000000", account_number: "000123456789" }, deduplicate_token: true },
+    });
+    expect(server.status, server.text).toBe(201);
+  });
+
+  it("a session key that may not touch a token is answered as if it did not exist: update, delete and detokenize", async () => {
+    const { tenant, browser } = await seedCheckout();
+    const authorizer = await createApplication(tenant, {
+      type: "private",
+      permissions: ["token:read", "token:update", "token:delete", "token:use", "session:authorize"],
+    });
+    const named = await createToken(tenant.key, { type: "token", data: "named" });
+    const other = await createToken(tenant.key, { type: "token", data: "other" });
+    const session = (await callRoute("POST /sessions", 201, { key: browser.key })).body;
+    const rules = [
+      {
+        priority: 1,
+        conditions: [{ attribute: "id", operator: "equals", value: named.id }],
+        transform: "mask",
+        permissions: ["token:read", "token:update", "token:delete", "token:use"],
+      },
+    ];
+    expect((await call("POST", "/sessions/authorize", { key: authorizer.key, body: { nonce: session.nonce, rules } })).status).toBe(200);
+    const key = session.session_key;
+    const unknown = crypto.randomUUID();
+    const patch = (id: string) =>
+      call("PATCH", `/tokens/${id}`, { key, body: { metadata: { a: "b" } }, contentType: "application/merge-patch+json" });
+    const answers = async (id: string) => {
+      const replies = [
+        await patch(id),
+        await call("DELETE", `/tokens/${id}`, { key }),
+        await call("POST", "/detokenize", { key, body: { value: `{{ ${id} }}` } }),
+      ];
+      return replies.map((reply) => `${reply.status} ${String(reply.body?.detail).replace(id, "<id>")}`);
+    };
+    expect(await answers(other.id)).toEqual(await answers(unknown));
+  });
+
+  it("a session key is counted as a browser's: 60 a minute from one address", async () => {
+    const { tenant, browser } = await seedCheckout();
+    const authorizer = await createApplication(tenant, { type: "private", permissions: ["token:read", "session:authorize"] });
+    const session = (await callRoute("POST /sessions", 201, { key: browser.key })).body;
+    const body = { nonce: session.nonce, permissions: ["token:read"] };
+    expect((await call("POST", "/sessions/authorize", { key: authorizer.key, body })).status).toBe(200);
+    const limits = { PUBLIC_CLIENT_RATE_LIMIT: env.DEFAULT_PUBLIC_CLIENT_RATE_LIMIT };
+    const statuses: number[] = [];
+    for (let i = 0; i < 61; i++) {
+      const reply = await callConfigured(limits, "GET", `/tokens/${crypto.randomUUID()}`, {
+        headers: { "SVC-API-KEY": session.session_key, "CF-Connecting-IP": "198.51.100.88" },
+      });
+      statuses.push(reply.status);
+    }
+    expect(statuses).toContain(429);
+  }, 60_000);
+
+  it("a client behind Pseudo IPv4 is counted by its real IPv6 /64, and an IPv6 address with a dotted tail is not an IPv4 one", async () => {
+    const { browser } = await seedCheckout();
+    const limits = { PUBLIC_CLIENT_RATE_LIMIT: env.LOW_KEY_RATE_LIMIT };
+    const from = (headers: Record<string, string>) =>
+      callConfigured(limits, "POST", "/tokens", {
+        headers: { "SVC-API-KEY": browser.key, ...headers },
+        body: { type: "token", data: "x" },
+      });
+    // Five pseudo IPv4 addresses of one /64 share its count.
+    for (let i = 0; i < 5; i++) {
+      expect((await from({ "CF-Connecting-IP": `240.0.0.${i}`, "CF-Connecting-IPv6": `2001:db8:9:9::${i}` })).status).toBe(201);
+    }
+    expect((await from({ "CF-Connecting-IP": "240.0.0.99", "CF-Connecting-IPv6": "2001:db8:9:9::99" })).status).toBe(429);
+    // An address of another /64 written with a dotted tail does not count against 10.77.80.9.
+    for (let i = 0; i < 5; i++) expect((await from({ "CF-Connecting-IP": "10.77.80.9" })).status).toBe(201);
+    expect((await from({ "CF-Connecting-IP": "2001:db8:dead:beef::10.77.80.9" })).status).toBe(201);
+  });
+});
