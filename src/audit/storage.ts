@@ -6,11 +6,11 @@
  * `loggedBytes`, and keepPending cuts its own.
  */
 import { and, desc, eq, gte, lt, type SQL } from "drizzle-orm";
+import { chunked, jsonBytes } from "../db/chunks";
 import type { Database } from "../db/client";
 import { auditLog } from "../db/data-tables";
 import { selectPage } from "../db/pages";
 import { CHAINED_COLUMNS, type ChainedEntry, chainedValues } from "./chain";
-import { chunked, jsonBytes } from "../db/chunks";
 import type { AuditEntry } from "./entry";
 
 export interface Chain {

@@ -24,10 +24,10 @@
  */
 import type { RequestContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
+import { CHUNK_ROWS, chunked, fitting } from "../db/chunks";
 import { ConfigurationError, NotFoundError, TenantMovingError } from "../errors";
 import { enqueueWebhookEvents } from "../webhooks/events";
 import { type ChainedEntry, extend, GENESIS, headMac } from "./chain";
-import { CHUNK_ROWS, chunked, fitting } from "../db/chunks";
 import { type AuditEntry, type AuditMessage, byTenant, DEPLOYMENT_TENANT, entriesOf } from "./entry";
 import * as storage from "./storage";
 
