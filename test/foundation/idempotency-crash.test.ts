@@ -5,7 +5,7 @@ import { IDEMPOTENCY_LEASE_MS } from "../../src/limits";
 import { createToken, parseCreateToken, tokenize } from "../../src/tokens/creation";
 import { requestContext, tenantContext } from "../support/context";
 import { call, expectProblem, rowCounts } from "../support/harness";
-import { SSN, seedTokenTenant, type TokenTenant, VISA } from "../support/tokens";
+import { createToken as createStoredToken, SSN, seedTokenTenant, type TokenTenant, VISA } from "../support/tokens";
 
 /**
  * A creating request killed while it holds its idempotency key (`npm start` killed with kill -9): its
@@ -43,14 +43,14 @@ async function claimed(
   return { context, principal, claim: outcome.claim as Claim };
 }
 
-/** A tokenize killed after its tokens were written and before its answer was saved: the ids it wrote. */
-async function tokenizeKilledAfterWrite(tenant: TokenTenant, key: string, claimedAgo = LEASE_RAN_OUT) {
-  const { context, principal } = await claimed(tenant, key, { method: "POST", path: "/tokenize", body: PAYLOAD }, claimedAgo);
-  return (await tokenize(context, principal, PAYLOAD)) as { card: { id: string }; ssn: string };
+/** A tokenize killed after its tokens were written and before its answer was saved: what it would have answered. */
+async function tokenizeKilledAfterWrite(tenant: TokenTenant, key: string, claimedAgo = LEASE_RAN_OUT, payload: unknown = PAYLOAD) {
+  const { context, principal } = await claimed(tenant, key, { method: "POST", path: "/tokenize", body: payload }, claimedAgo);
+  return JSON.parse(JSON.stringify(await tokenize(context, principal, payload)));
 }
 
-const retryTokenize = (tenant: TokenTenant, key: string) =>
-  call("POST", "/tokenize", { key: tenant.key, body: PAYLOAD, headers: { "SVC-IDEMPOTENCY-KEY": key } });
+const retryTokenize = (tenant: TokenTenant, key: string, payload: unknown = PAYLOAD) =>
+  call("POST", "/tokenize", { key: tenant.key, body: payload, headers: { "SVC-IDEMPOTENCY-KEY": key } });
 
 const tokenCount = async () => (await rowCounts())["DB_1.tokens"]! + (await rowCounts())["DB_2.tokens"]!;
 
@@ -91,6 +91,47 @@ describe("idempotency: a request killed while it held its key", () => {
     const retry = await retryTokenize(tenant, "just-written");
     expect(retry.status, retry.text).toBe(201);
     expect(retry.body.ssn).toBe(written.ssn);
+  });
+
+  it("a deduplicating tokenize killed after its write: the retry answers the token it matched and the one it created", async () => {
+    const tenant = await seedTokenTenant();
+    const existing = await createStoredToken(tenant.key, { type: "card_number", data: VISA });
+    const payload = {
+      card: { type: "card_number", data: VISA, deduplicate_token: true },
+      ssn: { type: "social_security_number", data: SSN, deduplicate_token: true },
+    };
+    const written = await tokenizeKilledAfterWrite(tenant, "deduplicated", LEASE_RAN_OUT, payload);
+    expect(written.card).toMatchObject({ id: existing.id, deduplicated: true });
+
+    const retry = await retryTokenize(tenant, "deduplicated", payload);
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.body).toEqual(written);
+  });
+
+  it("a deduplicating request whose new token is gone is answered with the duplicate a fresh create would get, as when it lost a race", async () => {
+    const tenant = await seedTokenTenant();
+    const payload = { card: { type: "card_number", data: VISA, deduplicate_token: true } };
+    const written = await tokenizeKilledAfterWrite(tenant, "raced", LEASE_RAN_OUT, payload);
+    expect((await call("DELETE", `/tokens/${written.card.id}`, { key: tenant.key })).status).toBe(204);
+    const winner = await createStoredToken(tenant.key, { type: "card_number", data: VISA });
+
+    const retry = await retryTokenize(tenant, "raced", payload);
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.body.card).toMatchObject({ id: winner.id, deduplicated: true });
+  });
+
+  it("a token the attempt created and that was deleted since: the retry is a 409 saying the request was processed, and writes nothing", async () => {
+    const tenant = await seedTokenTenant();
+    const written = await tokenizeKilledAfterWrite(tenant, "deleted-since");
+    expect((await call("DELETE", `/tokens/${written.ssn}`, { key: tenant.key })).status).toBe(204);
+    const before = await rowCounts();
+
+    const retry = await retryTokenize(tenant, "deleted-since");
+    expect(expectProblem(retry, 409).detail).toMatch(
+      /was processed, but its answer is not replayed: a token it created .*no longer exists/,
+    );
+    expect(retry.text).not.toContain(written.card.id);
+    expect(await rowCounts()).toEqual(before);
   });
 
   it("a tokenize killed before its write: past the lease the retry runs it, and its tokens are created once", async () => {
