@@ -7,6 +7,11 @@ import { claimIdempotencyKey, commitMarkOf, type Replay, rememberCommittedRespon
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
+/** Every middleware built here: the routes that honour the key, which the OpenAPI document must say (platform.test.ts). */
+const honouring = new WeakSet<object>();
+
+export const honoursIdempotencyKey = (handler: object): boolean => honouring.has(handler);
+
 /**
  * The answer to a request whose write was committed (with the commit mark's `outcome`) but whose answer
  * was never saved, made again from what the write did and shown as a fresh request would be. `body` is
@@ -37,7 +42,7 @@ export const idempotentWrite = (answerCommitted: AnswerCommitted): MiddlewareHan
  * UTF-8, so its text is its bytes.
  */
 function idempotentRoute(answerCommitted: AnswerCommitted | null): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
     const { config, context, principal } = c.var;
     const key = c.req.header(config.headers.idempotencyKey);
     if (key === undefined) return next();
@@ -72,4 +77,6 @@ function idempotentRoute(answerCommitted: AnswerCommitted | null): MiddlewareHan
     await next();
     await rememberResponse(context, claimed.claim, c.res.status, c.res.status >= 500 ? "" : await c.res.clone().text());
   };
+  honouring.add(middleware);
+  return middleware;
 }
