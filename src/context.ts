@@ -13,7 +13,7 @@ import type { AuditTrail } from "./audit/trail";
 import type { TenantKeys } from "./crypto/tenant-keys";
 import type { Database } from "./db/client";
 import type { Config } from "./env";
-import type { RevealedValues } from "./errors";
+import type { ProblemError, RevealedValues } from "./errors";
 
 export interface RequestContext {
   readonly config: Config;
@@ -76,6 +76,22 @@ export interface TenantContext extends RequestContext {
   bookmark(): string | null;
   /** The tenant's data keys, loaded on first use and kept for the rest of the request. */
   keys(): Promise<TenantKeys>;
+  /** Gives the request's one data write the commit mark of its idempotency claim (the `idempotentWrite` middleware). */
+  markCommitWith(mark: CommitMark): void;
+  /** The commit mark the request's write carries in its batch, once: null when there is none, or it was taken. */
+  takeCommitMark(): CommitMark | null;
+}
+
+/**
+ * The commit mark of an idempotency claim (src/idempotency/): a statement in the tenant's data database
+ * that the request's write adds to its own batch, so that the record says what was written exactly
+ * when it was. A crash leaves both or neither.
+ */
+export interface CommitMark {
+  /** The statement that seals `outcome` (what the write did) into the record; it fails the batch when the claim was lost. */
+  statement(d1: D1Database, outcome: unknown): Promise<D1PreparedStatement>;
+  /** The answer when a batch failed because its claim was lost; null for any other failure. */
+  refusalOf(error: unknown): ProblemError | null;
 }
 
 export type ScriptKind = "request-transform" | "response-transform" | "reactor";

@@ -91,8 +91,8 @@ export class NotFoundError extends ProblemError {
 }
 
 export class ConflictError extends ProblemError {
-  constructor(detail: string) {
-    super(409, "Conflict", detail);
+  constructor(detail: string, headers?: Record<string, string>) {
+    super(409, "Conflict", detail, undefined, headers);
   }
 }
 

@@ -122,6 +122,13 @@ export const SANDBOX = {
 /** How long an idempotency key's response is replayed. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * How long a request's claim of its idempotency key holds without an answer before a retry may take
+ * it over: longer than an idempotent request waits on anything (tenant code's default wall time,
+ * 30 s; a proxy's timeout, 25 s; one D1 query, at most 30 s), so a live request keeps its claim.
+ */
+export const IDEMPOTENCY_LEASE_MS = 60_000;
+
 export const AUDIT = {
   /** Entries one `GET /logs/verify` checks; a longer range is verified in several calls. */
   verifyMaxEntries: 20_000,

@@ -21,6 +21,21 @@ export const idempotencyRecords = sqliteTable(
     /** The first response, encrypted under the tenant key (it may hold a new API key or token data). */
     response: text("response"),
     createdAt: integer("created_at").notNull(),
+    /**
+     * When the request that holds the key claimed it: a lease of IDEMPOTENCY_LEASE_MS, after which a
+     * retry may take it over, and the token a commit mark checks that its request still holds it.
+     */
+    claimedAt: integer("claimed_at").notNull().default(0),
+    /**
+     * The request's write carries this record's commit mark in its own batch (POST /tokens, /tokenize):
+     * an unanswered claim without a mark wrote nothing, so a retry past the lease runs it again.
+     */
+    commitsWithWrite: integer("commits_with_write", { mode: "boolean" }).notNull().default(false),
+    /**
+     * The commit mark: what the request's write did, sealed like the response (it names tokens), written
+     * in the write's batch. With no response saved, the answer is made again from it.
+     */
+    outcome: text("outcome"),
     /** When the earliest card cvc in the response must be gone from it (PCI DSS 3.3.1); null when it holds none. */
     cvcExpiresAt: integer("cvc_expires_at"),
     /**

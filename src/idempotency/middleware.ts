@@ -1,34 +1,82 @@
 import type { MiddlewareHandler } from "hono";
-import { sha256Hex } from "../crypto/secrets";
+import type { Principal } from "../auth/access";
+import type { TenantContext } from "../context";
 import { ValidationError } from "../errors";
 import type { AppEnv } from "../http/context";
-import { claimIdempotencyKey, rememberResponse } from "./service";
+import { claimIdempotencyKey, commitMarkOf, type Replay, rememberCommittedResponse, rememberResponse, requestHashOf } from "./service";
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
+/** Every middleware built here: the routes that honour the key, which the OpenAPI document must say (platform.test.ts). */
+const honouring = new WeakSet<object>();
+
+export const honoursIdempotencyKey = (handler: object): boolean => honouring.has(handler);
+
 /**
- * Replays the first response to a repeated `{P}-IDEMPOTENCY-KEY` (service.ts). The
- * request is identified by method, path and body; the body gate has already held it to valid UTF-8,
- * so its text is its bytes.
+ * The answer to a request whose write was committed (with the commit mark's `outcome`) but whose answer
+ * was never saved, made again from what the write did and shown as a fresh request would be. `body` is
+ * the request's JSON body, the same as the first attempt's.
  */
-export const idempotent: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const { config, context, principal } = c.var;
-  const key = c.req.header(config.headers.idempotencyKey);
-  if (key === undefined) return next();
-  if (!KEY_PATTERN.test(key)) {
-    throw ValidationError.field(`header ${config.headers.idempotencyKey}`, "must be 1-255 printable ASCII characters");
-  }
-  const requestHash = await sha256Hex(`${c.req.method} ${new URL(c.req.url).pathname} ${await c.req.text()}`);
-  const replay = await claimIdempotencyKey(context, principal, key, requestHash);
-  if (replay) {
-    return new Response(replay.body || null, {
-      status: replay.status,
-      headers: {
-        "content-type": replay.status >= 400 ? "application/problem+json" : "application/json",
-        [`${config.HEADER_PREFIX}-Idempotent-Replayed`]: "true",
-      },
+export type AnswerCommitted = (
+  context: TenantContext,
+  principal: Principal,
+  outcome: unknown,
+  body: unknown,
+) => Promise<{ status: number; body: unknown }>;
+
+/**
+ * Replays the first response to a repeated `{P}-IDEMPOTENCY-KEY` (service.ts), on a route whose
+ * writes cannot carry the commit mark: past the lease, an unanswered claim's outcome is unknown.
+ */
+export const idempotent: MiddlewareHandler<AppEnv> = idempotentRoute(null);
+
+/**
+ * `idempotent` for a route whose one write goes in a batch of the tenant's data database (POST /tokens,
+ * /tokenize): the batch carries the commit mark, and `answerCommitted` answers from it when the
+ * attempt that wrote stopped before its answer was saved.
+ */
+export const idempotentWrite = (answerCommitted: AnswerCommitted): MiddlewareHandler<AppEnv> => idempotentRoute(answerCommitted);
+
+/**
+ * The request is identified by method, path and body; the body gate has already held it to valid
+ * UTF-8, so its text is its bytes.
+ */
+function idempotentRoute(answerCommitted: AnswerCommitted | null): MiddlewareHandler<AppEnv> {
+  const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
+    const { config, context, principal } = c.var;
+    const key = c.req.header(config.headers.idempotencyKey);
+    if (key === undefined) return next();
+    if (!KEY_PATTERN.test(key)) {
+      throw ValidationError.field(`header ${config.headers.idempotencyKey}`, "must be 1-255 printable ASCII characters");
+    }
+    const path = new URL(c.req.url).pathname;
+    const body = await c.req.text();
+    const claimed = await claimIdempotencyKey(context, principal, {
+      key,
+      requestHash: await requestHashOf(c.req.method, path, body),
+      request: `${c.req.method} ${path}`,
+      commitsWithWrite: answerCommitted !== null,
     });
-  }
-  await next();
-  await rememberResponse(context, principal, key, c.res.status, c.res.status >= 500 ? "" : await c.res.clone().text());
-};
+    const replayed = (replay: Replay) =>
+      new Response(replay.body || null, {
+        status: replay.status,
+        headers: {
+          "content-type": replay.status >= 400 ? "application/problem+json" : "application/json",
+          [`${config.HEADER_PREFIX}-Idempotent-Replayed`]: "true",
+        },
+      });
+    if ("replay" in claimed) return replayed(claimed.replay);
+    if ("committed" in claimed) {
+      // Only a route with answerCommitted claims keys whose records carry a commit mark.
+      const answer = await answerCommitted!(context, principal, claimed.committed, JSON.parse(body));
+      const answered = { status: answer.status, body: JSON.stringify(answer.body) };
+      await rememberCommittedResponse(context, claimed.scope, answered.status, answered.body);
+      return replayed(answered);
+    }
+    if (answerCommitted) context.markCommitWith(commitMarkOf(context, claimed.claim));
+    await next();
+    await rememberResponse(context, claimed.claim, c.res.status, c.res.status >= 500 ? "" : await c.res.clone().text());
+  };
+  honouring.add(middleware);
+  return middleware;
+}

@@ -1,10 +1,17 @@
 /**
  * `{P}-IDEMPOTENCY-KEY` on a creating request: the same key with the same request within 24 hours
- * returns the first response (status and body); with another request, or while the first is still
- * running, 409. Responses are stored encrypted, since they may hold a new key or token data. A 5xx
- * is not remembered, so the client can retry it. A card's cvc leaves a stored response when it
- * leaves the card (src/tokens/cvc.ts): replays omit it from its deadline on, and the cron rewrites
- * the response without it.
+ * returns the first response (status and body); with another request, 409. Responses are stored
+ * encrypted, since they may hold a new key or token data. A 5xx is not remembered, so the client can
+ * retry it. A card's cvc leaves a stored response when it leaves the card (src/tokens/cvc.ts): replays
+ * omit it from its deadline on, and the cron rewrites the response without it.
+ *
+ * A claim of a key is a lease of IDEMPOTENCY_LEASE_MS, not a lock: a request killed while it holds
+ * one must not hold it for a day. Within the lease a retry is a 409 that says when to come back. The
+ * write of POST /tokens and /tokenize carries the record's commit mark in its own batch (CommitMark),
+ * so the record knows whether the write happened: with the mark and no saved answer, a retry makes
+ * the answer again from it; without the mark past the lease, nothing was written and a retry takes
+ * the claim over and runs the request. Other routes write elsewhere (the control database, a partner
+ * through tenant code), so past the lease an unanswered claim is a 409 saying its outcome is unknown.
  *
  * A replay never runs the request again, and never shows what a fresh request would not: when the
  * request detokenized tokens, each must still exist and its token:use rule still show as much, or
@@ -12,10 +19,11 @@
  * detokenized cvc in any shape (a reactor's result) cannot be rewritten: it is withdrawn instead.
  */
 import type { Principal } from "../auth/access";
-import type { RequestContext, TenantContext } from "../context";
+import type { CommitMark, RequestContext, TenantContext } from "../context";
+import { sha256Hex } from "../crypto/secrets";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { ConflictError, type ShownToken } from "../errors";
-import { IDEMPOTENCY_WINDOW_MS } from "../limits";
+import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_WINDOW_MS } from "../limits";
 import { CVC_PURGE_CHUNK, cvcDeadlineInReply, keysUnlessShredded, replyWithoutCvcs } from "../tokens/cvc";
 import { shownLessNow } from "../tokens/use";
 import * as storage from "./storage";
@@ -26,14 +34,38 @@ export interface Replay {
   body: string;
 }
 
+/** A request with an idempotency key, as it claims the key. */
+export interface IdempotentRequest {
+  key: string;
+  /** Of method, path and body (requestHashOf): the same key with another request is a conflict. */
+  requestHash: string;
+  /** Method and path, named when the outcome of an attempt that stopped is unknown. */
+  request: string;
+  /** Its write carries the record's commit mark in its own batch (the `idempotentWrite` middleware). */
+  commitsWithWrite: boolean;
+}
+
+/** The key, held by this request since `claimedAt`: its answer and its commit mark are kept only while it still is. */
+export interface Claim {
+  scope: storage.IdempotencyScope;
+  claimedAt: number;
+}
+
+/**
+ * What a request with a key does: run, holding the claim; answer a response given before; or answer
+ * again what an earlier attempt's committed write did (its `outcome`), whose answer was never saved.
+ */
+export type Claimed = { claim: Claim } | { replay: Replay } | { committed: unknown; scope: storage.IdempotencyScope };
+
 const scopeOf = (principal: Principal, key: string): storage.IdempotencyScope => ({
   tenantId: principal.tenantId,
   applicationId: principal.applicationId,
   key,
 });
 export const sealingContext = (key: string) => `idempotency/${key}`;
-// Not under `idempotency/`: no idempotency key can make the two contexts one.
+// Not under `idempotency/`: no idempotency key can make two of these contexts one.
 export const detokenizedContext = (key: string) => `idempotency-detokenized/${key}`;
+export const outcomeContext = (key: string) => `idempotency-outcome/${key}`;
 
 /** What a stored request detokenized for its caller (sealed: an alias id can be derived from data). */
 interface Detokenized {
@@ -45,35 +77,60 @@ interface Detokenized {
 
 const CVC_WITHDRAWN = "it held a card's cvc, whose retention period has passed";
 
-/** Claims the key for this request, or answers the response the first request with it got. */
+/** The request as its idempotency key binds it: the same key with another hash is another request. */
+export function requestHashOf(method: string, path: string, body: string): Promise<string> {
+  return sha256Hex(`${method} ${path} ${body}`);
+}
+
+/**
+ * Claims the key for this request at `now`, takes over a claim whose request stopped, or answers
+ * what the first request with the key answered or committed.
+ */
 export async function claimIdempotencyKey(
   context: TenantContext,
   principal: Principal,
-  key: string,
-  requestHash: string,
-): Promise<Replay | null> {
+  request: IdempotentRequest,
+  now = Date.now(),
+): Promise<Claimed> {
   context.requireWritable();
-  const scope = scopeOf(principal, key);
-  const now = Date.now();
-  if (await storage.claimKey(context.db, scope, requestHash, now, now - IDEMPOTENCY_WINDOW_MS)) return null;
+  const scope = scopeOf(principal, request.key);
+  const { requestHash, commitsWithWrite } = request;
+  if (await storage.claimKey(context.db, scope, { requestHash, commitsWithWrite }, now, now - IDEMPOTENCY_WINDOW_MS)) {
+    return { claim: { scope, claimedAt: now } };
+  }
   const record = await storage.findRecord(context.db, scope);
   if (!record || record.requestHash !== requestHash) {
     throw new ConflictError("This idempotency key was already used with a different request");
   }
-  if (record.status === null) throw new ConflictError("A request with this idempotency key is still being processed");
-  if (record.response === null) throw notReplayed(record.status, CVC_WITHDRAWN);
+  if (record.status !== null) return { replay: await replayOf(context, principal, record, now) };
+  if (record.outcome !== null) {
+    const keys = await context.keys();
+    return { committed: JSON.parse(await keys.decrypt(record.outcome, outcomeContext(request.key))), scope };
+  }
+  const leaseEnd = record.claimedAt + IDEMPOTENCY_LEASE_MS;
+  if (now < leaseEnd) throw stillProcessing(leaseEnd - now);
+  if (!record.commitsWithWrite) throw outcomeUnknown(request.request);
+  // Its write carries the commit mark, which is absent: it wrote nothing, and may run again.
+  if (await storage.takeOverClaim(context.db, scope, record.claimedAt, now)) return { claim: { scope, claimedAt: now } };
+  throw stillProcessing(IDEMPOTENCY_LEASE_MS);
+}
+
+/** The first response, as a fresh request would be answered now. */
+async function replayOf(context: TenantContext, principal: Principal, record: storage.IdempotencyRecord, now: number): Promise<Replay> {
+  const status = record.status!;
+  if (record.response === null) throw notReplayed(status, CVC_WITHDRAWN);
   const keys = await context.keys();
   // The cron may not have rewritten it yet. A shorter retention in force applies to stored answers at once.
   const cvcsExpired =
     record.cvcExpiresAt !== null && (record.cvcExpiresAt <= now || record.createdAt + context.config.CARD_CVC_RETENTION_S * 1000 <= now);
   if (record.detokenized !== null) {
-    const detokenized = await openDetokenized(keys, record.detokenized, key);
-    if (cvcsExpired && detokenized.cvc) throw notReplayed(record.status, CVC_WITHDRAWN);
+    const detokenized = await openDetokenized(keys, record.detokenized, record.key);
+    if (cvcsExpired && detokenized.cvc) throw notReplayed(status, CVC_WITHDRAWN);
     const shownLess = await shownLessNow(context, principal, detokenized.tokens);
-    if (shownLess !== null) throw notReplayed(record.status, shownLess);
+    if (shownLess !== null) throw notReplayed(status, shownLess);
   }
-  const body = await keys.decrypt(record.response, sealingContext(key));
-  return { status: record.status, body: cvcsExpired ? replyWithoutCvcs(body) : body };
+  const body = await keys.decrypt(record.response, sealingContext(record.key));
+  return { status, body: cvcsExpired ? replyWithoutCvcs(body) : body };
 }
 
 /** The request was processed, but its answer may not be shown now: the caller learns that, and why, not the answer. */
@@ -83,20 +140,60 @@ function notReplayed(status: number, reason: string): ConflictError {
   );
 }
 
+function stillProcessing(leaseLeftMs: number): ConflictError {
+  const seconds = Math.ceil(leaseLeftMs / 1000);
+  return new ConflictError(`A request with this idempotency key is still being processed; retry in ${seconds} s`, {
+    "Retry-After": String(seconds),
+  });
+}
+
+/** A claim that ran out without an answer, on a route whose writes carry no commit mark: running it again could do it twice. */
+function outcomeUnknown(request: string): ConflictError {
+  return new ConflictError(
+    `The first request with this idempotency key (${request}) stopped before answering, and its outcome is unknown: it is ` +
+      "not run again. Look for what it would have created or changed, and send it again under a new key if it is missing",
+  );
+}
+
+const CLAIM_TAKEN_OVER =
+  "This request held its idempotency key past its lease and a retry took the key over: nothing was written, the retry's answer is kept";
+
+/** The mark the request's write carries in its batch while `claim` holds the key (src/context.ts). */
+export function commitMarkOf(context: TenantContext, claim: Claim): CommitMark {
+  return {
+    async statement(d1, outcome) {
+      const keys = await context.keys();
+      const sealed = await keys.encrypt(JSON.stringify(outcome), outcomeContext(claim.scope.key));
+      return storage.commitStatement(d1, claim.scope, claim.claimedAt, sealed);
+    },
+    refusalOf: (error) => (storage.isLostClaimError(error) ? new ConflictError(CLAIM_TAKEN_OVER) : null),
+  };
+}
+
 async function openDetokenized(keys: TenantKeys, sealed: string, key: string): Promise<Detokenized> {
   return JSON.parse(await keys.decrypt(sealed, detokenizedContext(key))) as Detokenized;
 }
 
-/** Keeps the response for replays; a 5xx releases the key instead, so the client can retry. */
-export async function rememberResponse(
+/**
+ * Keeps the response for replays while the claim still holds the key; a 5xx releases the key instead,
+ * so the client can retry, unless the request's write was committed (the retry answers what it wrote).
+ */
+export async function rememberResponse(context: TenantContext, claim: Claim, status: number, body: string): Promise<void> {
+  if (status >= 500) return storage.releaseKey(context.db, claim.scope, claim.claimedAt);
+  await storage.saveResponse(context.db, claim.scope, claim.claimedAt, await sealedResponse(context, claim.scope.key, status, body));
+}
+
+/** Keeps an answer made again from a commit mark, unless an answer was saved meanwhile. */
+export async function rememberCommittedResponse(
   context: TenantContext,
-  principal: Principal,
-  key: string,
+  scope: storage.IdempotencyScope,
   status: number,
   body: string,
 ): Promise<void> {
-  const scope = scopeOf(principal, key);
-  if (status >= 500) return storage.releaseKey(context.db, scope);
+  await storage.saveResponse(context.db, scope, null, await sealedResponse(context, scope.key, status, body));
+}
+
+async function sealedResponse(context: TenantContext, key: string, status: number, body: string) {
   const keys = await context.keys();
   const shown = [...context.revealed.tokens];
   const detokenized: Detokenized | null =
@@ -110,12 +207,12 @@ export async function rememberResponse(
   const deadlines = [cvcDeadlineInReply(body, Date.now(), context.config), ...shown.map(([, token]) => token.cvcExpiresAt)].filter(
     (deadline) => deadline !== null,
   );
-  await storage.saveResponse(context.db, scope, {
+  return {
     status,
     sealedBody: await keys.encrypt(body, sealingContext(key)),
     cvcExpiresAt: deadlines.length === 0 ? null : Math.min(...deadlines),
     sealedDetokenized: detokenized && (await keys.encrypt(JSON.stringify(detokenized), detokenizedContext(key))),
-  });
+  };
 }
 
 /** Called by the scheduled handler: records older than the window are useless. */

@@ -1,4 +1,4 @@
-import { and, eq, isNotNull, lt, lte } from "drizzle-orm";
+import { and, eq, isNotNull, isNull, lt, lte } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { idempotencyRecords } from "../db/data-tables";
 
@@ -18,21 +18,44 @@ const recordOf = (scope: IdempotencyScope) =>
     eq(idempotencyRecords.key, scope.key),
   );
 
-/** Claims the key for a request, dropping its record once older than `expiredBefore`: false when another request holds it. */
+/**
+ * Claims the key for a request at `now`, dropping its record once older than `expiredBefore`: false
+ * when a record holds it.
+ */
 export async function claimKey(
   db: Database,
   scope: IdempotencyScope,
-  requestHash: string,
+  claim: { requestHash: string; commitsWithWrite: boolean },
   now: number,
   expiredBefore: number,
 ): Promise<boolean> {
   await db.delete(idempotencyRecords).where(and(recordOf(scope), lt(idempotencyRecords.createdAt, expiredBefore)));
   const claimed = await db
     .insert(idempotencyRecords)
-    .values({ ...scope, requestHash, createdAt: now })
+    .values({ ...scope, ...claim, createdAt: now, claimedAt: now })
     .onConflictDoNothing()
     .returning({ key: idempotencyRecords.key });
   return claimed.length > 0;
+}
+
+/**
+ * Takes over a claim whose lease ran out, read as claimed at `claimedAt`, for a request at `now`: of
+ * the retries that race for it, one wins. False when it was answered, committed or claimed again meanwhile.
+ */
+export async function takeOverClaim(db: Database, scope: IdempotencyScope, claimedAt: number, now: number): Promise<boolean> {
+  const taken = await db
+    .update(idempotencyRecords)
+    .set({ claimedAt: now })
+    .where(
+      and(
+        recordOf(scope),
+        eq(idempotencyRecords.claimedAt, claimedAt),
+        isNull(idempotencyRecords.status),
+        isNull(idempotencyRecords.outcome),
+      ),
+    )
+    .returning({ key: idempotencyRecords.key });
+  return taken.length > 0;
 }
 
 export async function findRecord(db: Database, scope: IdempotencyScope): Promise<IdempotencyRecord | undefined> {
@@ -40,19 +63,64 @@ export async function findRecord(db: Database, scope: IdempotencyScope): Promise
   return record;
 }
 
+/**
+ * The commit mark, for the batch of the write it answers: seals the outcome into the record while the
+ * claim made at `claimedAt` still holds it, unanswered and uncommitted. Otherwise (taken over, answered,
+ * or gone) the row it would upsert has no request_hash, so NOT NULL fails the statement and with it
+ * the whole batch: SQLite has no other way for a statement outside a trigger to abort a batch.
+ */
+export function commitStatement(d1: D1Database, scope: IdempotencyScope, claimedAt: number, sealedOutcome: string): D1PreparedStatement {
+  return d1
+    .prepare(
+      `INSERT INTO idempotency_records (tenant_id, application_id, key, request_hash, created_at, outcome)
+       VALUES (?1, ?2, ?3, (
+         SELECT request_hash FROM idempotency_records
+         WHERE tenant_id = ?1 AND application_id = ?2 AND key = ?3 AND claimed_at = ?4 AND status IS NULL AND outcome IS NULL
+       ), ?4, ?5)
+       ON CONFLICT (tenant_id, application_id, key) DO UPDATE SET outcome = excluded.outcome`,
+    )
+    .bind(scope.tenantId, scope.applicationId, scope.key, claimedAt, sealedOutcome);
+}
+
+/** The failure of a commitStatement whose claim no longer held. */
+export function isLostClaimError(error: unknown): boolean {
+  return error instanceof Error && /NOT NULL constraint failed: idempotency_records\.request_hash/.test(error.message);
+}
+
+/**
+ * Saves the answer, the first one only: by the request that holds the claim made at `claimedAt`, or,
+ * with `claimedAt` null, by a retry that made the answer again from the commit mark.
+ */
 export async function saveResponse(
   db: Database,
   scope: IdempotencyScope,
+  claimedAt: number | null,
   saved: { status: number; sealedBody: string; cvcExpiresAt: number | null; sealedDetokenized: string | null },
 ): Promise<void> {
   await db
     .update(idempotencyRecords)
     .set({ status: saved.status, response: saved.sealedBody, cvcExpiresAt: saved.cvcExpiresAt, detokenized: saved.sealedDetokenized })
-    .where(recordOf(scope));
+    .where(
+      and(
+        recordOf(scope),
+        isNull(idempotencyRecords.status),
+        claimedAt === null ? isNotNull(idempotencyRecords.outcome) : eq(idempotencyRecords.claimedAt, claimedAt),
+      ),
+    );
 }
 
-export async function releaseKey(db: Database, scope: IdempotencyScope): Promise<void> {
-  await db.delete(idempotencyRecords).where(recordOf(scope));
+/** Drops the claim made at `claimedAt`, unless its write was committed: a retry must then answer what it wrote. */
+export async function releaseKey(db: Database, scope: IdempotencyScope, claimedAt: number): Promise<void> {
+  await db
+    .delete(idempotencyRecords)
+    .where(
+      and(
+        recordOf(scope),
+        eq(idempotencyRecords.claimedAt, claimedAt),
+        isNull(idempotencyRecords.status),
+        isNull(idempotencyRecords.outcome),
+      ),
+    );
 }
 
 /** A stored response, sealed, with the record it belongs to and the tokens its request detokenized. */

@@ -1,6 +1,6 @@
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
-import { detokenizedContext, sealingContext } from "../idempotency/service";
+import { detokenizedContext, outcomeContext, sealingContext } from "../idempotency/service";
 import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";
 import { configurationContext as reactorConfigurationContext } from "../reactors/configuration";
 import { resealToken } from "../tokens/sealing";
@@ -53,6 +53,13 @@ const SEALED_COLUMNS: SealedColumn[] = [
     column: "detokenized",
     key: ["application_id", "key"],
     context: (row) => detokenizedContext(row.key!),
+  },
+  {
+    database: "data",
+    table: "idempotency_records",
+    column: "outcome",
+    key: ["application_id", "key"],
+    context: (row) => outcomeContext(row.key!),
   },
 ];
 

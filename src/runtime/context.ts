@@ -5,7 +5,7 @@
  * and cron handlers (src/runtime/handlers.ts) and the sandbox's bridge (src/runtime/bridge.ts).
  */
 import { AuditTrail } from "../audit/trail";
-import type { RequestContext, ScriptHost, TenantContext } from "../context";
+import type { CommitMark, RequestContext, ScriptHost, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { CONTROL_BINDING, type Database, dataBindings, databaseOf, sessionOf } from "../db/client";
 import { type Bindings, type Config, configOf } from "../env";
@@ -92,6 +92,7 @@ class BoundTenantContext extends BoundRequestContext implements TenantContext {
   #keys: Promise<TenantKeys> | undefined;
   #data: { db: Database; session: D1DatabaseSession } | undefined;
   #staleReads = false;
+  #commitMark: CommitMark | null = null;
 
   constructor(
     env: Bindings,
@@ -140,5 +141,15 @@ class BoundTenantContext extends BoundRequestContext implements TenantContext {
   keys(): Promise<TenantKeys> {
     this.#keys ??= this.keysOf(this.tenantId);
     return this.#keys;
+  }
+
+  markCommitWith(mark: CommitMark): void {
+    this.#commitMark = mark;
+  }
+
+  takeCommitMark(): CommitMark | null {
+    const mark = this.#commitMark;
+    this.#commitMark = null;
+    return mark;
   }
 }

@@ -13,10 +13,11 @@ import {
   type Transform,
 } from "../auth/access";
 import type { TenantContext } from "../context";
+import type { TenantKeys } from "../crypto/tenant-keys";
 import { addFieldError, ConflictError, type FieldErrors, ValidationError } from "../errors";
 import { validationErrorOf } from "../http/validation";
 import { cvcDeadlineOf } from "./cvc";
-import { answerLostRaces, deduplicate, deduplicationRefusal } from "./deduplication";
+import { answerLostRaces, deduplicate, deduplicationRefusal, duplicateOfCreate, type Identity, type Outcome } from "./deduplication";
 import { definitionOf, evaluate, fieldErrorCollector } from "./definition";
 import { WorkBudget } from "./expressions";
 import { claimTokenIds, wantedIdOf } from "./id-assignment";
@@ -24,8 +25,9 @@ import { containersOf, present, tokenEventData } from "./presentation";
 import { type CreatedTokenResponse, type CreateToken, CreateTokenBody } from "./schema";
 import { decryptData, sealToken } from "./sealing";
 import type { TokenRow } from "./storage";
-import { insertTokens, isTakenIdError } from "./storage-writes";
-import { findTokenRequests, type JsonPath, jsonPath, substituteTokens } from "./tokenize";
+import * as storage from "./storage";
+import { insertTokens, isTakenIdError, type SealedToken } from "./storage-writes";
+import { findTokenRequests, type JsonPath, jsonPath, substituteTokens, type TokenRequestAt } from "./tokenize";
 
 interface CreateRequest {
   input: CreateToken;
@@ -60,7 +62,18 @@ export function parseCreateToken(input: unknown): CreateToken {
 }
 
 export async function createToken(context: TenantContext, principal: Principal, input: CreateToken): Promise<CreatedTokenResponse> {
-  const [created] = await createTokens(context, principal, [{ input }]);
+  return answerCreatedToken(context, await createTokens(context, principal, [{ input }]));
+}
+
+/**
+ * POST /tokens answered again from its commit mark (src/idempotency/): the attempt that wrote the token
+ * stopped before its answer was saved.
+ */
+export async function answerCommittedToken(context: TenantContext, principal: Principal, outcome: unknown): Promise<CreatedTokenResponse> {
+  return answerCreatedToken(context, await committedTokens(context, principal, outcome as CommittedCreate));
+}
+
+function answerCreatedToken(context: TenantContext, [created]: Created[]): CreatedTokenResponse {
   context.audit.describe(createdTokenEntry(created!));
   return created!.token;
 }
@@ -69,6 +82,23 @@ export async function createToken(context: TenantContext, principal: Principal, 
 interface Created {
   token: CreatedTokenResponse;
   row: TokenRow;
+}
+
+/**
+ * What a create's batch wrote, by request position: the outcome its idempotency commit mark seals,
+ * from which its answer is made again when the attempt stopped before the answer was saved.
+ */
+interface CommittedCreate {
+  /** When the batch was written: the created_at of its new tokens. */
+  createdAt: number;
+  tokens: {
+    /** The token the request got: a new one of the batch, or an existing one deduplication answered. */
+    id: string;
+    /** It was new, so the batch wrote it, unless it was deduplicating and a duplicate went in first. */
+    inserted: boolean;
+    /** A deduplicating request's identity, to find the duplicate that won a race to the insert. */
+    identity?: Identity;
+  }[];
 }
 
 /** The audit of one token a call created: the event, or a note that an existing token was returned. */
@@ -93,7 +123,28 @@ export async function tokenize(context: TenantContext, principal: Principal, pay
     else for (const issue of parsed.error.issues) addFieldError(errors, jsonPath([...path, ...issue.path]), issue.message);
   }
   if (Object.keys(errors).length > 0) throw ValidationError.summarised("Nothing was tokenized", errors);
-  const created = await createTokens(context, principal, requests);
+  return answerTokenized(context, payload, found, await createTokens(context, principal, requests));
+}
+
+/**
+ * POST /tokenize answered again from its commit mark (src/idempotency/): the attempt that wrote the
+ * tokens stopped before its answer was saved. `payload` is the attempt's, so its requests are in the same places.
+ */
+export async function answerCommittedTokenize(
+  context: TenantContext,
+  principal: Principal,
+  outcome: unknown,
+  payload: unknown,
+): Promise<unknown> {
+  return answerTokenized(
+    context,
+    payload,
+    findTokenRequests(payload),
+    await committedTokens(context, principal, outcome as CommittedCreate),
+  );
+}
+
+function answerTokenized(context: TenantContext, payload: unknown, found: TokenRequestAt[], created: Created[]): unknown {
   context.audit.describe({ message: `${created.length} tokens` });
   for (const token of created) {
     context.audit.record({ entityType: "token", operation: "create", message: "Created token (tokenize)", ...createdTokenEntry(token) });
@@ -163,27 +214,88 @@ async function createTokens(context: TenantContext, principal: Principal, reques
   const inserted = outcomes.flatMap((outcome) => (outcome.inserted ? [outcome.inserted] : []));
   const chosenIds = outcomes.flatMap((outcome, i) => (outcome.inserted && wanted[i]!.chosen ? [ids[i]!.id] : []));
   if (inserted.length > 0) {
+    const d1 = context.db.$client;
+    const mark = context.takeCommitMark();
+    const committed = mark && (await mark.statement(d1, committedCreate(outcomes, sealed, deduplicating, now)));
     let written: number;
     try {
-      written = await insertTokens(context.db.$client, inserted, chosenIds, now);
+      written = await insertTokens(d1, inserted, chosenIds, now, committed ? [committed] : []);
     } catch (error) {
-      if (!isTakenIdError(error)) throw error;
-      throw new ConflictError("A chosen token id was taken by another request meanwhile; nothing was created");
+      if (isTakenIdError(error)) throw new ConflictError("A chosen token id was taken by another request meanwhile; nothing was created");
+      throw mark?.refusalOf(error) ?? error;
     }
     if (written < inserted.length) await answerLostRaces(context.db, principal, outcomes, now);
   }
 
+  return presentCreated(
+    principal,
+    keys,
+    outcomes.map(({ row, data, inserted }) => ({ row, data, created: inserted !== undefined })),
+  );
+}
+
+/** Each token of a create's answer, as the caller sees it. */
+function presentCreated(
+  principal: Principal,
+  keys: TenantKeys,
+  answered: { row: TokenRow; created: boolean; data?: () => unknown }[],
+): Promise<Created[]> {
   return Promise.all(
-    outcomes.map(async ({ row, data, inserted }) => {
-      const token = await present(
-        principal,
-        row,
-        createdTransform(principal, row, inserted !== undefined),
-        data ?? (() => decryptData(keys, row)),
-      );
-      return { token: { ...token, deduplicated: inserted === undefined }, row };
+    answered.map(async ({ row, created, data }) => {
+      const token = await present(principal, row, createdTransform(principal, row, created), data ?? (() => decryptData(keys, row)));
+      return { token: { ...token, deduplicated: !created }, row };
     }),
   );
+}
+
+function committedCreate(outcomes: Outcome[], sealed: SealedToken[], deduplicating: boolean[], now: number): CommittedCreate {
+  return {
+    createdAt: now,
+    tokens: outcomes.map((outcome, i) => ({
+      id: outcome.row.id,
+      inserted: outcome.inserted !== undefined,
+      ...(deduplicating[i]
+        ? {
+            identity: {
+              row: { type: sealed[i]!.row.type, fingerprint: sealed[i]!.row.fingerprint },
+              fingerprints: sealed[i]!.fingerprints,
+            },
+          }
+        : {}),
+    })),
+  };
+}
+
+/**
+ * The tokens a committed create got, as a fresh create's answer would show them now: its new tokens,
+ * or for a deduplicating request whose new token lost a race, the duplicate that won. A token deleted
+ * or expired since cannot be answered.
+ */
+async function committedTokens(context: TenantContext, principal: Principal, committed: CommittedCreate): Promise<Created[]> {
+  const now = Date.now();
+  const rows = new Map(
+    (await storage.liveTokens(context.db, context.tenantId, [...new Set(committed.tokens.map(({ id }) => id))], now)).map((row) => [
+      row.id,
+      row,
+    ]),
+  );
+  const answered = await Promise.all(
+    committed.tokens.map(async ({ id, inserted, identity }) => {
+      const row = rows.get(id);
+      // A chosen id may have been taken again since by another token.
+      if (row && (!inserted || (row.createdAt === committed.createdAt && row.createdBy === principal.applicationId))) {
+        return { row, created: inserted };
+      }
+      const duplicate = identity && (await duplicateOfCreate(context.db, principal, identity, now));
+      if (!duplicate) {
+        throw new ConflictError(
+          "The request with this idempotency key was processed, but its answer is not replayed: a token it created or answered no longer exists",
+        );
+      }
+      return { row: duplicate, created: false };
+    }),
+  );
+  return presentCreated(principal, await context.keys(), answered);
 }
 
 /**

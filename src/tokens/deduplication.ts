@@ -32,6 +32,9 @@ export function deduplicationRefusal(principal: Pick<Principal, "applicationType
     : null;
 }
 
+/** What finds a token's duplicates: its type, and its fingerprint under every data-key version (its row's own first). */
+export type Identity = Pick<SealedToken, "fingerprints"> & { row: Pick<TokenRow, "type" | "fingerprint"> };
+
 /** Tokens are duplicates when type and fingerprint are equal. */
 function identityOf(row: Pick<TokenRow, "type" | "fingerprint">): string {
   return `${row.type}\u0000${row.fingerprint}`;
@@ -41,7 +44,7 @@ function identityOf(row: Pick<TokenRow, "type" | "fingerprint">): string {
  * Reads a stored row's identity as the identity of the new token it duplicates: while a rotation
  * runs, a token written under the older key version has that version's fingerprint.
  */
-function identityAs(tokens: SealedToken[]): (row: TokenRow) => string {
+function identityAs(tokens: Identity[]): (row: TokenRow) => string {
   const aliases = new Map<string, string>();
   for (const { row, fingerprints } of tokens) {
     for (const fingerprint of fingerprints) aliases.set(identityOf({ type: row.type, fingerprint }), identityOf(row));
@@ -57,7 +60,7 @@ async function existingDuplicates(
   db: Database,
   principal: Principal,
   permission: TokenPermission,
-  of: SealedToken[],
+  of: Identity[],
   now: number,
   excludedId?: string,
 ): Promise<Map<string, TokenRow>> {
@@ -122,6 +125,14 @@ export async function answerLostRaces(db: Database, principal: Principal, outcom
     outcome.inserted = undefined;
     outcome.data = undefined;
   }
+}
+
+/**
+ * The token a deduplicating create got, found again by its identity: the oldest live duplicate the
+ * principal may create in, which is what answerLostRaces answered if its own token lost the race.
+ */
+export async function duplicateOfCreate(db: Database, principal: Principal, of: Identity, now: number): Promise<TokenRow | undefined> {
+  return (await existingDuplicates(db, principal, "token:create", [of], now)).get(identityOf(of.row));
 }
 
 /**

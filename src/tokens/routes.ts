@@ -8,7 +8,7 @@ import { requireBody, requireContentType, staleReadsAllowed } from "../http/midd
 import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, mergePatchBody, paginated, problemResponses } from "../http/schemas";
-import { idempotent } from "../idempotency/middleware";
+import { type AnswerCommitted, idempotentWrite } from "../idempotency/middleware";
 import * as creation from "./creation";
 import {
   CARD_TOKEN_EXAMPLE,
@@ -41,7 +41,7 @@ const json = requireContentType("application/json");
 /**
  * Every token a tokenize creates counts as a request (authentication counted the first), for every
  * key type: a tokenize of 100 values costs what 100 POST /tokens do, so batching buys no extra
- * guesses or writes. It runs before `idempotent`, which would keep a 429 as the answer.
+ * guesses or writes. It runs before `idempotentWrite`, which would keep a 429 as the answer.
  */
 const countCreatedTokens: MiddlewareHandler<AppEnv> = async (c, next) => {
   // Malformed JSON counts nothing here: the body validator answers it.
@@ -50,6 +50,17 @@ const countCreatedTokens: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (created > 1) await countKeyRequests(c.var.request, c.var.principal, c.req.raw.headers, created - 1);
   await next();
 };
+
+/** POST /tokens answered again from its commit mark: as the attempt that wrote the token would have answered. */
+const answerCommittedCreate: AnswerCommitted = async (context, principal, outcome) => {
+  const token = await creation.answerCommittedToken(context, principal, outcome);
+  return { status: token.deduplicated ? 200 : 201, body: token };
+};
+
+const answerCommittedTokenize: AnswerCommitted = async (context, principal, outcome, payload) => ({
+  status: 201,
+  body: await creation.answerCommittedTokenize(context, principal, outcome, payload),
+});
 
 const create = createRoute({
   method: "post",
@@ -62,7 +73,7 @@ const create = createRoute({
     "expression, mask, search indexes). The answer shows the data as the caller's token:create transform does. With " +
     "`deduplicate_token`, the oldest live token of the same type and fingerprint where the caller holds token:create is answered instead, with 200; " +
     "public and session keys may not send it (400), and are never shown a fingerprint.",
-  middleware: [requirePermission("token:create"), json, idempotent] as const,
+  middleware: [requirePermission("token:create"), json, idempotentWrite(answerCommittedCreate)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(CreateTokenBody, CARD_TOKEN_REQUEST_EXAMPLE),
   responses: {
@@ -151,7 +162,7 @@ const tokenize = createRoute({
     "Needs token:create on every container of every token. An object with `type` and `data` is created as POST /tokens would " +
     "(deduplicate_token included); any other string, number or boolean becomes a `token`-type token, and null stays null. " +
     "When one value is refused, nothing is stored. Each token counts as one request against the key's rate limits.",
-  middleware: [requirePermission("token:create"), json, requireBody, countCreatedTokens, idempotent] as const,
+  middleware: [requirePermission("token:create"), json, requireBody, countCreatedTokens, idempotentWrite(answerCommittedTokenize)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(TokenizePayload, TOKENIZE_REQUEST_EXAMPLE),
   responses: {

@@ -34,7 +34,9 @@ export const TOKEN_SIDE_TABLE_NAMES = SIDE_TABLES.map((table) => getTableName(ta
 
 /**
  * Inserts the tokens. `chosenIds` (ids the client chose) may still be held by expired tokens that
- * the cron has not purged yet: those go first, since an expired token behaves as deleted.
+ * the cron has not purged yet: those go first, since an expired token behaves as deleted. `commitMarks`
+ * (an idempotency claim's, src/context.ts) go last, in the same batch: the tokens and the mark are
+ * written together or not at all.
  *
  * A deduplicating token (`unlessDuplicateIn`) is inserted by the same statement only when no
  * duplicate is live, and its side rows only when its row was inserted: D1 runs statements one at a
@@ -42,8 +44,14 @@ export const TOKEN_SIDE_TABLE_NAMES = SIDE_TABLES.map((table) => getTableName(ta
  * only the tokens rows (their containers column), never the side rows a concurrent batch writes in
  * a later statement. Answers how many token rows went in.
  */
-export async function insertTokens(d1: D1Database, sealed: SealedToken[], chosenIds: string[], now: number): Promise<number> {
-  const results = await d1.batch(insertStatements(d1, sealed, chosenIds, now));
+export async function insertTokens(
+  d1: D1Database,
+  sealed: SealedToken[],
+  chosenIds: string[],
+  now: number,
+  commitMarks: D1PreparedStatement[] = [],
+): Promise<number> {
+  const results = await d1.batch([...insertStatements(d1, sealed, chosenIds, now), ...commitMarks]);
   return results[tokensStatement(chosenIds)]?.meta.changes ?? 0;
 }
 

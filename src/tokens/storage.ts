@@ -71,6 +71,14 @@ export async function findLiveToken(db: Database, tenantId: string, id: string, 
   return row;
 }
 
+/** The live tokens of the tenant among the ids. */
+export function liveTokens(db: Database, tenantId: string, ids: string[], now: number): Promise<TokenRow[]> {
+  return db
+    .select()
+    .from(tokens)
+    .where(and(eq(tokens.tenantId, tenantId), inJsonArray(tokens.id, ids), tokenIsLive(now)));
+}
+
 export interface TokenListFilter {
   ids: string[];
   types: string[];

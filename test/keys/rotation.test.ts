@@ -160,11 +160,12 @@ describe("rotating a tenant's data keys", () => {
       .bind(tenant.tenantId)
       .all<{ sealed: string }>();
     expect(sealedElsewhere.results.map((row) => row.sealed.slice(0, 3))).toEqual(["v2.", "v2.", "v2.", "v2."]);
+    // The stored answer, and the commit mark its token's batch sealed.
     const idempotency = await d1
-      .prepare("SELECT response FROM idempotency_records WHERE tenant_id = ?")
+      .prepare("SELECT response, outcome FROM idempotency_records WHERE tenant_id = ?")
       .bind(tenant.tenantId)
-      .first<{ response: string }>();
-    expect(idempotency?.response.slice(0, 3)).toBe("v2.");
+      .first<{ response: string; outcome: string }>();
+    expect([idempotency?.response.slice(0, 3), idempotency?.outcome.slice(0, 3)]).toEqual(["v2.", "v2."]);
     const keyVersions = await env.DB.prepare("SELECT version FROM tenant_keys WHERE tenant_id = ?").bind(tenant.tenantId).all();
     expect(keyVersions.results).toEqual([{ version: 2 }]);
     expect((await keysOfTenant(tenant.tenantId)).heldVersions).toEqual([2]);

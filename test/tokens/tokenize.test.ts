@@ -178,7 +178,11 @@ describe("POST /tokenize", () => {
 
   it("returns each token's data per the caller's create transform", async () => {
     const tenant = await seedTokenTenant();
-    const masking = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
+    // A private key: a public key's answers carry no data at all (rule 8).
+    const masking = await createApplication(tenant, {
+      type: "private",
+      rules: [{ priority: 1, container: "/", transform: "mask", permissions: ["token:create"] }],
+    });
     const reply = await call("POST", "/tokenize", {
       key: masking.key,
       body: { card: { type: "card_number", data: VISA }, note: { type: "token", data: "n" } },
