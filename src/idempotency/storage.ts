@@ -18,6 +18,10 @@ const recordOf = (scope: IdempotencyScope) =>
     eq(idempotencyRecords.key, scope.key),
   );
 
+/** The record while the claim made at `claimedAt` holds it with nothing answered or committed yet. */
+const openClaimOf = (scope: IdempotencyScope, claimedAt: number) =>
+  and(recordOf(scope), eq(idempotencyRecords.claimedAt, claimedAt), isNull(idempotencyRecords.status), isNull(idempotencyRecords.outcome));
+
 /**
  * Claims the key for a request at `now`, dropping its record once older than `expiredBefore`: false
  * when a record holds it.
@@ -46,14 +50,7 @@ export async function takeOverClaim(db: Database, scope: IdempotencyScope, claim
   const taken = await db
     .update(idempotencyRecords)
     .set({ claimedAt: now })
-    .where(
-      and(
-        recordOf(scope),
-        eq(idempotencyRecords.claimedAt, claimedAt),
-        isNull(idempotencyRecords.status),
-        isNull(idempotencyRecords.outcome),
-      ),
-    )
+    .where(openClaimOf(scope, claimedAt))
     .returning({ key: idempotencyRecords.key });
   return taken.length > 0;
 }
@@ -111,16 +108,7 @@ export async function saveResponse(
 
 /** Drops the claim made at `claimedAt`, unless its write was committed: a retry must then answer what it wrote. */
 export async function releaseKey(db: Database, scope: IdempotencyScope, claimedAt: number): Promise<void> {
-  await db
-    .delete(idempotencyRecords)
-    .where(
-      and(
-        recordOf(scope),
-        eq(idempotencyRecords.claimedAt, claimedAt),
-        isNull(idempotencyRecords.status),
-        isNull(idempotencyRecords.outcome),
-      ),
-    );
+  await db.delete(idempotencyRecords).where(openClaimOf(scope, claimedAt));
 }
 
 /** A stored response, sealed, with the record it belongs to and the tokens its request detokenized. */
