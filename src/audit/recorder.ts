@@ -1,4 +1,5 @@
 import type { RequestContext } from "../context";
+import { chunked, jsonBytes, sizedChunks } from "../db/chunks";
 import { settleWithin } from "../deadline";
 import { type AuditEntry, byTenant } from "./entry";
 import * as storage from "./storage";
@@ -11,7 +12,6 @@ import { chainDatabase } from "./writer";
 const MESSAGE_BYTES = 100_000;
 const SEND_BATCH_MESSAGES = 100;
 const SEND_BATCH_BYTES = 200_000;
-const utf8 = new TextEncoder();
 
 /**
  * Entries of this isolate's requests waiting for the next send to their queue; a queue is here while
@@ -150,34 +150,12 @@ class UnrecordedEntriesError extends Error {
 
 /** The entries cut into messages, and the messages into batches, the queue takes. */
 function* sendBatches(entries: AuditEntry[]): Generator<AuditEntry[][]> {
-  let batch: AuditEntry[][] = [];
-  let batchBytes = 0;
-  for (const [message, bytes] of messages(entries)) {
-    if (batch.length === SEND_BATCH_MESSAGES || (batch.length > 0 && batchBytes + bytes > SEND_BATCH_BYTES)) {
-      yield batch;
-      batch = [];
-      batchBytes = 0;
-    }
-    batch.push(message);
-    batchBytes += bytes;
+  // Bytes, as the queue counts them: a name or message in another script takes up to 3 a character.
+  const messages = sizedChunks(entries, (entry) => jsonBytes(JSON.stringify(entry)) + 1, {
+    rows: Number.POSITIVE_INFINITY,
+    bytes: MESSAGE_BYTES,
+  });
+  for (const batch of chunked([...messages], (message) => message.bytes, { rows: SEND_BATCH_MESSAGES, bytes: SEND_BATCH_BYTES })) {
+    yield batch.map((message) => message.items);
   }
-  if (batch.length > 0) yield batch;
-}
-
-/** The entries in order, as messages of at most MESSAGE_BYTES each, with their sizes. */
-function* messages(entries: AuditEntry[]): Generator<[AuditEntry[], number]> {
-  let message: AuditEntry[] = [];
-  let bytes = 0;
-  for (const entry of entries) {
-    // Bytes, as the queue counts them: a name or message in another script takes up to 3 a character.
-    const size = utf8.encode(JSON.stringify(entry)).length + 1;
-    if (message.length > 0 && bytes + size > MESSAGE_BYTES) {
-      yield [message, bytes];
-      message = [];
-      bytes = 0;
-    }
-    message.push(entry);
-    bytes += size;
-  }
-  if (message.length > 0) yield [message, bytes];
 }

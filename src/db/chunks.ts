@@ -22,21 +22,38 @@ export function jsonBytes(json: string): number {
   return utf8.encode(json).length;
 }
 
-/** The items in order, in chunks of at most CHUNK_ROWS items and CHUNK_BYTES; an item larger than CHUNK_BYTES is a chunk of its own. */
-export function* chunked<T>(items: readonly T[], bytesOf: (item: T) => number): Generator<T[]> {
+/** How much one chunk may hold: items, and bytes as `bytesOf` counts them. */
+export interface ChunkLimits {
+  rows: number;
+  bytes: number;
+}
+
+const D1_VALUE: ChunkLimits = { rows: CHUNK_ROWS, bytes: CHUNK_BYTES };
+
+/** The items in order, in chunks within `limits` (a statement's parameter by default); an item larger than the byte limit is a chunk of its own. */
+export function* chunked<T>(items: readonly T[], bytesOf: (item: T) => number, limits: ChunkLimits = D1_VALUE): Generator<T[]> {
+  for (const { items: chunk } of sizedChunks(items, bytesOf, limits)) yield chunk;
+}
+
+/** chunked, with each chunk's bytes as `bytesOf` counts them. */
+export function* sizedChunks<T>(
+  items: readonly T[],
+  bytesOf: (item: T) => number,
+  limits: ChunkLimits,
+): Generator<{ items: T[]; bytes: number }> {
   let chunk: T[] = [];
   let bytes = 0;
   for (const item of items) {
     const size = bytesOf(item);
-    if (isFull(chunk.length, bytes, size)) {
-      yield chunk;
+    if (isFull(chunk.length, bytes, size, limits)) {
+      yield { items: chunk, bytes };
       chunk = [];
       bytes = 0;
     }
     chunk.push(item);
     bytes += size;
   }
-  if (chunk.length > 0) yield chunk;
+  if (chunk.length > 0) yield { items: chunk, bytes };
 }
 
 /** The longest prefix of `items` that fits in a chunk already holding `used`: at least the first item of an empty chunk. */
@@ -45,7 +62,7 @@ export function fitting<T>(items: readonly T[], bytesOf: (item: T) => number, us
   let { rows, bytes } = used;
   for (const item of items) {
     const size = bytesOf(item);
-    if (isFull(rows, bytes, size)) break;
+    if (isFull(rows, bytes, size, D1_VALUE)) break;
     taken.push(item);
     rows += 1;
     bytes += size;
@@ -53,6 +70,6 @@ export function fitting<T>(items: readonly T[], bytesOf: (item: T) => number, us
   return taken;
 }
 
-function isFull(rows: number, bytes: number, next: number): boolean {
-  return rows > 0 && (rows >= CHUNK_ROWS || bytes + next > CHUNK_BYTES);
+function isFull(rows: number, bytes: number, next: number, limits: ChunkLimits): boolean {
+  return rows > 0 && (rows >= limits.rows || bytes + next > limits.bytes);
 }
