@@ -28,7 +28,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { readReply } from "../test/support/reply.mjs";
-import { buildWorker } from "./local-vault.mjs";
+import { buildWorker, declaredWorkerOptions } from "./local-vault.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const CASES = ["tokenize", "rotation", "creates", "move", "dedup"];
@@ -68,7 +68,7 @@ function groupBy(items, keyOf) {
 
 /** The vault in its own process group, on the run's D1 directory (scripts/vault-process.mjs). */
 class VaultProcess {
-  static async start({ buildDir, persistTo, migrate }) {
+  static async start({ buildDir, persistTo, migrate, declared }) {
     const child = fork(join(root, "scripts", "vault-process.mjs"), [], {
       // A process group of its own (setsid), which holds workerd too: one kill takes both.
       detached: true,
@@ -82,6 +82,7 @@ class VaultProcess {
           masterKey,
           operatorKey,
           dataDatabases: 2,
+          declared,
           bindings: {
             IDEMPOTENCY_LEASE_MS: String(LEASE_MS),
             // Steps of 50 records, so that a rotation of a few hundred tokens reports progress several times,
@@ -427,7 +428,7 @@ async function checkAudit(vault, result, { tenant, answeredBefore, diedAt, trace
 /** The vault again, on the same directory, after a kill. */
 async function restart(context) {
   const started = Date.now();
-  context.vault = await VaultProcess.start({ buildDir: context.buildDir, persistTo: context.persistTo, migrate: false });
+  context.vault = await VaultProcess.start({ ...context, migrate: false });
   return Date.now() - started;
 }
 
@@ -470,7 +471,7 @@ async function tokenizeCase(context, result) {
   const { answered, cutOff } = await loadUntilKilled(killed, {
     total,
     concurrency: 24,
-    killAfter: 150,
+    killAfter: 100,
     send: (request) => send(killed, request),
   });
   const restartMs = await restart(context);
@@ -938,7 +939,8 @@ const TITLES = {
 
 const startedAt = Date.now();
 const persistTo = mkdtempSync(join(tmpdir(), "vault-crash-"));
-const context = { persistTo, buildDir: null, vault: null };
+// What every start of the vault takes: read once (wrangler.toml's options take a second or two to load).
+const context = { persistTo, buildDir: null, declared: null, vault: null };
 const results = [];
 try {
   if (options.built) context.buildDir = resolve(options.built);
@@ -947,7 +949,8 @@ try {
     console.log("bundling the worker…");
     buildWorker(context.buildDir);
   }
-  context.vault = await VaultProcess.start({ buildDir: context.buildDir, persistTo, migrate: true });
+  context.declared = await declaredWorkerOptions();
+  context.vault = await VaultProcess.start({ ...context, migrate: true });
   console.log(`kill test (run ${RUN}): the vault in its own process group on ${persistTo}, idempotency lease ${LEASE_MS} ms`);
   for (const name of chosen) {
     const result = { name, figures: {}, lines: [], violations: [] };

@@ -2,7 +2,7 @@
 // The vault in a process of its own, on D1 kept in a directory: what scripts/crash.mjs starts, kills
 // with SIGKILL (this process and its workerd, one process group) and starts again on the same
 // directory. Started with child_process.fork, its options in the environment variable VAULT_PROCESS
-// (JSON: startLocalVault's buildDir, persistTo, migrate, masterKey, operatorKey, dataDatabases,
+// (JSON: startLocalVault's buildDir, persistTo, migrate, masterKey, operatorKey, dataDatabases, declared,
 // bindings). Over the IPC channel it sends {ready: baseUrl} once it serves, {log: {level, message}}
 // for each of the runtime's warnings and errors, and answers requests {id, ...}:
 //   {id, query: {binding, sql, params}}   the rows of one SQL statement on that database
