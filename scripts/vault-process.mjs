@@ -5,7 +5,7 @@
 // (JSON: startLocalVault's buildDir, persistTo, migrate, masterKey, operatorKey, dataDatabases, declared,
 // bindings). Over the IPC channel it sends {ready: baseUrl} once it serves, {log: {level, message}}
 // for each of the runtime's warnings and errors, and answers requests {id, ...}:
-//   {id, query: {binding, sql, params}}   the rows of one SQL statement on that database
+//   {id, query: {binding, sql, params}}   the rows of one SQL statement (a read) on that database
 //   {id, cron: true}                      runs the cron's handler (`scheduled`) once, to its end
 import { startLocalVault } from "./local-vault.mjs";
 
@@ -23,11 +23,19 @@ async function answer(request) {
   if (request.query) {
     const { binding, sql, params = [] } = request.query;
     const database = await vault.mf.getD1Database(binding, "vault");
-    const { results } = await database
-      .prepare(sql)
-      .bind(...params)
-      .all();
-    return results;
+    const read = async () =>
+      (
+        await database
+          .prepare(sql)
+          .bind(...params)
+          .all()
+      ).results;
+    // Miniflare reaches workerd over kept-alive connections, one of which workerd may close as it is reused
+    // ("fetch failed"): a statement that never arrived is sent once more.
+    return read().catch((error) => {
+      if (error?.message !== "fetch failed") throw error;
+      return read();
+    });
   }
   if (request.cron) {
     const result = await worker.scheduled({ cron: "*/15 * * * *", scheduledTime: new Date() });
