@@ -447,7 +447,7 @@ async function restart(context) {
  * lands among the requests in flight is up to the runtime (workerd shares this machine's cores, and
  * runs its requests in bunches): when the first kill has not left both a claim whose write committed
  * with no answer and a claim with nothing written, the two states the commit mark and the lease are
- * for, the case kills once more, a little earlier. It fails when no kill left any claim.
+ * for, the case kills once more, with more requests in flight. It fails when no kill left any claim.
  */
 async function tokenizeCase(context, result) {
   const tenant = await newTenant(context.vault, `crash-tokenize-${RUN}`);
@@ -479,15 +479,15 @@ async function tokenizeCase(context, result) {
   const final = new Map();
   const sent = [];
   const kills = [];
-  const killDelays = [0.5, 0.35];
-  for (const [round, killDelay] of killDelays.entries()) {
+  // The second kill, when one is needed, comes with more requests in flight: the runtime takes them on in other bunches.
+  const rounds = [24, 64];
+  for (const [round, concurrency] of rounds.entries()) {
     const killed = context.vault;
     const { answered, cutOff } = await loadUntilKilled(killed, {
       first: round * 1_000,
       total: 400,
-      concurrency: 24,
+      concurrency,
       killAfter: 60,
-      killDelay,
       send: (request) => send(killed, request),
     });
     kills.push({ answered, cutOff, diedAt: killed.diedAt, restartMs: await restart(context) });
@@ -596,10 +596,11 @@ async function tokenizeCase(context, result) {
   const answeredBefore = kills.reduce((sum, kill) => sum + kill.answered.size, 0);
   const inFlight = kills.reduce((sum, kill) => sum + kill.cutOff.length, 0);
   result.lines.push(
-    `tokenize requests with a key (${leaves.length} tokens each), 24 at a time; ${kills.length === 1 ? "1 kill" : `${kills.length} kills, each`} after 60 answers and ` +
-      `${kills.map((_, round) => killDelays[round]).join(", ")} of a request's time: ${kills.map((kill) => kill.answered.size).join(", ")} answered, ` +
+    `tokenize requests with a key (${leaves.length} tokens each), ${kills.map((_, round) => rounds[round]).join(", then ")} at a time; ` +
+      `${kills.length === 1 ? "1 kill" : `${kills.length} kills, each`} half a request's time after the 60th answer: ` +
+      `${kills.map((kill) => kill.answered.size).join(", ")} answered, ` +
       `${kills.map((kill) => kill.cutOff.length).join(", ")} in flight; restarted in ${kills.map((kill) => kill.restartMs).join(", ")} ms`,
-    `of the ${inFlight} cut off, the kills left ${left.saved} with their answer saved, ${left.committed} with their write committed and no answer, ` +
+    `of the ${inFlight} cut off, the kill${kills.length === 1 ? "" : "s"} left ${left.saved} with their answer saved, ${left.committed} with their write committed and no answer, ` +
       `${left.claimed} claimed with nothing written; retries of the ${sent.length} keys sent: ${seen.replayed} replayed, ` +
       `${seen.savedUnsent} replayed an answer saved but never received, ${seen.fromMark} answered from the commit mark, ` +
       `${seen.takenOver} taken over past the lease (${seen.waited.size} answered 409 within it first), ${seen.fresh} run (never claimed); ` +
