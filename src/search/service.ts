@@ -1,15 +1,16 @@
 import { grantedContainers, holdsPermission, type Principal } from "../auth/access";
 import type { TenantContext } from "../context";
+import { type CursorBinding, pageAfter, positionOf } from "../db/cursors";
 import { ForbiddenError } from "../errors";
-import { type Page, pageOf } from "../http/schemas";
+import { type CursorPage, cursorPageOf, type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { SEARCH } from "../limits";
 import type { TokenResponse } from "../tokens/schema";
 import { presentTokens } from "../tokens/service";
 import { dataValuesOf, type Query, redactedQuery } from "./ast";
-import { compileSearch } from "./compile";
+import { compileSearch, compileSearchAfter } from "./compile";
 import { parseQuery } from "./parse";
-import { type SearchRequest, SearchTokensBody } from "./schema";
+import { type ListTokensV2, metadataFiltersOf, type SearchRequest, type SearchRequestV2, SearchTokensBody } from "./schema";
 import * as storage from "./storage";
 
 /**
@@ -45,6 +46,87 @@ export async function searchTokens(context: TenantContext, principal: Principal,
   const { rows, total } = await storage.runSearch(context.db, compiled);
   context.audit.describe({ message: `${query ? redactedQuery(query) : "all tokens"}, ${total} result${total === 1 ? "" : "s"}` });
   return pageOf(await presentTokens(context, principal, "token:search", rows), total, pageNumber, size);
+}
+
+/**
+ * `POST /v2/tokens/search`: the query of POST /tokens/search, the same rules, a page at a time by
+ * cursor. The cursor is bound to the query as sent.
+ */
+export async function searchTokensV2(
+  context: TenantContext,
+  principal: Principal,
+  request: SearchRequestV2,
+): Promise<CursorPage<TokenResponse>> {
+  if (!holdsPermission(principal, "token:search")) throw ForbiddenError.missing("token:search");
+  const query = request.query ? parseQuery(request.query) : null;
+  const binding = { list: "POST /v2/tokens/search", applicationId: principal.applicationId, request: { query: request.query || null } };
+  return tokensAfter(context, principal, "token:search", query, binding, request);
+}
+
+/**
+ * `GET /v2/tokens`: the tokens the caller may read, newest first, a page at a time by cursor. Each
+ * filter is a term of the search language (container: the container and below it), all ANDed, so
+ * the list is the compiled search of those terms under the caller's token:read rules.
+ */
+export async function listTokensV2(
+  context: TenantContext,
+  principal: Principal,
+  filters: ListTokensV2,
+): Promise<CursorPage<TokenResponse>> {
+  // Metadata matches case-insensitively: pairs that differ only in case are one filter.
+  const metadata = [
+    ...new Map(metadataFiltersOf(filters).map(([key, value]) => [`${key}\u0000${value}`.toLowerCase(), [key, value] as const] as const)),
+  ]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, pair]) => pair);
+  const terms: Query[] = [
+    ...(filters.type ? [{ kind: "term", field: "type", value: filters.type } as const] : []),
+    ...(filters.container ? [{ kind: "term", field: "container", value: filters.container, subtree: true } as const] : []),
+    ...(filters.fingerprint ? [{ kind: "term", field: "fingerprint", value: filters.fingerprint } as const] : []),
+    ...metadata.map(([key, value]) => ({ kind: "term", field: "metadata", key, value }) as const),
+  ];
+  const query: Query | null = terms.length === 0 ? null : terms.length === 1 ? terms[0]! : { kind: "and", operands: terms };
+  const request = { type: filters.type ?? null, container: filters.container ?? null, fingerprint: filters.fingerprint ?? null, metadata };
+  return tokensAfter(
+    context,
+    principal,
+    "token:read",
+    query,
+    { list: "GET /v2/tokens", applicationId: principal.applicationId, request },
+    filters,
+  );
+}
+
+/**
+ * One cursor page of the compiled search: the rows after the cursor's position (one more than the
+ * page, to know whether another follows), shown through the caller's transform for `permission`.
+ */
+async function tokensAfter(
+  context: TenantContext,
+  principal: Principal,
+  permission: "token:read" | "token:search",
+  query: Query | null,
+  binding: CursorBinding,
+  paging: { start?: string | null; size: number },
+): Promise<CursorPage<TokenResponse>> {
+  const keys = await context.keys();
+  const after = paging.start ? await positionOf(keys, binding, paging.start) : null;
+  const granted = grantedContainers(principal, permission);
+  const compiled = compileSearchAfter(
+    query,
+    {
+      tenantId: principal.tenantId,
+      now: Date.now(),
+      containers: granted === null ? null : granted.map((grant) => grant.container),
+      blindIndexes: await blindIndexesOf(context, query),
+    },
+    { limit: paging.size + 1, after },
+  );
+  const { page, next } = await pageAfter(keys, binding, await storage.runPage(context.db, compiled.page), paging.size);
+  context.audit.describe({
+    message: `${query ? redactedQuery(query) : "all tokens"}, ${page.length} on this page${next ? ", more after it" : ""}`,
+  });
+  return cursorPageOf(await presentTokens(context, principal, permission, page), paging.size, next);
 }
 
 /**
