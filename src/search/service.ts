@@ -9,8 +9,9 @@ import type { TokenResponse } from "../tokens/schema";
 import { presentTokens } from "../tokens/service";
 import { dataValuesOf, type Query, redactedQuery } from "./ast";
 import { compileSearch, compileSearchAfter } from "./compile";
+import { listQueryOf } from "./list-filters";
 import { parseQuery } from "./parse";
-import { type ListTokensV2, metadataFiltersOf, type SearchRequest, type SearchRequestV2, SearchTokensBody } from "./schema";
+import { type ListTokensV2, type SearchRequest, type SearchRequestV2, SearchTokensBody } from "./schema";
 import * as storage from "./storage";
 
 /**
@@ -73,28 +74,9 @@ export async function listTokensV2(
   principal: Principal,
   filters: ListTokensV2,
 ): Promise<CursorPage<TokenResponse>> {
-  // Metadata matches case-insensitively: pairs that differ only in case are one filter.
-  const metadata = [
-    ...new Map(metadataFiltersOf(filters).map(([key, value]) => [`${key}\u0000${value}`.toLowerCase(), [key, value] as const] as const)),
-  ]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([, pair]) => pair);
-  const terms: Query[] = [
-    ...(filters.type ? [{ kind: "term", field: "type", value: filters.type } as const] : []),
-    ...(filters.container ? [{ kind: "term", field: "container", value: filters.container, subtree: true } as const] : []),
-    ...(filters.fingerprint ? [{ kind: "term", field: "fingerprint", value: filters.fingerprint } as const] : []),
-    ...metadata.map(([key, value]) => ({ kind: "term", field: "metadata", key, value }) as const),
-  ];
-  const query: Query | null = terms.length === 0 ? null : terms.length === 1 ? terms[0]! : { kind: "and", operands: terms };
-  const request = { type: filters.type ?? null, container: filters.container ?? null, fingerprint: filters.fingerprint ?? null, metadata };
-  return tokensAfter(
-    context,
-    principal,
-    "token:read",
-    query,
-    { list: "GET /v2/tokens", applicationId: principal.applicationId, request },
-    filters,
-  );
+  const { query, request } = listQueryOf(filters);
+  const binding = { list: "GET /v2/tokens", applicationId: principal.applicationId, request };
+  return tokensAfter(context, principal, "token:read", query, binding, filters);
 }
 
 /**
