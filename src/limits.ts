@@ -21,6 +21,12 @@ export const NAME_MAX_LENGTH = 200;
 /** Items per page of every list and search. */
 export const PAGE_MAX_SIZE = 100;
 
+/**
+ * Longest `start` a cursor-paged list accepts (400 beyond, before anything is decoded): a cursor
+ * that holds a token id of 400 characters is under 1,700.
+ */
+export const CURSOR_MAX_LENGTH = 4096;
+
 export const TOKENS = {
   idMinLength: 3,
   idMaxLength: 400,

@@ -66,6 +66,8 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "POST /tokens": op("token", "create", "Created token"),
   "GET /tokens": op("token", "list", "Listed tokens"),
   "POST /tokens/search": op("token", "search", "Searched tokens"),
+  "GET /v2/tokens": op("token", "list", "Listed tokens"),
+  "POST /v2/tokens/search": op("token", "search", "Searched tokens"),
   "GET /tokens/{id}": op("token", "read", "Read token"),
   "PATCH /tokens/{id}": op("token", "update", "Updated token"),
   "DELETE /tokens/{id}": op("token", "delete", "Deleted token"),

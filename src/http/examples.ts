@@ -37,6 +37,12 @@ export const exampleChangedBy = (actor: string) => ({
   modified_at: EXAMPLE_TIME,
 });
 
+/** An opaque cursor, as `pagination.next` answers one (src/db/cursors.ts). */
+export const EXAMPLE_CURSOR = "q3PHbJ8cHq5Vw0XkS1pJ2m3gZqf4T1nVb9kR0yqHcTj2L8uXoWfD6aEr5sQy7iBz3MhNc0vGxKpU1tOe9dYl4wA";
+
+/** A cursor page holding the one example item, with more after it. */
+export const exampleCursorPage = <T>(item: T) => ({ pagination: { page_size: 20, next: EXAMPLE_CURSOR }, data: [item] });
+
 /** A first page holding the one example item. */
 export const examplePage = <T>(item: T) => ({
   pagination: { total_items: 1, page_number: 1, page_size: 20, total_pages: 1 },

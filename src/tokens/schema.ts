@@ -67,7 +67,7 @@ const Mask = z
       "A Liquid expression over `data`, or a JSON object or array whose string leaves are expressions (the masked data keeps its shape and a leaf's JSON type)",
   });
 
-const Metadata = z
+export const Metadata = z
   .record(
     z.string().min(1, "keys must not be empty").max(METADATA_KEY_MAX_LENGTH, `keys must be at most ${METADATA_KEY_MAX_LENGTH} characters`),
     z.string({ error: "must be a string" }).max(METADATA_VALUE_MAX_LENGTH, `must be at most ${METADATA_VALUE_MAX_LENGTH} characters`),

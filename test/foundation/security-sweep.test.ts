@@ -68,6 +68,8 @@ beforeAll(async () => {
 
   owner = await seedTokenTenant();
   const token = await createToken(owner.key, { type: "token", data: "owned" });
+  // A second token and webhook: the owner's cursor lists then have a page after the first.
+  await createToken(owner.key, { type: "token", data: "owned too" });
   const application = await createApplication(owner, { type: "private", permissions: ["token:read"] });
   const keys = await call("GET", `/applications/${application.id}/keys`, { key: owner.managementKey });
   const proxy = await createProxy(owner);
@@ -75,6 +77,7 @@ beforeAll(async () => {
   const reactor = await createReactor(owner, formula.id);
   // The loopback receiver: the owner's token events are delivered there, never to the network.
   const webhook = await createWebhook(owner, { url: receiver().url });
+  await createWebhook(owner, { url: receiver().url });
   proxyKey = proxy.key;
   ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
   ownerIds = {
@@ -199,6 +202,28 @@ describe("security sweep over every route of the OpenAPI document", () => {
     const stillThere = await call("GET", `/tokens/${ownerIds.tokens}`, { key: owner.key });
     expect(stillThere.status).toBe(200);
   });
+
+  it("answers 400 naming start to another tenant's cursor on every cursor-paged route, and shows nothing of the owner's", async () => {
+    const paged = operations.filter((operation) => operation.queryNames.includes("start") || operation.bodyMembers.includes("start"));
+    expect(paged.length).toBeGreaterThanOrEqual(3);
+    const page = (operation: Operation, key: string, start?: string) => {
+      const query = operation.queryNames.includes("start") ? `?size=1${start ? `&start=${start}` : ""}` : "";
+      return send(operation, `${operation.path}${query}`, { "SVC-API-KEY": key }, { size: 1, ...(start ? { start } : {}) });
+    };
+    for (const operation of paged) {
+      // The owner's key that may call the route, and the cursor after its first item.
+      const firstPages = await Promise.all([owner.key, owner.managementKey].map((key) => page(operation, key)));
+      const next = firstPages.find((reply) => reply.status === 200)?.body.pagination.next;
+      expect(next, name(operation)).toEqual(expect.any(String));
+      const replies = await Promise.all(intruderKeys.map((key) => page(operation, key, next)));
+      const reached = replies.filter((reply) => reply.status !== 403);
+      expect(reached.length, name(operation)).toBeGreaterThan(0);
+      for (const reply of reached) {
+        expect(reply.status, `${name(operation)}: ${reply.text}`).toBe(400);
+        expect(reply.body.errors, name(operation)).toHaveProperty("start");
+      }
+    }
+  }, 30_000);
 
   it("answers 401 to another tenant's key on a proxy invocation", async () => {
     for (const operation of operations.filter(invokesProxy)) {
