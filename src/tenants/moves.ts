@@ -98,7 +98,7 @@ async function startMove(context: RequestContext, tenantId: string, source: stri
   return move;
 }
 
-/** With writes blocked: tokens created or changed since the copy began, and tokens deleted meanwhile. */
+/** With writes blocked: tokens created or changed since the copy began, tokens deleted meanwhile, and the token intents. */
 async function copyLastChanges(source: D1Database, target: D1Database, tenantId: string, since: number): Promise<void> {
   const changed = await copy.tokensChangedSince(source, tenantId, since);
   for (let i = 0; i < changed.length; i += BATCH) await copy.copyTokens(source, target, tenantId, changed.slice(i, i + BATCH));
@@ -109,6 +109,7 @@ async function copyLastChanges(source: D1Database, target: D1Database, tenantId:
     await copy.deleteTokens(target, tenantId, await copy.missingTokenIds(source, tenantId, ids));
     cursor = ids.at(-1)!;
   }
+  await copy.copyTokenIntents(source, target, tenantId);
   await copy.copyIdempotencyRecords(source, target, tenantId);
   while ((await copy.copyAuditEntries(source, target, tenantId, AUDIT_BATCH)) === AUDIT_BATCH);
   await copy.copyAuditChain(source, target, tenantId);
