@@ -1,12 +1,13 @@
 import { detectBrand } from "../../elements/frame/cards";
-import { isBrowserKey, type Principal } from "../auth/access";
+import { accessTo, isBrowserKey, type Principal } from "../auth/access";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { isoTime } from "../http/schemas";
 import { binLength } from "../tokens/card-filters";
 import { definitionOf, evaluate } from "../tokens/definition";
 import { WorkBudget } from "../tokens/expressions";
+import { showsFingerprint } from "../tokens/presentation";
 import { decryptData } from "../tokens/sealing";
-import type { TokenType } from "../tokens/types";
+import { TOKEN_TYPE_RULES, type TokenType } from "../tokens/types";
 import type { BankFacts, CardFacts, TokenIntentResponse } from "./schema";
 import type { TokenIntentRow } from "./storage";
 
@@ -27,43 +28,57 @@ export async function fingerprintOf(keys: TenantKeys, type: TokenType, data: unk
 }
 
 /**
- * The intent as the caller may see it: never its data. A key that lives in a browser (public, or a
- * session's) is shown only what identifies the intent. Its page chose where each typed value went, so
- * card or bank facts would show it part of a value it put into a card number; and a fingerprint is an
- * oracle of the data (docs/security.md, rule 8). A private key is shown the facts and the fingerprint.
+ * The intent as the caller may see it: never its data. Its facts and fingerprint are shown as a token
+ * of its type in the type's container would be, under the caller's rule for `permission` there
+ * (token:create for the creator's answer, which sent the data; token:read afterwards): a BIN only under
+ * reveal (with the last four and a fingerprint it leaves a thousand guesses of a 16-digit number, which
+ * a key that creates intents could try), the last four and expiry under mask, nothing under redact or
+ * without a rule; the fingerprint as showsFingerprint says. A key that lives in a browser (public, or a
+ * session's) is shown only what identifies the intent: its page chose where each typed value went, so
+ * any fact could be part of a value it put into a card number (docs/security.md, rule 8).
  */
-export async function presentIntent(principal: Principal, row: TokenIntentRow, keys: TenantKeys): Promise<TokenIntentResponse> {
+export async function presentIntent(
+  principal: Principal,
+  row: TokenIntentRow,
+  keys: TenantKeys,
+  permission: "token:create" | "token:read",
+): Promise<TokenIntentResponse> {
+  const type = row.type as TokenType;
   const identity = {
     id: row.id,
     tenant_id: row.tenantId,
-    type: row.type as TokenType,
+    type,
     created_by: row.createdBy,
     created_at: isoTime(row.createdAt)!,
     expires_at: isoTime(row.expiresAt)!,
   };
-  if (isBrowserKey(principal)) return identity;
+  const transform = isBrowserKey(principal)
+    ? "redact"
+    : (accessTo(principal, permission, [TOKEN_TYPE_RULES[type].container], row.id) ?? "redact");
+  if (transform === "redact") return identity;
   const data = await intentData(keys, row);
-  const card = cardFactsOf(identity.type, data);
-  const bank = bankFactsOf(identity.type, data);
+  const card = cardFactsOf(type, data, transform);
+  const bank = bankFactsOf(type, data);
   return {
     ...identity,
     ...(card ? { card } : {}),
     ...(bank ? { bank } : {}),
-    fingerprint: await fingerprintOf(keys, identity.type, data),
+    ...(showsFingerprint(principal, transform) ? { fingerprint: await fingerprintOf(keys, type, data) } : {}),
   };
 }
 
 /**
- * A card's facts: its BIN (6 digits, or 8 from 16 digits on, as `card_bin`), last four, brand (by the
- * frames' own table, elements/frame/cards.ts: the brand the shopper's frame showed) and expiry.
+ * A card's facts: its last four, brand (by the frames' own table, elements/frame/cards.ts: the brand the
+ * shopper's frame showed) and expiry, and under reveal its BIN (6 digits, or 8 from 16 digits on, as
+ * `card_bin`).
  */
-export function cardFactsOf(type: TokenType, data: unknown): CardFacts | undefined {
+export function cardFactsOf(type: TokenType, data: unknown, transform: "reveal" | "mask"): CardFacts | undefined {
   const card = type === "card" ? (data as { number: string; expiration_month: number; expiration_year: number }) : undefined;
   const number = type === "card_number" ? (data as string) : card?.number;
   if (number === undefined) return undefined;
   const brand = detectBrand(number).rules?.brand;
   return {
-    bin: number.slice(0, binLength(number.length)),
+    ...(transform === "reveal" ? { bin: number.slice(0, binLength(number.length)) } : {}),
     last4: number.slice(-4),
     ...(card ? { expiration_month: card.expiration_month, expiration_year: card.expiration_year } : {}),
     ...(brand ? { brand } : {}),

@@ -27,7 +27,8 @@ const create = createRoute({
   description:
     "Needs token-intent:create (public and private keys). Takes `type` and `data` only; the data follows its type's rules and is " +
     "at most 32 KiB as JSON. The answer never holds the data: a private key is shown the card's or bank account's facts and the " +
-    "fingerprint, a public key only the intent's id, type and times. Convert it with POST /tokens {token_intent_id}; use it in " +
+    "fingerprint as its token:create rule for the type's container shows them (the BIN under reveal only), a public key only the " +
+    "intent's id, type and times. Convert it with POST /tokens {token_intent_id}; use it in " +
     "detokenization expressions as `{{ token_intent: <id> | json: '$.data.number' }}`.",
   middleware: [
     requirePermission("token-intent:create"),
@@ -49,7 +50,9 @@ const get = createRoute({
   security,
   summary: "Get a token intent (never its data)",
   description:
-    "Needs token-intent:read, which only private keys hold. An unknown, expired, deleted, converted or another tenant's intent is a 404.",
+    "Needs token-intent:read, which only private keys hold. The facts and fingerprint are shown as the caller's token:read rule for " +
+    "the type's container shows a token's data (the BIN under reveal only; nothing under redact or without a rule). An unknown, " +
+    "expired, deleted, converted or another tenant's intent is a 404.",
   middleware: [requirePermission("token-intent:read")] as const,
   request: { params: IdParams },
   responses: { 200: jsonContent(TokenIntentSchema, "The token intent", CARD_INTENT_EXAMPLE), ...problemResponses(400, 401, 403, 404) },

@@ -24,7 +24,10 @@ export type CreateTokenIntent = z.infer<typeof CreateTokenIntentBody>;
 /** A token intent's card, as the original interface's Card Details name it: never the whole number, never the cvc. */
 const CardFactsSchema = z
   .object({
-    bin: z.string().openapi({ description: "The first 6 digits, or 8 for a number of 16 digits or more" }),
+    bin: z
+      .string()
+      .optional()
+      .openapi({ description: "The first 6 digits, or 8 for a number of 16 digits or more; only when the caller's rule reveals" }),
     last4: z.string(),
     expiration_month: z.number().int().optional(),
     expiration_year: z.number().int().optional(),
@@ -44,10 +47,17 @@ export const TokenIntentSchema = z
     id: z.string(),
     tenant_id: z.string(),
     type: TokenTypeSchema,
-    card: CardFactsSchema.optional().openapi({ description: "For `card` and `card_number` intents; absent for public and session keys" }),
-    bank: BankFactsSchema.optional().openapi({ description: "For `bank` intents; absent for public and session keys" }),
+    card: CardFactsSchema.optional().openapi({
+      description:
+        "For `card` and `card_number` intents, when the caller's rule for the type's container reveals or masks; never for public and session keys",
+    }),
+    bank: BankFactsSchema.optional().openapi({
+      description:
+        "For `bank` intents, when the caller's rule for the type's container reveals or masks; never for public and session keys",
+    }),
     fingerprint: z.string().optional().openapi({
-      description: "The fingerprint a token of the intent's data gets by default; absent for public and session keys",
+      description:
+        "The fingerprint a token of the intent's data gets by default, when the caller's rule reveals or masks; never for public and session keys",
     }),
     created_by: z.string(),
     created_at: z.string(),

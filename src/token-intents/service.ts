@@ -61,7 +61,7 @@ export async function createTokenIntent(
   }
   const fingerprint = await fingerprintOf(keys, definition.type, definition.data);
   context.audit.describe({ entityId: id, event: { type: "token-intent.created", data: intentEventData(row, fingerprint) } });
-  return presentIntent(principal, row, keys);
+  return presentIntent(principal, row, keys, "token:create");
 }
 
 /** What a create's batch wrote: the outcome its idempotency commit mark seals. */
@@ -82,13 +82,13 @@ export async function answerCommittedIntent(context: TenantContext, principal: P
     );
   }
   context.audit.describe({ entityId: id });
-  return presentIntent(principal, row, await context.keys());
+  return presentIntent(principal, row, await context.keys(), "token:create");
 }
 
 export async function getTokenIntent(context: TenantContext, principal: Principal, id: string): Promise<TokenIntentResponse> {
   const row = await storage.findLiveIntent(context.db, context.tenantId, id, Date.now());
   if (!row) throw new NotFoundError(`Token intent ${id}`, GONE);
-  return presentIntent(principal, row, await context.keys());
+  return presentIntent(principal, row, await context.keys(), "token:read");
 }
 
 export async function deleteTokenIntent(context: TenantContext, id: string): Promise<void> {

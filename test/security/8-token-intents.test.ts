@@ -138,6 +138,39 @@ describe("rule 8: what a browser's key learns of intents", () => {
   });
 });
 
+describe("rule 8: what a private key learns of intents", () => {
+  it("an intent's facts and fingerprint follow the key's token rule for the type's container: the BIN under reveal only, nothing under redact", async () => {
+    const tenant = await seedIntentTenant();
+    const intent = await createIntent(tenant.browserKey);
+    const reader = (rules: object[], permissions: string[] = []) =>
+      createApplication(tenant, { type: "private", permissions, rules: rules as never });
+    const read = async (key: string) => (await callRoute("GET /token-intents/{id}", 200, { key, params: { id: intent.id } })).body;
+    const withIntents = (transform: string, container = "/pci/") => [
+      { priority: 1, container, transform, permissions: ["token:read", "token-intent:read"] },
+    ];
+
+    // With the BIN, the last four and a fingerprint, a key that creates intents finds a 16-digit number in about a thousand guesses.
+    const revealed = await read((await reader(withIntents("reveal"))).key);
+    expect(revealed.card).toEqual({ bin: "42424242", last4: "4242", expiration_month: 12, expiration_year: 2030, brand: "visa" });
+    expect(revealed.fingerprint).toEqual(expect.any(String));
+    const masked = await read((await reader(withIntents("mask"))).key);
+    expect(masked.card).toEqual({ last4: "4242", expiration_month: 12, expiration_year: 2030, brand: "visa" });
+    expect(masked.fingerprint).toBe(revealed.fingerprint);
+    for (const key of [
+      (await reader(withIntents("redact"))).key,
+      (await reader(withIntents("reveal", "/general/"))).key,
+      (await reader([], ["token-intent:read"])).key,
+    ]) {
+      expect(Object.keys(await read(key)).sort()).toEqual(["created_at", "created_by", "expires_at", "id", "tenant_id", "type"]);
+    }
+    // A creator is answered under its token:create rule: it sent the data, and sees no more of it than its rule shows.
+    const creator = await reader([
+      { priority: 1, container: "/", transform: "mask", permissions: ["token:create", "token-intent:create"] },
+    ]);
+    expect((await createIntent(creator.key)).card).not.toHaveProperty("bin");
+  });
+});
+
 describe("rule 8: tenants and conversions", () => {
   it("another tenant's intent id is unknown: GET and DELETE 404, conversion 404, detokenization 400; the intent stays whole", async () => {
     const owner = await seedIntentTenant();
