@@ -96,6 +96,17 @@ export const SESSIONS = {
   maxLifetimeMs: 24 * 60 * 60_000,
 } as const;
 
+/** Token intents (POST /token-intents): data held for a while before a private key converts it into a token. */
+export const TOKEN_INTENTS = {
+  /** How long an intent lives: a day, the original interface's default. The cron deletes it after. */
+  lifetimeMs: 24 * 60 * 60_000,
+  /**
+   * An intent's data as JSON. A public key creates intents from every shopper's browser, and the vault keeps
+   * each for a day: a form's worth of data, not a body's 1 MiB.
+   */
+  maxDataBytes: 32 * KiB,
+} as const;
+
 /** Longest API key or proxy key the vault will look up. */
 export const SECRET_MAX_LENGTH = 256;
 

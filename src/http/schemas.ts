@@ -157,3 +157,23 @@ export function auditFieldsOf(row: { createdBy: string | null; createdAt: number
     modified_at: isoTime(row.modifiedAt),
   };
 }
+
+/**
+ * A body of one of two shapes, told apart by whether it holds `member` (POST /tokens: a create request,
+ * or with `token_intent_id` a conversion). It is validated against the shape the member picks, and only
+ * that shape's errors are reported: a plain union would report both shapes' for one typo. The document
+ * shows both shapes (oneOf).
+ */
+export function eitherByMember<With extends z.ZodType, Without extends z.ZodType>(member: string, withMember: With, without: Without) {
+  return z.preprocess(
+    (body, ctx) => {
+      const shape = typeof body === "object" && body !== null && Object.hasOwn(body, member) ? withMember : without;
+      const parsed = shape.safeParse(body);
+      if (!parsed.success) {
+        for (const issue of parsed.error.issues) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+      }
+      return body;
+    },
+    z.union([withMember, without]),
+  );
+}

@@ -113,6 +113,14 @@ export async function deleteTokens(d1: D1Database, tenantId: string, ids: string
   ]);
 }
 
+/**
+ * With writes blocked: replaces the target's token intents of the tenant with the source's, a step at a
+ * time (a public key may have made many; they live a day, so the move copies them last, not during the copy).
+ */
+export async function copyTokenIntents(source: D1Database, target: D1Database, tenantId: string): Promise<void> {
+  await replaceInSteps(source, target, tenantId, { table: "token_intents", key: ["id"], bytes: "length(ciphertext)", limits: STEP });
+}
+
 /** Replaces the target's idempotency records of the tenant with the source's, a STEP at a time. */
 export async function copyIdempotencyRecords(source: D1Database, target: D1Database, tenantId: string): Promise<void> {
   await replaceInSteps(source, target, tenantId, {
@@ -158,7 +166,7 @@ const AUDIT_TABLES = ["audit_log", "audit_chains", "audit_pending"];
 
 /** The tenant's row count in every table that holds tenant data. */
 export async function tenantRowCounts(d1: D1Database, tenantId: string): Promise<Record<string, number>> {
-  const tables = ["tokens", ...SIDE_TABLES, "idempotency_records", ...AUDIT_TABLES];
+  const tables = ["tokens", ...SIDE_TABLES, "token_intents", "idempotency_records", ...AUDIT_TABLES];
   const results = await d1.batch(
     tables.map((table) => d1.prepare(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = ?`).bind(tenantId)),
   );
@@ -166,13 +174,18 @@ export async function tenantRowCounts(d1: D1Database, tenantId: string): Promise
 }
 
 /**
- * Deletes up to `limit` of the tenant's rows: its tokens (with their side rows) first, then its
- * audit entries, then the rest once nothing else is left. Answers `limit` while there may be more.
+ * Deletes up to `limit` of the tenant's rows: its tokens (with their side rows) first, then its token
+ * intents, then its audit entries, then the rest once nothing else is left. Answers `limit` while there may be more.
  */
 export async function purgeTenantData(d1: D1Database, tenantId: string, limit: number): Promise<number> {
   const ids = await tokenIdsAfter(d1, tenantId, "", limit);
   await deleteTokens(d1, tenantId, ids);
   if (ids.length === limit) return limit;
+  const intents = await d1
+    .prepare("DELETE FROM token_intents WHERE tenant_id = ?1 AND id IN (SELECT id FROM token_intents WHERE tenant_id = ?1 LIMIT ?2)")
+    .bind(tenantId, limit)
+    .run();
+  if (intents.meta.changes === limit) return limit;
   const { meta } = await d1
     .prepare("DELETE FROM audit_log WHERE tenant_id = ?1 AND seq IN (SELECT seq FROM audit_log WHERE tenant_id = ?1 ORDER BY seq LIMIT ?2)")
     .bind(tenantId, limit)
@@ -183,7 +196,7 @@ export async function purgeTenantData(d1: D1Database, tenantId: string, limit: n
       d1.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId),
     ),
   );
-  return ids.length + meta.changes;
+  return ids.length + intents.meta.changes + meta.changes;
 }
 
 /** A table copied in steps: its key after tenant_id, what a row takes (counted by its large columns), and a step's limits. */

@@ -96,7 +96,7 @@ async function startMove(context: RequestContext, tenantId: string, source: stri
   return move;
 }
 
-/** With writes blocked: tokens created or changed since the copy began, and tokens deleted meanwhile. */
+/** With writes blocked: tokens created or changed since the copy began, tokens deleted meanwhile, and the token intents. */
 async function copyLastChanges(source: D1Database, target: D1Database, tenantId: string, since: number): Promise<void> {
   for (const step of await copy.tokensChangedSince(source, tenantId, since)) await copy.copyTokens(source, target, tenantId, step);
   let cursor = "";
@@ -106,6 +106,7 @@ async function copyLastChanges(source: D1Database, target: D1Database, tenantId:
     await copy.deleteTokens(target, tenantId, await copy.missingTokenIds(source, tenantId, ids));
     cursor = ids.at(-1)!;
   }
+  await copy.copyTokenIntents(source, target, tenantId);
   await copy.copyIdempotencyRecords(source, target, tenantId);
   while (await copy.copyAuditEntries(source, target, tenantId));
   await copy.copyAuditChain(source, target, tenantId);

@@ -29,7 +29,7 @@ export type FuzzGroup = (typeof FUZZ_GROUPS)[number];
 export function fuzzGroupOf(operation: Pick<DocumentedOperation, "path">): FuzzGroup {
   const segments = operation.path.split("/").slice(1);
   const segment = (/^v\d+$/.test(segments[0] ?? "") ? segments[1] : segments[0]) ?? "";
-  if (["tokens", "tokenize", "detokenize", "proxy", "permissions"].includes(segment)) return "tokens";
+  if (["tokens", "token-intents", "tokenize", "detokenize", "proxy", "permissions"].includes(segment)) return "tokens";
   if (["reactor-formulas", "reactors", "logs", "webhooks"].includes(segment)) return "extensions";
   return "management";
 }
@@ -44,10 +44,21 @@ async function seedKeys(): Promise<void> {
   const tenant = await seedTenant();
   const everything = await createApplication(tenant, {
     type: "private",
-    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", "session:authorize"],
+    permissions: [
+      "token:create",
+      "token:read",
+      "token:update",
+      "token:delete",
+      "token:search",
+      "token:use",
+      "token-intent:create",
+      "token-intent:read",
+      "token-intent:delete",
+      "session:authorize",
+    ],
   });
   // A public key reaches POST /sessions, which refuses every other type of key.
-  const page = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
+  const page = await createApplication(tenant, { type: "public", permissions: ["token:create", "token-intent:create"] });
   keys = [tenant.managementKey, everything.key, page.key];
 }
 
