@@ -1,15 +1,16 @@
 // Keys: what envelope encryption costs, and what a data-key rotation does, in one run.
 //   1. Envelope encryption: the same calls (create, read, `data:` search, a proxy call detokenizing
 //      one reference) on this vault and on one built from the commit before envelope encryption,
-//      whose keys were derived from the master key in each isolate. Each on a fresh vault, turn about.
+//      whose keys were derived from the master key in each isolate. Each on a fresh vault, turn about;
+//      beside each p50, the CPU time each vault's workerd spends a call.
 //   2. Rotation: a tenant's tokens re-encrypted by the rotation job, in rows per second next to the
 //      rate at which the same vault created them (POST /tokenize, 100 a call); and the p50 and p95
 //      of reads, creates and proxy calls, of the rotating tenant and of another, while the job runs,
 //      next to the same calls, turn about, before it started.
 //   npm run bench keys [--iterations=400] [--duration=3000] [--searchable=1000] [--tokens=20000]
-//     [--parts=envelope,rotation]
+//     [--parts=envelope,rotation] [--cpu=2000]
 import { buildCommit } from "./lib/builds.mjs";
-import { interleavedLatency, interleavedThroughput, send, startEcho } from "./lib/measure.mjs";
+import { interleavedCpu, interleavedLatency, interleavedThroughput, send, startEcho } from "./lib/measure.mjs";
 import { percentiles } from "./lib/statistics.mjs";
 
 /** The last commit before envelope encryption (e13f13c, "Keys: envelope encryption"). */
@@ -24,18 +25,19 @@ export default async function keys(bench) {
     duration: durationMs,
     searchable,
     tokens,
-  } = bench.sizes({ iterations: [400, 1], duration: [3000, 50], searchable: [1000, 100], tokens: [20_000, 200] });
+    cpu: cpuRequests,
+  } = bench.sizes({ iterations: [400, 1], duration: [3000, 50], searchable: [1000, 100], tokens: [20_000, 200], cpu: [2000, 2] });
   const parts = String(bench.args.parts ?? "envelope,rotation").split(",");
   const destination = await startEcho();
   try {
-    if (parts.includes("envelope")) await envelopeCost(bench, destination.url, { iterations, durationMs, searchable });
+    if (parts.includes("envelope")) await envelopeCost(bench, destination.url, { iterations, durationMs, searchable, cpuRequests });
     if (parts.includes("rotation")) await rotation(bench, tokens, iterations, destination.url);
   } finally {
     await destination.close();
   }
 }
 
-async function envelopeCost(bench, destinationUrl, { iterations, durationMs, searchable }) {
+async function envelopeCost(bench, destinationUrl, { iterations, durationMs, searchable, cpuRequests }) {
   // Auditing off on both: the audit send changed after PRE_ENVELOPE (one sendBatch per isolate),
   // and this comparison is of the keys alone.
   const bindings = { AUDIT_LOG: "false" };
@@ -54,7 +56,9 @@ async function envelopeCost(bench, destinationUrl, { iterations, durationMs, sea
     for (const name of Object.keys(envelope)) {
       const [now, then] = await interleavedLatency(bench, [envelope[name], derived[name]], iterations);
       const [nowRate, thenRate] = await interleavedThroughput(bench, [envelope[name], derived[name]], durationMs);
-      bench.report(`  ${name} p50`, now.p50, "derived keys p50", then.p50, "ms");
+      // Each build's vault runs in a workerd of its own.
+      const cpu = await interleavedCpu(bench, [envelope[name], derived[name]], cpuRequests, [after.workerd, before.workerd]);
+      bench.report(`  ${name} p50`, now.p50, "derived keys p50", then.p50, "ms", { cpu });
       bench.report(`  ${name} throughput`, nowRate.rps, "derived keys", thenRate.rps, "req/s");
     }
   } finally {

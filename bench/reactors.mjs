@@ -1,7 +1,9 @@
 // React latency: a warm POST /reactors/{id}/react of a trivial formula (auth, reactor and formula
 // lookup, configuration decryption, a call into the formula's isolate) next to an authenticated
-// GET /reactor-formulas/{id} in the same run. Goal: react within 2x of that read.
-//   npm run bench reactors [--iterations=500] [--warmup=50]
+// GET /reactor-formulas/{id} in the same run. Goal: react within 2x of that read. Each with the CPU
+// time workerd spends a call of it (bench/lib/measure.mjs).
+//   npm run bench reactors [--iterations=500] [--warmup=50] [--cpu=2000]
+import { interleavedCpu } from "./lib/measure.mjs";
 import { percentiles } from "./lib/statistics.mjs";
 
 const TRIVIAL_CODE = "module.exports = async function (req) { return { raw: { ok: true, args: req.args } }; };";
@@ -25,7 +27,7 @@ export default async function reactors(bench) {
   const check = await bench.request("POST", reactPath, { key: caller.key, raw: reactBody });
   if (check.status !== 200) throw new Error(`react failed: ${check.status} ${JSON.stringify(check.body)}`);
 
-  const { iterations, warmup } = bench.sizes({ iterations: [500, 1], warmup: [50, 0] });
+  const { iterations, warmup, cpu: cpuRequests } = bench.sizes({ iterations: [500, 1], warmup: [50, 0], cpu: [2000, 2] });
   const formulaPath = `/reactor-formulas/${formula.body.id}`;
   const readFormula = () =>
     fetch(bench.url(formulaPath), { headers: { "SVC-API-KEY": tenant.managementKey } }).then((r) => r.arrayBuffer());
@@ -45,8 +47,9 @@ export default async function reactors(bench) {
   }
   const read = percentiles(samples.read);
   const react = percentiles(samples.react);
-  bench.report("warm POST /reactors/{id}/react p50", react.p50, "GET /reactor-formulas/{id} p50", read.p50, "ms");
-  bench.report("warm POST /reactors/{id}/react p95", react.p95, "GET /reactor-formulas/{id} p95", read.p95, "ms");
+  const cpu = await interleavedCpu(bench, [runReactor, readFormula], cpuRequests);
+  bench.report("warm POST /reactors/{id}/react p50", react.p50, "GET /reactor-formulas/{id} p50", read.p50, "ms", { cpu });
+  bench.report("warm POST /reactors/{id}/react p95", react.p95, "GET /reactor-formulas/{id} p95", read.p95, "ms", { cpu });
 }
 
 async function timed(fn) {

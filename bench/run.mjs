@@ -11,15 +11,23 @@
 //   npm run bench -- --built=<dir> this build's worker bundle as already built into <dir> (npm test
 //                                 passes its dry run's) instead of building it again
 // Every reply a benchmark receives must be a success (2xx), or the benchmark fails: a figure of
-// failing requests measures nothing.
+// failing requests measures nothing. The one exception is a token of a type the build does not know
+// (bench.createToken): an older commit's build is measured on what it has, and the benchmark says
+// which scenario it skipped there and why (bench.skip).
+// A latency may carry the CPU time workerd spends a call beside it (bench.report's `cpu`): on a
+// machine whose few cores other work shares, that is the figure that resolves a few percent.
 import { randomBytes } from "node:crypto";
 import { readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { buildWorker, startLocalVault } from "../scripts/local-vault.mjs";
+import { buildWorker, compatibilityDate, startLocalVault } from "../scripts/local-vault.mjs";
 import { readReply } from "../test/support/reply.mjs";
 import { buildCommit } from "./lib/builds.mjs";
+import { workerdServing } from "./lib/cpu.mjs";
+import { busyMicros, profileVault } from "./lib/inspector.mjs";
+import { callsAtOnce } from "./lib/measure.mjs";
 import { mean, percentiles } from "./lib/statistics.mjs";
+import { TRANSFORM } from "./proxy.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const benchDir = join(root, "bench");
@@ -50,7 +58,7 @@ for (const name of selected) {
 }
 
 process.env.WRANGLER_SEND_METRICS = "false";
-failOnUnsuccessfulReplies();
+const fetchAnyReply = failOnUnsuccessfulReplies();
 if (!args.built) {
   console.log("building the worker bundle…");
   buildWorker(buildDir);
@@ -58,8 +66,9 @@ if (!args.built) {
 
 // The runtime's own floors, for baselines, in the same workerd: a worker that only forwards the
 // request to `?to=` and returns the answer; one that makes one indexed D1 read by primary key
-// (`?tenant=&id=`, an application row of the vault's database) and answers the row; and one that
-// first reads a token row so (`?tenant=&id=`) and then forwards.
+// (`?tenant=&id=`, an application row of the vault's database) and answers the row; one that
+// first reads a token row so (`?tenant=&id=`) and then forwards; and one that passes the JSON body
+// through a trivial isolate of the Worker Loader, as the vault runs tenant code, and then forwards.
 const FORWARD_SCRIPT = `export default {
   async fetch(request) {
     const target = new URL(request.url).searchParams.get("to");
@@ -89,6 +98,37 @@ const READ_AND_FORWARD_SCRIPT = `export default {
   },
 };`;
 
+// The Worker Loader floor: the request's JSON body and headers go as JSON text to `run` of an isolate
+// that runs the proxy bench's transform (one isolate, loaded once and reused, as the vault's are per
+// transform), its answer's body is forwarded; with `?calls=2` the destination's JSON answer goes
+// through it as well, as a response transform's would. The isolate has no network.
+const LOADER_ISOLATE_MAIN = `import { WorkerEntrypoint } from "cloudflare:workers";
+import transform from "./transform.js";
+export default class Transform extends WorkerEntrypoint {
+  async run(inputJson) {
+    return await transform(JSON.parse(inputJson));
+  }
+}`;
+const LOADER_AND_FORWARD_SCRIPT = `const TRANSFORM = ${JSON.stringify(TRANSFORM)};
+const MAIN = ${JSON.stringify(LOADER_ISOLATE_MAIN)};
+export default {
+  async fetch(request, env) {
+    const params = new URL(request.url).searchParams;
+    const isolate = env.LOADER.get("bench-transform", () => ({
+      compatibilityDate: "${compatibilityDate}",
+      mainModule: "main.js",
+      modules: { "main.js": MAIN, "transform.js": { cjs: TRANSFORM } },
+      globalOutbound: null,
+    }));
+    const transform = (body, headers) => isolate.getEntrypoint().run(JSON.stringify({ args: { body, headers } }));
+    const sent = await transform(await request.json(), Object.fromEntries(request.headers));
+    const response = await fetch(params.get("to"), { method: request.method, headers: request.headers, body: JSON.stringify(sent.body) });
+    if (params.get("calls") !== "2") return new Response(response.body, response);
+    const answered = await transform(await response.json(), Object.fromEntries(response.headers));
+    return Response.json(answered.body, { status: response.status });
+  },
+};`;
+
 /**
  * A vault of the bundle in `buildDir` with the runtime's floors beside it, and the `bench` object a
  * benchmark drives it through. Each report is printed and, with `reports`, also collected.
@@ -96,16 +136,22 @@ const READ_AND_FORWARD_SCRIPT = `export default {
 async function startBench(buildDir, reports) {
   const vault = await startLocalVault({
     buildDir,
+    // For bench.vaultJavaScript; the inspector does nothing until a profiler attaches.
+    inspectorPort: 0,
     workers: [
       { name: "bench-forward", modules: true, script: FORWARD_SCRIPT },
       { name: "bench-read", modules: true, script: READ_SCRIPT, d1Databases: { DB: "vault" } },
       { name: "bench-read-forward", modules: true, script: READ_AND_FORWARD_SCRIPT, d1Databases: { DB: "vault" } },
+      { name: "bench-loader-forward", modules: true, script: LOADER_AND_FORWARD_SCRIPT, workerLoaders: { LOADER: {} } },
     ],
   });
   const { db, masterKey, operatorKey, baseUrl } = vault;
   const forwarderUrl = await vault.urlOf("bench-forward");
   const readerUrl = await vault.urlOf("bench-read");
   const readForwarderUrl = await vault.urlOf("bench-read-forward");
+  const loaderForwarderUrl = await vault.urlOf("bench-loader-forward");
+  // The vault and its floors share one workerd, whose CPU time bench/lib/measure.mjs's interleavedCpu reads.
+  const workerd = workerdServing(baseUrl);
 
   let section = null;
   const bench = {
@@ -120,10 +166,18 @@ async function startBench(buildDir, reports) {
     /** How many rounds a measurement taken turn about runs: `rounds`, or fewer in a smoke run. */
     rounds: (rounds) => (smoke ? Math.min(rounds, SMOKE.rounds) : rounds),
     db,
+    /** The pid of the workerd that runs this vault and the floors (null off Linux): whose CPU time is read. */
+    workerd,
     /** This run's own vault, shaped as startVault answers one; never to be disposed by a benchmark. */
-    vault: { baseUrl, operatorKey },
-    /** Another vault from the same bundle (startLocalVault options, e.g. dataDatabases), to dispose when done. */
-    startVault: (options = {}) => startLocalVault({ buildDir, ...options }),
+    vault: { baseUrl, operatorKey, workerd },
+    /**
+     * Another vault from the same bundle (startLocalVault options, e.g. dataDatabases), in a workerd
+     * of its own (`workerd`, its pid), to dispose when done.
+     */
+    startVault: async (options = {}) => {
+      const started = await startLocalVault({ buildDir, ...options });
+      return { ...started, workerd: workerdServing(started.baseUrl) };
+    },
     masterKey,
     operatorKey,
     url: (path) => `${baseUrl}${path}`,
@@ -134,6 +188,20 @@ async function startBench(buildDir, reports) {
     /** Reaches `target` through a worker that reads one token row by primary key, then forwards. */
     readForwardUrl: (target, tenantId, tokenId) =>
       `${readForwarderUrl}/?to=${encodeURIComponent(target)}&tenant=${encodeURIComponent(tenantId)}&id=${encodeURIComponent(tokenId)}`,
+    /**
+     * Reaches `target` through a worker that passes the JSON body through one call of a trivial Worker
+     * Loader isolate, then forwards; with `calls` 2, the JSON answer through a second call too.
+     */
+    loaderForwardUrl: (target, calls = 1) => `${loaderForwarderUrl}/?to=${encodeURIComponent(target)}&calls=${calls}`,
+    /**
+     * The vault isolate's JavaScript CPU time a call, in microseconds: its V8 profile's busy samples
+     * while `requests` calls of `fn` run 32 at a time (see bench/lib/inspector.mjs's busyMicros).
+     */
+    async vaultJavaScript(fn, requests) {
+      const count = smoke ? 1 : requests;
+      const { profile } = await profileVault(vault.inspectorUrl, () => callsAtOnce(fn, count, 32));
+      return busyMicros(profile) / count;
+    },
     async request(method, path, { key, body, headers = {}, raw } = {}) {
       const sent = { ...headers };
       if (key) sent["SVC-API-KEY"] = key;
@@ -152,6 +220,23 @@ async function startBench(buildDir, reports) {
         managementKey: reply.body.application.keys[0].key,
         managementApplicationId: reply.body.application.id,
       };
+    },
+    /**
+     * Creates a token (POST /tokens with `key`) and answers its id; null when this build does not
+     * know the token's type (an older commit's, under --against), so that a benchmark skips what
+     * needs it. Any other refusal fails the benchmark.
+     */
+    async createToken(key, body) {
+      const reply = await readReply(
+        await fetchAnyReply(`${baseUrl}/tokens`, {
+          method: "POST",
+          headers: { "SVC-API-KEY": key, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        }),
+      );
+      if (reply.status === 201) return reply.body.id;
+      if (reply.status === 400 && reply.body?.errors?.type) return null;
+      throw new Error(`token creation failed: ${reply.status} ${JSON.stringify(reply.body)}`);
     },
     async createApplication(tenant, { type, permissions = [], rules = [], name = `${type} app` }) {
       const reply = await bench.request("POST", "/applications", {
@@ -193,14 +278,23 @@ async function startBench(buildDir, reports) {
       section = name;
       console.log(`  ${name}`);
     },
-    report(label, figure, baselineLabel, baseline, unit) {
-      const ratio = baseline === 0 ? Infinity : figure / baseline;
+    /** A part the benchmark did not measure on this build, and why: printed, and named again by --against. */
+    skip(name, reason) {
+      reports?.push({ skipped: name, reason });
+      console.log(`  ${name}: skipped, ${reason}`);
+    },
+    /**
+     * Prints a figure next to its baseline and their ratio. `cpu`, [figure's, baseline's], is the CPU
+     * time workerd spends a call of each, in microseconds (interleavedCpu), printed after the ratio;
+     * a null one is left out (a direct call, which workerd does not serve).
+     */
+    report(label, figure, baselineLabel, baseline, unit, { cpu } = {}) {
       // Compared by part, figure and baseline: one figure may be reported against several baselines.
       const key = `${section ? `${section}: ` : ""}${label.trim()} ÷ ${baselineLabel}`;
-      reports?.push({ label: key, figure, baselineLabel, baseline, unit });
+      reports?.push({ label: key, figure, baselineLabel, baseline, unit, cpu });
       console.log(
-        `  ${label.padEnd(44)} ${format(figure).padStart(10)} ${unit.padEnd(9)}` +
-          ` | ${baselineLabel.padEnd(36)} ${format(baseline).padStart(10)} ${unit.padEnd(9)} | ratio ${ratio.toFixed(2)}`,
+        `  ${label.padEnd(50)} ${format(figure).padStart(10)} ${unit.padEnd(9)}` +
+          ` | ${baselineLabel.padEnd(40)} ${format(baseline).padStart(10)} ${unit.padEnd(9)} | ratio ${ratioOf(figure, baseline)}${cpuText(cpu)}`,
       );
     },
   };
@@ -217,7 +311,7 @@ function sizeOf(name, full, tiny) {
   return given.split(",").map((item) => (typeof full[0] === "number" ? Number(item) : item));
 }
 
-/** Makes every fetch of this process throw on a reply outside 2xx, naming the request and the reply. */
+/** Makes every fetch of this process throw on a reply outside 2xx, naming the request and the reply; answers the fetch that does not. */
 function failOnUnsuccessfulReplies() {
   const fetchOf = globalThis.fetch;
   globalThis.fetch = async (input, init) => {
@@ -229,6 +323,19 @@ function failOnUnsuccessfulReplies() {
     }
     return response;
   };
+  return fetchOf;
+}
+
+function ratioOf(figure, baseline) {
+  return (baseline === 0 ? Infinity : figure / baseline).toFixed(2);
+}
+
+/** A report's CPU figures: the figure's, then the baseline's and their ratio when there is one. */
+function cpuText(cpu) {
+  if (!cpu || cpu[0] === null) return "";
+  const [figure, baseline] = cpu;
+  if (baseline === null) return ` | CPU ${figure.toFixed(0)} µs a call`;
+  return ` | CPU ${figure.toFixed(0)} vs ${baseline.toFixed(0)} µs a call, ratio ${ratioOf(figure, baseline)}`;
 }
 
 function secondsSince(started) {
@@ -292,10 +399,14 @@ async function compareBuilds(against, rounds) {
 
 function printComparison(name, builds, reports) {
   console.log(`\n## ${name}: ${builds[0].name} ÷ ${builds[1].name}, means of the rounds`);
-  const labels = [...new Set(reports[0].map((report) => report.label))];
+  const figures = reports.map((list) => list.filter((report) => !report.skipped));
+  const labels = [...new Set(figures[0].map((report) => report.label))];
+  // A p50 and a p95 next to the same baseline carry the same CPU figures: printed once.
+  let lastCpuLine = null;
   for (const label of labels) {
-    const [now, then] = reports.map((list) => {
+    const [now, then] = figures.map((list) => {
       const matching = list.filter((report) => report.label === label);
+      const cpu = matching.filter((report) => report.cpu?.[0] != null).map((report) => report.cpu);
       return matching.length === 0
         ? null
         : {
@@ -303,15 +414,31 @@ function printComparison(name, builds, reports) {
             ratio: mean(matching.map((report) => report.figure / report.baseline)),
             excess: mean(matching.map((report) => report.figure - report.baseline)),
             unit: matching[0].unit,
+            cpu: cpu.length === 0 ? null : mean(cpu.map(([figure]) => figure)),
+            cpuRatio: cpu.every(([, baseline]) => baseline != null) ? mean(cpu.map(([figure, baseline]) => figure / baseline)) : null,
           };
     });
+    // A figure of a part skipped on one build is named among the skipped parts below.
     if (!now || !then) continue;
     // A latency's excess over its baseline: the vault's own share, for a figure measured beside a floor.
     const excess = now.unit === "ms" ? ` | less baseline ${format(now.excess)} vs ${format(then.excess)}` : "";
     console.log(
-      `  ${label.padEnd(80)} ${format(now.figure).padStart(10)} ${now.unit.padEnd(7)} | ${format(then.figure).padStart(10)} ${then.unit.padEnd(7)}` +
+      `  ${label.padEnd(96)} ${format(now.figure).padStart(10)} ${now.unit.padEnd(7)} | ${format(then.figure).padStart(10)} ${then.unit.padEnd(7)}` +
         ` | ratio ${(now.figure / then.figure).toFixed(2)} | to baseline ${now.ratio.toFixed(2)} vs ${then.ratio.toFixed(2)}${excess}`,
     );
+    if (now.cpu !== null && then.cpu !== null) {
+      const toBaseline =
+        now.cpuRatio !== null && then.cpuRatio !== null ? ` | to baseline ${now.cpuRatio.toFixed(2)} vs ${then.cpuRatio.toFixed(2)}` : "";
+      const cpuLine =
+        `  ${"    CPU a call".padEnd(96)} ${now.cpu.toFixed(0).padStart(10)} µs      | ${then.cpu.toFixed(0).padStart(10)} µs     ` +
+        ` | ratio ${(now.cpu / then.cpu).toFixed(2)}${toBaseline}`;
+      if (cpuLine !== lastCpuLine) console.log(cpuLine);
+      lastCpuLine = cpuLine;
+    }
+  }
+  for (const [index, list] of reports.entries()) {
+    const skipped = new Map(list.filter((report) => report.skipped).map((report) => [report.skipped, report.reason]));
+    for (const [part, reason] of skipped) console.log(`  ${part}: skipped on ${builds[index].name}, ${reason}`);
   }
 }
 

@@ -7,8 +7,10 @@
 //   - the SQL the compiler writes next to that hand-written SQL, both through bench.db, so the
 //     ratio isolates the quality of the compiled SQL from transport and presentation.
 // Every selective query matches tokens among the first `span` at every size, the same number at
-// every span. Last, the parse rate of the generated parser next to the `lucene` package on one
-// corpus, for `parsing` milliseconds each.
+// every span. Then deep paging: page 1,000 (or the deepest page a query has) next to page 1 of the
+// same query, by cursor (POST /v2/tokens/search) and by number (POST /tokens/search), for a
+// selective query, a date range and every token. Last, the parse rate of the generated parser next
+// to the `lucene` package on one corpus, for `parsing` milliseconds each.
 //   npm run bench search [--sizes=100000,1000000] [--span=20000] [--iterations=200] [--chunk=2000] [--parsing=2000]
 //     [--repeat=50]
 import { randomUUID } from "node:crypto";
@@ -71,6 +73,17 @@ export default async function search(bench) {
         measured.rowsRead.hand,
         "rows",
       );
+    }
+    console.log(`\n  deep paging @${compact(size)}: page ${DEEP_PAGE} (or a query's last) next to page 1 of the same query`);
+    for (const kind of deepPagingKinds(tenant.tenantId, span, size)) {
+      const deep = await measureDeepPaging(bench, vault, app.key, kind, { iterations });
+      const at = `${kind.name} @${compact(size)}`;
+      const page = `page ${deep.page}`;
+      bench.report(`${at} v2 ${page} HTTP p50`, deep.v2.deep.p50, "v2 page 1 HTTP p50", deep.v2.first.p50, "ms");
+      bench.report(`${at} v2 ${page} in-worker p50`, deep.v2.deepWorker, "v2 page 1 in-worker p50", deep.v2.firstWorker, "ms");
+      bench.report(`${at} v2 ${page} rows read`, deep.rowsRead.deep, "v2 page 1 rows read", deep.rowsRead.first, "rows");
+      bench.report(`${at} v1 ${page} HTTP p50`, deep.v1.deep.p50, "v1 page 1 HTTP p50", deep.v1.first.p50, "ms");
+      bench.report(`${at} v2 ${page} HTTP p50`, deep.v2.deep.p50, `v1 ${page} HTTP p50`, deep.v1.deep.p50, "ms");
     }
   }
 
@@ -325,6 +338,104 @@ async function compiledStatements({ compileSearch, parseQuery }, seed, tenantId,
     { limit: PAGE, offset: 0, countLimit: 10_000 },
   );
   return { page: [page.sql, page.params], count: [count.sql, count.params] };
+}
+
+/** The page the deep-paging figures read: a client that follows a list a thousand pages down. */
+const DEEP_PAGE = 1000;
+
+/**
+ * Queries for deep paging: selective (the regions of the span, 2% of a million tokens, read through
+ * the container index), a date range over the span (read along the created_at index), and every
+ * token. Each has `matches` tokens, so its deepest page is known.
+ */
+function deepPagingKinds(tenantId, span, size) {
+  const regions = Array.from({ length: span / REGION }, (_, region) => `container:/r${region}/*`);
+  const iso = (i) => new Date(timeOf(i)).toISOString();
+  return [
+    { name: "selective (regions of the span)", query: regions.join(" OR "), matches: span, tenantId },
+    { name: "date range (the span)", query: `created_at:[${iso(0)} TO ${iso(span - 1)}]`, matches: span, tenantId },
+    { name: "every token (not selective)", query: null, matches: size, tenantId },
+  ];
+}
+
+/**
+ * One query's page DEEP_PAGE (or its last) next to its page 1: over HTTP by cursor and by number,
+ * inside the worker, and the rows the cursor page's statement reads. The cursor is reached 100 tokens
+ * a page (a cursor is not bound to the size), then PAGE at a time, and checked against v1's page.
+ */
+async function measureDeepPaging(bench, vault, key, kind, { iterations }) {
+  const page = Math.min(DEEP_PAGE, Math.floor(kind.matches / PAGE));
+  const before = (page - 1) * PAGE;
+  let start;
+  let last;
+  for (let read = 0; read < before; ) {
+    const size = before - read >= 100 ? 100 : PAGE;
+    const reply = await bench.request("POST", "/v2/tokens/search", { key, body: { query: kind.query, size, start } });
+    if (reply.body.data.length !== size) throw new Error(`${kind.name}: a page of ${reply.body.data.length} tokens before page ${page}`);
+    read += size;
+    [start, last] = [reply.body.pagination.next, reply.body.data.at(-1)];
+  }
+  const bodies = {
+    v2first: { query: kind.query, size: PAGE },
+    v2deep: { query: kind.query, size: PAGE, start },
+    v1first: { query: kind.query, size: PAGE },
+    v1deep: { query: kind.query, size: PAGE, page },
+  };
+  const [v2deep, v1deep] = await Promise.all([
+    bench.request("POST", "/v2/tokens/search", { key, body: bodies.v2deep }),
+    bench.request("POST", "/tokens/search", { key, body: bodies.v1deep }),
+  ]);
+  const ids = (reply) => reply.body.data.map((token) => token.id).join();
+  if (v2deep.body.data.length !== PAGE || ids(v2deep) !== ids(v1deep)) {
+    throw new Error(`${kind.name}: page ${page} by cursor is not page ${page} by number`);
+  }
+
+  const worker = { v2first: [], v2deep: [] };
+  const send = (path, name) => async () => {
+    const response = await fetch(bench.url(path), {
+      method: "POST",
+      headers: { "SVC-API-KEY": key, "content-type": "application/json" },
+      body: JSON.stringify(bodies[name]),
+    });
+    await response.arrayBuffer();
+    worker[name]?.push(Number(/search;dur=([\d.]+)/.exec(response.headers.get("server-timing"))[1]));
+  };
+  // Turn about in rounds, so that a change of load on this machine weighs on each figure alike.
+  const rounds = bench.rounds(5);
+  const perRound = Math.max(10, Math.ceil(iterations / rounds));
+  const samples = { v2first: [], v2deep: [], v1first: [], v1deep: [] };
+  for (let round = 0; round < rounds; round++) {
+    const warmup = round === 0 ? 10 : 2;
+    for (const name of Object.keys(samples)) {
+      const path = name.startsWith("v2") ? "/v2/tokens/search" : "/tokens/search";
+      samples[name].push(await bench.latency(send(path, name), { iterations: perRound, warmup }));
+    }
+  }
+  const p50 = (name) => ({ p50: median(samples[name].map((figures) => figures.p50)) });
+  const rowsRead = {
+    first: await rowsReadAfter(bench, vault, kind, null),
+    deep: await rowsReadAfter(bench, vault, kind, { createdAt: Date.parse(last.created_at), id: last.id }),
+  };
+  return {
+    page,
+    v2: { first: p50("v2first"), deep: p50("v2deep"), firstWorker: median(worker.v2first), deepWorker: median(worker.v2deep) },
+    v1: { first: p50("v1first"), deep: p50("v1deep") },
+    rowsRead,
+  };
+}
+
+/** The rows D1 reads for the cursor page after `after`, in the statement the vault's compiler writes for it. */
+async function rowsReadAfter(bench, { compileSearchAfter, parseQuery }, kind, after) {
+  const { page } = compileSearchAfter(
+    kind.query ? parseQuery(kind.query) : null,
+    { tenantId: kind.tenantId, now: Date.now(), containers: null, blindIndexes: new Map() },
+    { limit: PAGE + 1, after },
+  );
+  const result = await bench.db
+    .prepare(page.sql)
+    .bind(...page.params)
+    .all();
+  return result.meta.rows_read;
 }
 
 /** Queries both grammars read (container paths quoted, since bare /…/ is a Lucene regex). */

@@ -43,7 +43,7 @@ export interface ElementOptions {
   copy?: boolean;
 }
 
-export type Operation = "tokens.create" | "tokenize";
+export type Operation = "tokens.create" | "tokenize" | "tokenIntents.create";
 
 /**
  * The requests that reveal: `sessions.create` (POST /sessions with the init's public key), whose

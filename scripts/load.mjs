@@ -76,8 +76,9 @@ try {
   const setup = await prepare();
   console.log(`load for ${duration} s against ${baseUrl} (run ${runId})…`);
   const results = await Promise.all(scenarios(setup).map(run));
+  const loadWindow = { startedAt: setup.loadStartedAt, endedAt: Date.now() };
   report(results);
-  const failures = await verify(setup, results);
+  const failures = await verify(setup, results, loadWindow);
   if (failures.length > 0) {
     console.log("\nFAILED:");
     for (const failure of failures) console.log(`  - ${failure}`);
@@ -314,8 +315,11 @@ function report(results) {
   );
 }
 
-async function verify({ key, managementKey, loadStartedAt }, results) {
+async function verify({ key, managementKey }, results, loadWindow) {
   const failures = [];
+  // First, before the checks below add entries of their own: how long the audit log took to hold
+  // what the answered requests made.
+  await awaitAuditEntries(managementKey, loadWindow, results);
   for (const { scenario, statuses } of results) {
     const errors = [...statuses].filter(([status]) => status >= 500);
     if (errors.length > 0) failures.push(`${scenario.name}: ${errors.map(([s, n]) => `${n}× ${s}`).join(", ")}`);
@@ -361,7 +365,7 @@ async function verify({ key, managementKey, loadStartedAt }, results) {
   console.log(`deduplicating creates: ${dedupIds.size} distinct ids for ${DEDUPLICATED_VALUES.length} values`);
   if (dedupIds.size !== DEDUPLICATED_VALUES.length)
     failures.push(`deduplicating creates gave ${dedupIds.size} ids for ${DEDUPLICATED_VALUES.length} values`);
-  failures.push(...(await verifyAuditLog(managementKey, loadStartedAt, results)));
+  failures.push(...(await verifyAuditLog(managementKey, loadWindow, results)));
   return failures;
 }
 
@@ -369,22 +373,14 @@ async function verify({ key, managementKey, loadStartedAt }, results) {
  * The audit log holds, for every answered request of the load, exactly the entries it makes (none
  * lost, none doubled), and at most that for the requests cut off in flight; and its chain verifies.
  */
-async function verifyAuditLog(managementKey, loadStartedAt, results) {
+async function verifyAuditLog(managementKey, loadWindow, results) {
   const failures = [];
   const expected = new Map();
   for (const { scenario, answered } of results) for (const traceId of answered) expected.set(traceId, scenario.logEntries);
   const inFlight = results.reduce((sum, { inFlight }) => sum + inFlight, 0);
   const expectedTotal = [...expected.values()].reduce((sum, count) => sum + count, 0);
 
-  // The queue consumer writes entries a moment after the requests: wait until they are all there.
-  let entries = [];
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    entries = await loadEntries(managementKey, loadStartedAt);
-    const missing = [...expected].some(([traceId, count]) => (countsByTrace(entries).get(traceId) ?? 0) < count);
-    if (!missing || Date.now() > deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-  }
+  const entries = await loadEntries(managementKey, loadWindow);
   const counts = countsByTrace(entries);
   let lost = 0;
   let doubled = 0;
@@ -405,16 +401,53 @@ async function verifyAuditLog(managementKey, loadStartedAt, results) {
   if (unanswered.length > inFlight) failures.push(`${unanswered.length} unanswered requests are logged; only ${inFlight} were in flight`);
 
   const verification = (await request("GET", "/logs/verify", { key: managementKey })).body;
-  console.log(`audit chain: ${verification.verified ? "verified" : "BROKEN"} over ${verification.checked} entries`);
+  console.log(
+    `audit chain: ${verification.verified ? "verified" : "BROKEN"} over ${verification.checked} entries; ` +
+      `${verification.pending} waiting in audit_pending`,
+  );
   if (!verification.verified) failures.push(`the audit chain breaks at ${JSON.stringify(verification.broken_at)}`);
+  if (verification.pending !== 0) failures.push(`${verification.pending} audit entries still wait in audit_pending`);
   auditSummary = `${entries.length} log entries for ${expected.size} operations`;
   return failures;
 }
 
 /** The load's entries (by trace id) written since it started, read page by page up to a fixed end. */
-async function loadEntries(managementKey, loadStartedAt) {
+/**
+ * Waits until the log holds as many entries of the load's time as its answered requests made (the
+ * queue consumer writes them a moment after the answers), counting it with one cheap page at a time,
+ * and prints how long after the load ended that was.
+ */
+async function awaitAuditEntries(managementKey, loadWindow, results) {
+  const expectedTotal = results.reduce((sum, { scenario, answered }) => sum + answered.length * scenario.logEntries, 0);
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if ((await countEntries(managementKey, loadWindow)) >= expectedTotal) {
+      const after = (Date.now() - loadWindow.endedAt) / 1000;
+      console.log(`\naudit log: as many entries as the answered requests made were there ${after.toFixed(1)} s after the load ended`);
+      return;
+    }
+    if (Date.now() > deadline) {
+      console.log("\naudit log: fewer entries than the answered requests made, 120 s after the load ended");
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** The log's entries of the load's time; entries of the checks after it are later. */
+function logRange({ startedAt, endedAt }) {
+  return { start_date: new Date(startedAt).toISOString(), end_date: new Date(endedAt + 1).toISOString() };
+}
+
+/** How many entries the log holds of the load's time. */
+async function countEntries(managementKey, loadWindow) {
+  const range = { ...logRange(loadWindow), size: "1", page: "1" };
+  return (await request("GET", `/logs?${new URLSearchParams(range)}`, { key: managementKey })).body.pagination.total_items;
+}
+
+async function loadEntries(managementKey, loadWindow) {
   // A fixed end keeps the pages still while the reads of the log are themselves logged.
-  const range = { start_date: new Date(loadStartedAt).toISOString(), end_date: new Date().toISOString(), size: "100" };
+  const range = { ...logRange(loadWindow), size: "100" };
   const first = (await request("GET", `/logs?${new URLSearchParams({ ...range, page: "1" })}`, { key: managementKey })).body;
   const pages = [first];
   for (let page = 2; page <= first.pagination.total_pages; page += 8) {

@@ -41,6 +41,8 @@ const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.e
  * `onLog({level, message})`, when given, receives every log line instead of the console.
  * `dataDatabases: n` binds DB_1 … DB_n beside the control database DB (none: DB holds the data too).
  * `assets: true` serves wrangler.toml's static assets (public/) in front of the worker.
+ * `inspectorPort` opens workerd's inspector on that port (0: any free one); the answer's
+ * `inspectorUrl` names it (null without one).
  * `persistTo: dir` keeps the D1 databases in that directory instead of in memory, so that a vault started
  * again on it (with the same `masterKey`, and `migrate: false`: the schema is there) finds its data.
  * `masterKey` and `operatorKey` are random unless given; `declared` is declaredWorkerOptions(), read unless given.
@@ -84,8 +86,8 @@ export async function startLocalVault({
   const mf = new Miniflare({
     host,
     port: 0,
-    // A profiler (bench/lib/profile.mjs) attaches to the workers through the inspector.
-    ...(inspectorPort ? { inspectorPort } : {}),
+    // A profiler (bench/lib/inspector.mjs) attaches to the workers through the inspector; port 0 takes a free one.
+    ...(inspectorPort !== undefined ? { inspectorPort } : {}),
     // A caller that captures the runtime's logs (workerd's and the workers' console) gets them all.
     ...(onLog ? { handleStructuredLogs: onLog } : {}),
     ...(persistTo ? { d1Persist: persistTo } : {}),
@@ -137,5 +139,6 @@ export async function startLocalVault({
     await database.batch(statements.map((statement) => database.prepare(statement)));
   }
   const db = await mf.getD1Database("DB", "vault");
-  return { mf, db, masterKey, operatorKey, baseUrl: await urlOf("vault"), urlOf, dispose: () => mf.dispose() };
+  const inspectorUrl = inspectorPort !== undefined ? (await mf.getInspectorURL()).toString() : null;
+  return { mf, db, masterKey, operatorKey, baseUrl: await urlOf("vault"), urlOf, inspectorUrl, dispose: () => mf.dispose() };
 }

@@ -27,6 +27,7 @@ import { authenticateKnownRoutes, traceAndConfigure } from "./runtime/middleware
 import { searchRoutes } from "./search/routes";
 import { sessionRoutes } from "./sessions/routes";
 import { tenantRoutes } from "./tenants/routes";
+import { tokenIntentRoutes } from "./token-intents/routes";
 import { tokenRoutes } from "./tokens/routes";
 import { webhookRoutes } from "./webhooks/routes";
 
@@ -75,6 +76,7 @@ export function buildApp() {
   api.route("/", sessionRoutes);
   api.route("/", proxyRoutes);
   api.route("/", tokenRoutes);
+  api.route("/", tokenIntentRoutes);
   api.route("/", detokenizeRoutes);
   api.route("/", searchRoutes);
   api.route("/", reactorRoutes);

@@ -85,8 +85,9 @@ export class ForbiddenError extends ProblemError {
 }
 
 export class NotFoundError extends ProblemError {
-  constructor(what: string) {
-    super(404, "Not Found", `${what} was not found`);
+  /** `why` says what may have become of it, when that helps the caller. */
+  constructor(what: string, why?: string) {
+    super(404, "Not Found", `${what} was not found${why ? `: ${why}` : ""}`);
   }
 }
 

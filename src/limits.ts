@@ -21,6 +21,12 @@ export const NAME_MAX_LENGTH = 200;
 /** Items per page of every list and search. */
 export const PAGE_MAX_SIZE = 100;
 
+/**
+ * Longest `start` a cursor-paged list accepts (400 beyond, before anything is decoded): a cursor
+ * that holds a token id of 400 characters is under 1,700.
+ */
+export const CURSOR_MAX_LENGTH = 4096;
+
 export const TOKENS = {
   idMinLength: 3,
   idMaxLength: 400,
@@ -88,6 +94,17 @@ export const SESSIONS = {
   defaultLifetimeMs: 60_000,
   /** The latest an authorization may set `expires_at`: a day after the session was created (and never past the authorizing key's expiry). */
   maxLifetimeMs: 24 * 60 * 60_000,
+} as const;
+
+/** Token intents (POST /token-intents): data held for a while before a private key converts it into a token. */
+export const TOKEN_INTENTS = {
+  /** How long an intent lives: a day, the original interface's default. The cron deletes it after. */
+  lifetimeMs: 24 * 60 * 60_000,
+  /**
+   * An intent's data as JSON. A public key creates intents from every shopper's browser, and the vault keeps
+   * each for a day: a form's worth of data, not a body's 1 MiB.
+   */
+  maxDataBytes: 32 * KiB,
 } as const;
 
 /** Longest API key or proxy key the vault will look up. */

@@ -1,6 +1,7 @@
 // Measuring helpers the benchmarks share (not a benchmark: bench/run.mjs runs only bench/*.mjs).
 import { createServer } from "node:http";
 import { readReply } from "../../test/support/reply.mjs";
+import { cpuMicros, settledCpu } from "./cpu.mjs";
 import { mean, median } from "./statistics.mjs";
 
 /**
@@ -55,4 +56,40 @@ export async function startEcho() {
     url: `http://127.0.0.1:${server.address().port}`,
     close: () => new Promise((resolve) => server.close(resolve)),
   };
+}
+
+/** `count` calls of `fn`, `concurrency` at a time. */
+export async function callsAtOnce(fn, count, concurrency) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      while (next < count) await fn(next++);
+    }),
+  );
+}
+
+/**
+ * The CPU time workerd spends a call of each function, in microseconds, what the call leaves behind
+ * (the audit log's queue consumer) included: `requests` calls of each, 32 at a time, turn about in
+ * rounds, each burst read once its workerd has settled (bench/lib/cpu.mjs). `pids[i]` is the workerd
+ * that fns[i] calls (by default the run's own); a null one gives a null figure. A smoke run reads
+ * without settling.
+ */
+export async function interleavedCpu(bench, fns, requests, pids = fns.map(() => bench.workerd)) {
+  const rounds = bench.rounds(2);
+  const perBurst = Math.max(1, Math.ceil(requests / rounds));
+  const read = (pid) => (bench.smoke ? cpuMicros(pid) : settledCpu(pid));
+  // Settled once here, each workerd is settled again after every burst of its own.
+  for (const pid of new Set(pids.filter(Boolean))) await read(pid);
+  const spent = fns.map(() => 0);
+  for (let round = 0; round < rounds; round++) {
+    for (const [index, fn] of fns.entries()) {
+      const pid = pids[index];
+      if (!pid) continue;
+      const before = cpuMicros(pid);
+      await callsAtOnce(fn, perBurst, 32);
+      spent[index] += (await read(pid)) - before;
+    }
+  }
+  return spent.map((micros, index) => (pids[index] ? micros / (rounds * perBurst) : null));
 }

@@ -6,13 +6,14 @@
 //   node bench/lib/profile.mjs [anonymous|authenticated|1|10|transforms] [--requests=5000] [--built=<dir>] [--out=<file>]
 //     [--binding=NAME=value] [--cpu-only]
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import WebSocket from "ws";
 import { buildWorker, startLocalVault } from "../../scripts/local-vault.mjs";
 import { TRANSFORM } from "../proxy.mjs";
-import { send, startEcho } from "./measure.mjs";
+import { settledCpu, workerdServing } from "./cpu.mjs";
+import { busyMicros, profileVault, SAMPLING_INTERVAL_US } from "./inspector.mjs";
+import { callsAtOnce, send, startEcho } from "./measure.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const argv = process.argv.slice(2);
@@ -23,13 +24,11 @@ const buildDir = resolve(option("built", join(root, ".bench", "build")));
 const out = option("out", join(root, ".bench", `proxy-${scenario}.cpuprofile`));
 if (!existsSync(join(buildDir, "index.js"))) buildWorker(buildDir);
 
-const SAMPLING_INTERVAL_US = 100;
-const inspectorPort = 9300 + Math.floor(Math.random() * 500);
 // --binding=NAME=value (repeatable) sets a binding of the vault, e.g. --binding=AUDIT_LOG=false.
 const bindings = Object.fromEntries(
   argv.filter((arg) => arg.startsWith("--binding=")).map((arg) => arg.slice("--binding=".length).split("=")),
 );
-const vault = await startLocalVault({ buildDir, inspectorPort, bindings });
+const vault = await startLocalVault({ buildDir, inspectorPort: 0, bindings });
 const destination = await startEcho();
 try {
   const post = async (path, headers, body) => {
@@ -61,26 +60,19 @@ try {
     const reply = await send(`${vault.baseUrl}/proxy/charges`, body, headers);
     if (reply.status !== 200) throw new Error(`proxy answered ${reply.status} ${reply.text}`);
   };
-  const load = async (count) => {
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 32 }, async () => {
-        while (next++ < count) await call();
-      }),
-    );
-  };
+  const load = (count) => callsAtOnce(call, count, 32);
   await load(500);
-  // The CPU time workerd (every worker, D1's SQLite and the queues included) spends a call, which a
-  // loaded machine disturbs much less than it does latency.
-  const workerd = childWorkerd();
+  // The CPU time workerd (every worker, D1's SQLite and the queues included) spends a call, what the
+  // calls left behind (the audit log's queue consumer) included, which a loaded machine disturbs much
+  // less than it does latency.
+  const workerd = workerdServing(vault.baseUrl);
   for (let round = 0; round < 3; round++) {
-    const before = cpuMicros(workerd);
+    const before = await settledCpu(workerd);
     const startedAt = performance.now();
     await load(requests);
     const wall = performance.now() - startedAt;
-    console.log(
-      `workerd CPU ${((cpuMicros(workerd) - before) / requests).toFixed(0)} µs a call (${requests} calls in ${wall.toFixed(0)} ms)`,
-    );
+    const spent = (await settledCpu(workerd)) - before;
+    console.log(`workerd CPU ${(spent / requests).toFixed(0)} µs a call (${requests} calls in ${wall.toFixed(0)} ms)`);
   }
   // One call at a time: the latency a lone caller sees, with whatever the vault does after each answer.
   const latencies = [];
@@ -94,69 +86,15 @@ try {
   console.log(`one call at a time: p50 ${at(0.5)} ms, p95 ${at(0.95)} ms, p99 ${at(0.99)} ms`);
   if (argv.includes("--cpu-only")) process.exit(0);
 
-  const targets = await (await fetch(`http://127.0.0.1:${inspectorPort}/json/list`)).json();
-  const target = targets.find((each) => each.title?.includes("vault") || each.url?.includes("vault")) ?? targets[0];
-  const inspector = await connect(target.webSocketDebuggerUrl);
-  await inspector.call("Profiler.enable");
-  await inspector.call("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
-  await inspector.call("Profiler.start");
   const started = performance.now();
-  await load(requests);
+  const { profile, target, targets } = await profileVault(vault.inspectorUrl, () => load(requests));
   const elapsed = performance.now() - started;
-  const { profile } = await inspector.call("Profiler.stop");
-  inspector.close();
   writeFileSync(out, JSON.stringify(profile));
   printSelfTimes(profile, requests, elapsed);
-  console.log(`profile written to ${out} (${targets.length} inspector targets; profiled ${target.title ?? target.url})`);
+  console.log(`profile written to ${out} (${targets} inspector targets; profiled ${target})`);
 } finally {
   await destination.close();
   await vault.dispose();
-}
-
-/** The workerd process this script's Miniflare started. */
-function childWorkerd() {
-  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (stat.includes("(workerd)") && Number(fields[1]) === process.pid) return pid;
-    } catch {}
-  }
-  throw new Error("no workerd child process found");
-}
-
-/** User and system CPU time of a process so far, in microseconds. */
-function cpuMicros(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
-}
-
-function connect(url) {
-  return new Promise((resolvePromise, reject) => {
-    const socket = new WebSocket(url);
-    const pending = new Map();
-    let id = 0;
-    socket.on("message", (data) => {
-      const message = JSON.parse(data.toString());
-      const waiter = pending.get(message.id);
-      if (!waiter) return;
-      pending.delete(message.id);
-      if (message.error) waiter.reject(new Error(message.error.message));
-      else waiter.resolve(message.result);
-    });
-    socket.on("error", reject);
-    socket.on("open", () =>
-      resolvePromise({
-        call: (method, params = {}) =>
-          new Promise((resolveCall, rejectCall) => {
-            pending.set(++id, { resolve: resolveCall, reject: rejectCall });
-            socket.send(JSON.stringify({ id, method, params }));
-          }),
-        close: () => socket.close(),
-      }),
-    );
-  });
 }
 
 /** Self and total time per function (name and place), in microseconds per call, most first. */
@@ -170,8 +108,7 @@ function printSelfTimes(profile, count, elapsedMs) {
   };
   const self = new Map();
   const total = new Map();
-  // Each sample counts as one sampling interval: on a loaded machine the sampler is starved and the
-  // recorded gaps between samples (often milliseconds) measure the scheduler, not the code.
+  // Each sample counts as one sampling interval, as busyMicros explains.
   const interval = SAMPLING_INTERVAL_US;
   for (const sampleId of profile.samples) {
     const node = byId.get(sampleId);
@@ -184,9 +121,7 @@ function printSelfTimes(profile, count, elapsedMs) {
       total.set(key, (total.get(key) ?? 0) + interval);
     }
   }
-  const all = [...self.values()].reduce((sum, value) => sum + value, 0);
-  const idle = [...self.entries()].filter(([key]) => key.startsWith("(idle)")).reduce((sum, [, value]) => sum + value, 0);
-  console.log(`${count} calls in ${elapsedMs.toFixed(0)} ms; about ${((all - idle) / count).toFixed(1)} µs a call sampled busy`);
+  console.log(`${count} calls in ${elapsedMs.toFixed(0)} ms; about ${(busyMicros(profile) / count).toFixed(1)} µs a call sampled busy`);
   const top = (map, limit) =>
     [...map.entries()]
       .sort((a, b) => b[1] - a[1])

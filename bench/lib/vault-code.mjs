@@ -11,7 +11,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const ENTRY = `
 export { Keyring } from "./src/crypto/keyring";
 export { DataKeys, TenantKeys } from "./src/crypto/tenant-keys";
-export { compileSearch } from "./src/search/compile";
+export { compileSearch, compileSearchAfter } from "./src/search/compile";
 export { parseQuery } from "./src/search/parse";
 export { parse as parseGenerated } from "./src/search/parser.generated.js";
 export { definitionOf, evaluate } from "./src/tokens/definition";

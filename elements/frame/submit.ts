@@ -9,8 +9,12 @@ import { callVault, type VaultOutcome } from "./vault";
  * sure the shape cannot carry a value back to it.
  */
 
-/** The only two routes a frame calls, relative to its own origin. */
-const OPERATION_PATHS: Record<Operation, string> = { "tokens.create": "/tokens", tokenize: "/tokenize" };
+/** The only routes a frame sends values to, relative to its own origin. */
+const OPERATION_PATHS: Record<Operation, string> = {
+  "tokens.create": "/tokens",
+  tokenize: "/tokenize",
+  "tokenIntents.create": "/token-intents",
+};
 
 /**
  * The members a token request may have when an element's value is in its data. The others (mask,
@@ -25,8 +29,8 @@ export function isOperation(value: unknown): value is Operation {
 
 /**
  * The shape with each reference's place set to its element's value (or that value's month or year).
- * Each place must be a null the page left in the shape, and in tokens.create, or in a token request
- * of a tokenize payload, it must be within `data`. An element whose value is not complete and valid
+ * Each place must be a null the page left in the shape, and in tokens.create, tokenIntents.create, or
+ * in a token request of a tokenize payload, it must be within `data`. An element whose value is not complete and valid
  * refuses the whole request, with its error codes by place.
  */
 export function fillRequest(
@@ -36,6 +40,8 @@ export function fillRequest(
   gathered: Map<string, Gathered>,
 ): unknown {
   if (operation === "tokens.create" && !isTokenRequest(shape)) throw refuse("tokens.create takes a token request: type and data");
+  if (operation === "tokenIntents.create" && !isTokenRequest(shape))
+    throw refuse("tokenIntents.create takes a token intent request: type and data");
   const errors: Record<string, string[]> = {};
   const places: { parent: Record<string | number, unknown>; member: string | number; value: unknown }[] = [];
   // The shape inside a holder, so that a reference to the whole payload ([]) has a place too.

@@ -12,8 +12,8 @@ import { ProblemError } from "./problem";
 import { describeRequest } from "./shape";
 
 /**
- * What `TokenVaultElements.init` resolves to: elements of one public key, and the two requests
- * that send their values to the vault. Each request is sent by one of its elements' frames; the
+ * What `TokenVaultElements.init` resolves to: elements of one public key, and the requests that
+ * send their values to the vault. Each request is sent by one of its elements' frames; the
  * page only ever sees the vault's answer.
  */
 export class Vault {
@@ -28,6 +28,14 @@ export class Vault {
      * replaced by a reference, which only `setValue` of a read-only text element can show.
      */
     retrieve: (id: string, options: { session: PageSession | string }): Promise<unknown> => this.retrieve(id, options),
+  };
+
+  readonly tokenIntents = {
+    /**
+     * POST /token-intents with `{type, data}`; elements only in `data`. The answer names the intent (id,
+     * type, times), never its data, facts or fingerprint: the page's server converts it with a private key.
+     */
+    create: (request: unknown): Promise<unknown> => this.send("tokenIntents.create", request),
   };
 
   readonly sessions = {

@@ -19,6 +19,7 @@ export const ENTITY_TYPES = {
   session: "Session",
   tenant: "Tenant",
   token: "Token",
+  "token-intent": "Token intent",
   webhook: "Webhook",
 } as const;
 export type EntityType = keyof typeof ENTITY_TYPES;

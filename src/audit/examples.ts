@@ -33,6 +33,7 @@ export const VERIFICATION_EXAMPLE = {
   last_seq: 1042,
   head_seq: 1042,
   anchor_seq: 0,
+  pending: 0,
   complete: true,
   broken_at: null,
 };

@@ -50,6 +50,10 @@ export const VerificationSchema = z
     last_seq: z.number().int().nullable(),
     head_seq: z.number().int().openapi({ description: "The last entry the writer recorded" }),
     anchor_seq: z.number().int().openapi({ description: "The last entry retention purged (0: none)" }),
+    pending: z.number().int().openapi({
+      description:
+        "Entries recorded but not chained yet: kept in audit_pending when the queue could not take them, chained by the writer or the cron",
+    }),
     complete: z
       .boolean()
       .openapi({ description: "False when the range held more entries than one call checks; verify the rest with a later start_date" }),

@@ -51,6 +51,8 @@ export interface Verification {
   last_seq: number | null;
   head_seq: number;
   anchor_seq: number;
+  /** Entries recorded but not chained yet (audit_pending). */
+  pending: number;
   complete: boolean;
   broken_at: { seq: number; entry_id: string | null; reason: string } | null;
 }
@@ -81,6 +83,7 @@ export async function verifyLogs(
     last_seq: null,
     head_seq: headSeq,
     anchor_seq: anchorSeq,
+    pending: end.pending,
     complete: true,
     broken_at: null,
   };

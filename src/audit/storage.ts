@@ -174,10 +174,12 @@ export interface ChainEnd {
   pastHead: { seq: number; id: string } | null;
   /** The first entry at or before the anchor, which retention purged: one there is no part of the chain. */
   beforeAnchor: { seq: number; id: string } | null;
+  /** Entries kept in audit_pending, recorded but not chained yet. */
+  pending: number;
 }
 
 export async function chainEnd(d1: D1Database, tenantId: string): Promise<ChainEnd> {
-  const [chains, headEntries, pastHead, beforeAnchor] = await d1.batch([
+  const [chains, headEntries, pastHead, beforeAnchor, pending] = await d1.batch([
     d1.prepare(SELECT_CHAIN).bind(tenantId),
     d1
       .prepare("SELECT hash FROM audit_log WHERE tenant_id = ?1 AND seq = (SELECT head_seq FROM audit_chains WHERE tenant_id = ?1)")
@@ -192,6 +194,7 @@ export async function chainEnd(d1: D1Database, tenantId: string): Promise<ChainE
         "SELECT seq, id FROM audit_log WHERE tenant_id = ?1 AND seq <= (SELECT anchor_seq FROM audit_chains WHERE tenant_id = ?1) ORDER BY seq LIMIT 1",
       )
       .bind(tenantId),
+    d1.prepare("SELECT count(*) AS n FROM audit_pending WHERE tenant_id = ?").bind(tenantId),
   ]);
   type EntryAt = { seq: number; id: string } | undefined;
   return {
@@ -199,6 +202,7 @@ export async function chainEnd(d1: D1Database, tenantId: string): Promise<ChainE
     headEntryHash: (headEntries!.results[0] as { hash: string } | undefined)?.hash ?? null,
     pastHead: (pastHead!.results[0] as EntryAt) ?? null,
     beforeAnchor: (beforeAnchor!.results[0] as EntryAt) ?? null,
+    pending: (pending!.results[0] as { n: number }).n,
   };
 }
 

@@ -5,6 +5,9 @@ export const CREATABLE_APPLICATION_TYPES = ["private", "public", "management"] a
 
 export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"] as const;
 
+/** Token intents (src/token-intents/): create with a public or private key; read and delete with a private one. */
+export const TOKEN_INTENT_PERMISSIONS = ["token-intent:create", "token-intent:read", "token-intent:delete"] as const;
+
 export const MANAGEMENT_PERMISSIONS = [
   "application:create",
   "application:read",
@@ -25,14 +28,14 @@ export const MANAGEMENT_PERMISSIONS = [
   "log:read",
 ] as const;
 
-export const PERMISSIONS = [...TOKEN_PERMISSIONS, "session:authorize", ...MANAGEMENT_PERMISSIONS] as const;
+export const PERMISSIONS = [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...MANAGEMENT_PERMISSIONS] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
 
 /** Which application types may hold each permission. */
 export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
-  public: ["token:create", "token:update"],
-  private: [...TOKEN_PERMISSIONS, "session:authorize"],
+  public: ["token:create", "token:update", "token-intent:create"],
+  private: [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize"],
   management: MANAGEMENT_PERMISSIONS,
   expiring: TOKEN_PERMISSIONS,
 };
@@ -44,6 +47,9 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "token:delete": "Delete tokens",
   "token:search": "Search tokens",
   "token:use": "Detokenize tokens in proxies and reactors",
+  "token-intent:create": "Create token intents, which a private key converts into tokens",
+  "token-intent:read": "Read token intents by id (never their data)",
+  "token-intent:delete": "Delete token intents",
   "session:authorize": "Authorize sessions with no more than this application holds (POST /sessions/authorize)",
   "application:create": "Create applications and their keys",
   "application:read": "Read applications",

@@ -5,6 +5,10 @@ import { fromBase64Url, fromUtf8, toBase64Url, utf8 } from "./encoding";
 const PURPOSES = ["encryption", "search-index", "fingerprint", "audit"] as const;
 type Purpose = (typeof PURPOSES)[number];
 
+/** A list cursor's random IV and its authentication tag (AES-GCM). */
+const CURSOR_IV_BYTES = 12;
+const CURSOR_TAG_BYTES = 16;
+
 /** Bytes of each data key; a version's material is the four keys end to end. */
 const DATA_KEY_BYTES = 32;
 const MATERIAL_BYTES = DATA_KEY_BYTES * PURPOSES.length;
@@ -52,6 +56,7 @@ export class DataKeys {
     readonly fingerprint: CryptoKey,
     readonly audit: CryptoKey,
     readonly sessionNonce: CryptoKey,
+    readonly listCursor: CryptoKey,
   ) {}
 
   static async import(version: number, material: Uint8Array): Promise<DataKeys> {
@@ -66,23 +71,31 @@ export class DataKeys {
       await hmac("search-index"),
       await hmac("fingerprint"),
       await hmac("audit"),
-      await sessionNonceKey(material),
+      await derivedKey(material, SESSION_NONCE_INFO, { name: "HMAC", hash: "SHA-256", length: 256 }, ["sign", "verify"]),
+      await derivedKey(material, LIST_CURSOR_INFO, { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]),
     );
   }
 }
 
-/** HKDF info of the session-nonce key: no slash, so it never meets a tenant's `<purpose>/<tenant id>`. */
+/** HKDF infos of the derived keys: no slash, so they never meet a tenant's `<purpose>/<tenant id>`. */
 const SESSION_NONCE_INFO = "session-nonce";
+const LIST_CURSOR_INFO = "list-cursor";
 
 /**
- * The key that signs session nonces: HKDF of the version's whole material, so it is as random as
- * the data keys, unrelated to each of them, and gone with them when the version is destroyed or the
- * tenant shredded. It is derived rather than stored, so the wrapped record keeps its four keys.
+ * A key derived from the version's whole material by HKDF (the key that signs session nonces, the
+ * one that seals list cursors): as random as the data keys, unrelated to each of them, and gone
+ * with them when the version is destroyed or the tenant shredded. Derived rather than stored, so
+ * the wrapped record keeps its four keys.
  */
-async function sessionNonceKey(material: Uint8Array): Promise<CryptoKey> {
+async function derivedKey(
+  material: Uint8Array,
+  info: string,
+  algorithm: SubtleCryptoImportKeyAlgorithm,
+  usages: string[],
+): Promise<CryptoKey> {
   const source = await crypto.subtle.importKey("raw", material, "HKDF", false, ["deriveBits"]);
-  const bytes = await deriveBytes(source, SESSION_NONCE_INFO, DATA_KEY_BYTES);
-  return crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256", length: 256 }, false, ["sign", "verify"]);
+  const bytes = await deriveBytes(source, info, DATA_KEY_BYTES);
+  return crypto.subtle.importKey("raw", bytes, algorithm, false, usages);
 }
 
 /** The data-key version a ciphertext was made with (`v{version}.…`). */
@@ -188,6 +201,47 @@ export class TenantKeys {
     return false;
   }
 
+  /**
+   * Seals a list cursor's content (src/db/cursors.ts) with AES-256-GCM under the current version's
+   * cursor key: `iv ‖ ciphertext ‖ tag`. The content is unreadable to the client, and `binding` (the
+   * list and the request it continues) is authenticated with this tenant's id as additional data.
+   */
+  async sealCursor(content: Uint8Array, binding: string): Promise<Uint8Array> {
+    const iv = crypto.getRandomValues(new Uint8Array(CURSOR_IV_BYTES));
+    const sealed = await crypto.subtle.encrypt(
+      { name: "AES-GCM", iv, additionalData: this.cursorBinding(binding) },
+      this.current.listCursor,
+      content,
+    );
+    const cursor = new Uint8Array(CURSOR_IV_BYTES + sealed.byteLength);
+    cursor.set(iv);
+    cursor.set(new Uint8Array(sealed), CURSOR_IV_BYTES);
+    return cursor;
+  }
+
+  /**
+   * The content of a cursor sealed for `binding` under a version this tenant holds; null for
+   * anything else (altered, forged, another tenant's, another list's or another request's).
+   */
+  async openCursor(cursor: Uint8Array, binding: string): Promise<Uint8Array | null> {
+    if (cursor.length < CURSOR_IV_BYTES + CURSOR_TAG_BYTES) return null;
+    const iv = cursor.subarray(0, CURSOR_IV_BYTES);
+    const additionalData = this.cursorBinding(binding);
+    for (const keys of this.versions) {
+      try {
+        const opened = await crypto.subtle.decrypt(
+          { name: "AES-GCM", iv, additionalData },
+          keys.listCursor,
+          cursor.subarray(CURSOR_IV_BYTES),
+        );
+        return new Uint8Array(opened);
+      } catch {
+        // Not sealed under this version (or not by this tenant at all): try the next one.
+      }
+    }
+    return null;
+  }
+
   /** Keyed HMAC that links the audit log's hash chain (src/audit/chain.ts); every version carries the same audit key. */
   auditMac(value: string): Promise<string> {
     return sign(this.current.audit, value);
@@ -201,6 +255,10 @@ export class TenantKeys {
 
   private aad(context: string): Uint8Array {
     return utf8.encode(`${this.tenantId}/${context}`);
+  }
+
+  private cursorBinding(binding: string): Uint8Array {
+    return utf8.encode(`list-cursor/${this.tenantId}/${binding}`);
   }
 
   private sessionNonceText(content: Uint8Array): Uint8Array {

@@ -140,6 +140,34 @@ export const tokenSearchIndex = sqliteTable(
 );
 
 /**
+ * Token intents (src/token-intents/): data a key collected, held for a short while before a private
+ * key converts it into a token. Only the type and times are in the clear; card facts and the
+ * fingerprint are computed from the data when an intent is shown.
+ */
+export const tokenIntents = sqliteTable(
+  "token_intents",
+  {
+    tenantId: text("tenant_id").notNull(),
+    /** A random UUID. */
+    id: text("id").notNull(),
+    type: text("type").notNull(),
+    /** AES-256-GCM ciphertext of the JSON-encoded data under the tenant's data key, with its key version. */
+    ciphertext: text("ciphertext").notNull(),
+    createdBy: text("created_by").notNull(),
+    createdAt: integer("created_at").notNull(),
+    /** After this the intent is unknown everywhere; the cron deletes it. */
+    expiresAt: integer("expires_at").notNull(),
+    /** When a card's cvc must be gone from the data (PCI DSS 3.3.1), as for tokens; null when it holds none. */
+    cvcExpiresAt: integer("cvc_expires_at"),
+  },
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.id] }),
+    index("token_intents_expires").on(table.expiresAt),
+    index("token_intents_cvc_expires").on(table.cvcExpiresAt).where(sql`cvc_expires_at IS NOT NULL`),
+  ],
+);
+
+/**
  * The audit log (each tenant's data database): one hash chain per tenant. An entry's hash is the
  * keyed HMAC of its content and of the previous entry's hash; `seq` numbers the chain from 1 and is
  * unique per tenant, which is what lets only one writer extend the chain at a time (src/audit/writer.ts).

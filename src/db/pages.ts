@@ -1,6 +1,7 @@
-import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Database } from "./client";
+import type { KeysetPosition } from "./cursors";
 import { nameMatches } from "./filters";
 
 /**
@@ -33,6 +34,15 @@ export async function selectPage<Table extends SQLiteTable>(
 /** A tenant's resource table that lists by id and name, newest first (applications, proxies, reactors). */
 type NamedResourceTable = SQLiteTable & { tenantId: SQLiteColumn; id: SQLiteColumn; name: SQLiteColumn; createdAt: SQLiteColumn };
 
+/** The tenant's rows, optionally among some ids, optionally by name (`*` wildcard). */
+function namedResources(table: NamedResourceTable, tenantId: string, filter: { id: string[]; name?: string }): SQL | undefined {
+  return and(
+    eq(table.tenantId, tenantId),
+    filter.id.length > 0 ? inArray(table.id, filter.id) : undefined,
+    filter.name ? nameMatches(table.name, filter.name) : undefined,
+  );
+}
+
 /** A page of the tenant's rows, optionally among some ids, optionally by name (`*` wildcard), newest first. */
 export function namedResourcesPage<Table extends NamedResourceTable>(
   db: Database,
@@ -40,10 +50,28 @@ export function namedResourcesPage<Table extends NamedResourceTable>(
   tenantId: string,
   filter: { id: string[]; name?: string; page: number; size: number },
 ) {
-  const where = and(
-    eq(table.tenantId, tenantId),
-    filter.id.length > 0 ? inArray(table.id, filter.id) : undefined,
-    filter.name ? nameMatches(table.name, filter.name) : undefined,
-  );
-  return selectPage(db, table, where, [desc(table.createdAt), desc(table.id)], filter);
+  return selectPage(db, table, namedResources(table, tenantId, filter), [desc(table.createdAt), desc(table.id)], filter);
+}
+
+/** Up to `limit` of those rows after a keyset position, newest first: a cursor page, which skips no rows by count. */
+export async function namedResourcesAfter<Table extends NamedResourceTable>(
+  db: Database,
+  table: Table,
+  tenantId: string,
+  filter: { id: string[]; name?: string },
+  after: KeysetPosition | null,
+  limit: number,
+): Promise<Table["$inferSelect"][]> {
+  const rows = await db
+    .select()
+    .from(table as SQLiteTable)
+    .where(
+      and(
+        namedResources(table, tenantId, filter),
+        after === null ? undefined : sql`(${table.createdAt}, ${table.id}) < (${after.createdAt}, ${after.id})`,
+      ),
+    )
+    .orderBy(desc(table.createdAt), desc(table.id))
+    .limit(limit);
+  return rows as Table["$inferSelect"][];
 }

@@ -3,6 +3,7 @@ import type { TenantContext } from "../context";
 import { addFieldError, type FieldErrors, ForbiddenError, type RevealedValues, ValidationError } from "../errors";
 import { fieldPath } from "../http/validation";
 import { TOKENS } from "../limits";
+import { intentReference, useTokenIntents } from "../token-intents/use";
 import { ExpressionError } from "../tokens/errors";
 import { Evaluation, expressionProblem, WorkBudget } from "../tokens/expressions";
 import { normalTokenId, tokenIdProblem } from "../tokens/id-format";
@@ -16,14 +17,24 @@ const EXPRESSION_ECHO_LIMIT = 60;
 
 /**
  * One `{{ <token id> | filter: args | … }}`: the token it reads and, when it has filters, the Liquid
- * source that applies them to the token's data (`{{ data | filter: args | … }}`).
+ * source that applies them to the token's data (`{{ data | filter: args | … }}`). Or one
+ * `{{ token_intent: <id> | … }}`, whose filters apply to the token intent (its data under `data`).
  */
 interface Expression {
   /** As the caller wrote it, for error messages. */
   text: string;
-  tokenId: string;
+  /** What it reads: a token's id, or a token intent's reference (intentReference). */
+  reads: string;
+  /** The token intent's id, when it reads one. */
+  intentId?: string;
   source: string | null;
 }
+
+/** `token_intent: <id>`, as the original interface writes an expression that reads a token intent. */
+const INTENT_EXPRESSION = /^\s*token_intent\s*:([\s\S]*)$/;
+
+/** Its ids are UUIDs, the vault's own. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A string holding expressions, as literal text and expressions in their order. */
 type Piece = string | Expression;
@@ -34,10 +45,11 @@ interface ParsedText {
   problems: string[];
 }
 
-/** Every string holding `{{`, parsed once per distinct text, and the distinct tokens they read. */
+/** Every string holding `{{`, parsed once per distinct text, and the distinct tokens and token intents they read. */
 interface Plan {
   texts: Map<string, ParsedText>;
   tokenIds: Set<string>;
+  intentIds: Set<string>;
 }
 
 /**
@@ -67,8 +79,8 @@ export async function detokenizeJson(
   { root = "body", forCaller = true }: { root?: string; forCaller?: boolean } = {},
 ): Promise<unknown> {
   const plan = planOf(value, root);
-  if (plan.tokenIds.size === 0) return value;
-  const data = await reveal(context, principal, [...plan.tokenIds]);
+  if (plan.tokenIds.size === 0 && plan.intentIds.size === 0) return value;
+  const data = await reveal(context, principal, plan);
   const errors: FieldErrors = {};
   const substitution = new Substitution(plan, data, { root, errors, quiet: !forCaller, revealed: context.revealed });
   const substituted = substitute(value, [], substitution);
@@ -80,7 +92,7 @@ export async function detokenizeJson(
 
 /** Parses every expression; refuses too many expressions and invalid ones before anything is read. */
 function planOf(value: unknown, root: string): Plan {
-  const plan: Plan = { texts: new Map(), tokenIds: new Set() };
+  const plan: Plan = { texts: new Map(), tokenIds: new Set(), intentIds: new Set() };
   const errors: FieldErrors = {};
   let count = 0;
   walkStrings(value, [], (text, path) => {
@@ -100,12 +112,16 @@ function planOf(value: unknown, root: string): Plan {
   }
   if (Object.keys(errors).length > 0) {
     throw new ValidationError(
-      "Invalid detokenization expression: an expression must be {{ <token id> }} or {{ <token id> | <filters> }}",
+      "Invalid detokenization expression: an expression must be {{ <token id> }}, {{ <token id> | <filters> }} or {{ token_intent: <id> | <filters> }}",
       errors,
     );
   }
   for (const { pieces } of plan.texts.values()) {
-    for (const piece of pieces) if (typeof piece !== "string") plan.tokenIds.add(piece.tokenId);
+    for (const piece of pieces) {
+      if (typeof piece === "string") continue;
+      if (piece.intentId === undefined) plan.tokenIds.add(piece.reads);
+      else plan.intentIds.add(piece.intentId);
+    }
   }
   return plan;
 }
@@ -127,24 +143,39 @@ function parseText(text: string): ParsedText {
 
 /**
  * The expression inside the braces, or why it is invalid. Token ids cannot hold `|`, so the id is
- * the text before the first one, trimmed; the rest is a Liquid filter chain, parsed here.
+ * the text before the first one, trimmed; the rest is a Liquid filter chain, parsed here. After
+ * `token_intent:` comes a token intent's id.
  */
 function parseExpression(text: string, inside: string): Expression | string {
-  const bar = inside.indexOf("|");
-  const id = (bar === -1 ? inside : inside.slice(0, bar)).trim();
-  const idProblem = tokenIdProblem(id);
-  if (idProblem !== null) return `the token id ${idProblem}`;
-  if (bar === -1) return { text, tokenId: normalTokenId(id), source: null };
-  const source = `{{ data ${inside.slice(bar)} }}`;
+  const intent = INTENT_EXPRESSION.exec(inside);
+  const rest = intent ? intent[1]! : inside;
+  const bar = rest.indexOf("|");
+  const id = (bar === -1 ? rest : rest.slice(0, bar)).trim();
+  let target: { reads: string; intentId?: string };
+  if (intent) {
+    if (!UUID.test(id)) return "the token intent id must be a UUID";
+    target = { reads: intentReference(id.toLowerCase()), intentId: id.toLowerCase() };
+  } else {
+    const idProblem = tokenIdProblem(id);
+    if (idProblem !== null) return `the token id ${idProblem}`;
+    target = { reads: normalTokenId(id) };
+  }
+  if (bar === -1) return { text, ...target, source: null };
+  const source = `{{ data ${rest.slice(bar)} }}`;
   const problem = expressionProblem(source);
-  return problem === null ? { text, tokenId: normalTokenId(id), source } : `its filters ${problem}`;
+  return problem === null ? { text, ...target, source } : `its filters ${problem}`;
 }
 
-async function reveal(context: TenantContext, principal: Principal | null, ids: string[]): Promise<Map<string, unknown>> {
+/** What each expression reads: tokens' data by id, token intents by their reference. */
+async function reveal(context: TenantContext, principal: Principal | null, plan: Plan): Promise<Map<string, unknown>> {
   if (principal === null) {
     throw new ForbiddenError("Token references cannot be detokenized here: no application may use tokens for this request");
   }
-  return useTokens(context, principal, ids);
+  const tokens = plan.tokenIds.size === 0 ? new Map<string, unknown>() : await useTokens(context, principal, [...plan.tokenIds]);
+  if (plan.intentIds.size > 0) {
+    for (const [id, intent] of await useTokenIntents(context, principal, [...plan.intentIds])) tokens.set(intentReference(id), intent);
+  }
+  return tokens;
 }
 
 /** Visits every string with its path; the path array is reused, so `visit` must not keep it. */
@@ -188,9 +219,9 @@ class Substitution {
 
   /** The expression's result; a failure is recorded under the path (unless quiet) and gives null. */
   resultOf(expression: Expression, path: PropertyKey[]): unknown {
-    const data = this.data.get(expression.tokenId);
+    const data = this.data.get(expression.reads);
     if (expression.source === null) return data;
-    const key = `${expression.source}\u0000${expression.tokenId}`;
+    const key = `${expression.source}\u0000${expression.reads}`;
     let outcome = this.outcomes.get(key);
     if (!outcome) {
       outcome = this.evaluate(expression, data);

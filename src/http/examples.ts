@@ -12,6 +12,9 @@ export const EXAMPLE_IDS = {
   apiKey: "9e4a2f61-7c3b-4d1e-8a5f-2b6c9d0e1f23",
   token: "0c2d7b0e-6f4c-4d8e-9a55-3f1f0b6d2a11",
   otherToken: "4f6a8c0e-2b4d-4f6a-8c0e-2b4d6f8a0c1e",
+  tokenIntent: "665bf471-d675-4165-9336-4fc9c1a73fad",
+  /** A checkout's public application, which creates token intents. */
+  publicApplication: "2f7e9c1a-5b3d-4e8f-a6c2-9d1b3f5e7a90",
   proxy: "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
   formula: "e3f4a5b6-c7d8-4e9f-a0b1-c2d3e4f5a6b7",
   reactor: "a9b8c7d6-e5f4-4a3b-9c2d-1e0f9a8b7c6d",
@@ -36,6 +39,12 @@ export const exampleChangedBy = (actor: string) => ({
   modified_by: actor,
   modified_at: EXAMPLE_TIME,
 });
+
+/** An opaque cursor, as `pagination.next` answers one (src/db/cursors.ts). */
+export const EXAMPLE_CURSOR = "q3PHbJ8cHq5Vw0XkS1pJ2m3gZqf4T1nVb9kR0yqHcTj2L8uXoWfD6aEr5sQy7iBz3MhNc0vGxKpU1tOe9dYl4wA";
+
+/** A cursor page holding the one example item, with more after it. */
+export const exampleCursorPage = <T>(item: T) => ({ pagination: { page_size: 20, next: EXAMPLE_CURSOR }, data: [item] });
 
 /** A first page holding the one example item. */
 export const examplePage = <T>(item: T) => ({

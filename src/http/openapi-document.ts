@@ -33,6 +33,11 @@ export const OPENAPI_OBJECT = {
   info: { title: "Token vault", version: "1.0.0", description: GUIDE },
   tags: [
     { name: "Tokens", description: "Store sensitive values as tokens, read them back masked or revealed, search and detokenize them." },
+    {
+      name: "Token intents",
+      description:
+        "Data a browser collected, held encrypted for a day: a private key reads its facts, uses it in expressions and converts it into a token once.",
+    },
     { name: "Proxies", description: "Pre-configured proxies: a destination, optional transforms and the key that invokes them." },
     {
       name: "Proxy invocation",

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { NAME_MAX_LENGTH, PAGE_MAX_SIZE } from "../limits";
+import { CURSOR_MAX_LENGTH, NAME_MAX_LENGTH, PAGE_MAX_SIZE } from "../limits";
 
 export const Uuid = z.uuid({ error: "must be a UUID" }).transform((id) => id.toLowerCase());
 
@@ -24,8 +24,11 @@ export const ProblemSchema = z
     },
   });
 
+/** `page` of a list paged by number. */
+export const PageNumber = z.coerce.number({ error: "must be an integer" }).int("must be an integer").min(1, "must be at least 1");
+
 export const PageQuery = z.object({
-  page: z.coerce.number({ error: "must be an integer" }).int("must be an integer").min(1, "must be at least 1").default(1),
+  page: PageNumber.default(1),
   size: z.coerce
     .number({ error: "must be an integer" })
     .int("must be an integer")
@@ -33,6 +36,13 @@ export const PageQuery = z.object({
     .max(PAGE_MAX_SIZE, `must be at most ${PAGE_MAX_SIZE}`)
     .default(20),
 });
+
+/** `start` of a cursor-paged request: the `pagination.next` of the page before, opaque to clients (src/db/cursors.ts). */
+export const Cursor = z
+  .string({ error: "must be a string" })
+  .min(1, "must not be empty")
+  .max(CURSOR_MAX_LENGTH, `must be at most ${CURSOR_MAX_LENGTH} characters`)
+  .openapi({ description: "The `pagination.next` of the previous page, as it was answered; left out for the first page" });
 
 /** A query parameter that may be repeated (`?id=a&id=b`): always an array after parsing. */
 export const repeatable = <T extends z.ZodType>(item: T) =>
@@ -60,6 +70,22 @@ export const PaginationSchema = z
 export const paginated = <T extends z.ZodType>(item: T) => z.object({ pagination: PaginationSchema, data: z.array(item) });
 
 export type Page<T> = { pagination: z.infer<typeof PaginationSchema>; data: T[] };
+
+export const CursorPaginationSchema = z
+  .object({
+    page_size: z.number().int(),
+    next: z.string().optional().openapi({ description: "Pass it as `start` for the next page; absent on the last page" }),
+  })
+  .openapi("CursorPagination");
+
+export const cursorPaginated = <T extends z.ZodType>(item: T) => z.object({ pagination: CursorPaginationSchema, data: z.array(item) });
+
+export type CursorPage<T> = { pagination: z.infer<typeof CursorPaginationSchema>; data: T[] };
+
+/** A cursor page: `next` only when another page follows. */
+export function cursorPageOf<T>(data: T[], size: number, next: string | undefined): CursorPage<T> {
+  return { pagination: { page_size: size, ...(next === undefined ? {} : { next }) }, data };
+}
 
 /** The query of a resource list: a page, optionally of some ids, optionally by name. */
 export const ListQuery = PageQuery.extend({ id: repeatable(Uuid), name: NameFilter });
@@ -130,4 +156,24 @@ export function auditFieldsOf(row: { createdBy: string | null; createdAt: number
     modified_by: row.modifiedBy,
     modified_at: isoTime(row.modifiedAt),
   };
+}
+
+/**
+ * A body of one of two shapes, told apart by whether it holds `member` (POST /tokens: a create request,
+ * or with `token_intent_id` a conversion). It is validated against the shape the member picks, and only
+ * that shape's errors are reported: a plain union would report both shapes' for one typo. The document
+ * shows both shapes (oneOf).
+ */
+export function eitherByMember<With extends z.ZodType, Without extends z.ZodType>(member: string, withMember: With, without: Without) {
+  return z.preprocess(
+    (body, ctx) => {
+      const shape = typeof body === "object" && body !== null && Object.hasOwn(body, member) ? withMember : without;
+      const parsed = shape.safeParse(body);
+      if (!parsed.success) {
+        for (const issue of parsed.error.issues) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+      }
+      return body;
+    },
+    z.union([withMember, without]),
+  );
 }

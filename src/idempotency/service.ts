@@ -25,8 +25,8 @@ import { sha256Hex } from "../crypto/secrets";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { ConflictError, type ShownToken } from "../errors";
 import { IDEMPOTENCY_WINDOW_MS } from "../limits";
+import { shownLessNow } from "../token-intents/use";
 import { CVC_PURGE_CHUNK, cvcDeadlineInReply, keysUnlessShredded, replyWithoutCvcs } from "../tokens/cvc";
-import { shownLessNow } from "../tokens/use";
 import * as storage from "./storage";
 
 /** A response given before under the same key. */

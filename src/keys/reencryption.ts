@@ -3,6 +3,7 @@ import type { TenantKeys } from "../crypto/tenant-keys";
 import { detokenizedContext, outcomeContext, sealingContext } from "../idempotency/service";
 import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";
 import { configurationContext as reactorConfigurationContext } from "../reactors/configuration";
+import { sealingContext as tokenIntentContext } from "../token-intents/presentation";
 import { resealToken } from "../tokens/sealing";
 import * as tokenStorage from "../tokens/storage";
 import { replaceTokens, type SealedToken } from "../tokens/storage-writes";
@@ -54,6 +55,7 @@ const SEALED_COLUMNS: SealedColumn[] = [
     key: ["application_id", "key"],
     context: (row) => detokenizedContext(row.key!),
   },
+  { database: "data", table: "token_intents", column: "ciphertext", key: ["id"], context: (row) => tokenIntentContext(row.id!) },
   {
     database: "data",
     table: "idempotency_records",

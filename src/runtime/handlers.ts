@@ -12,6 +12,7 @@ import { purgeExpiredReplyCvcs, purgeIdempotencyRecords } from "../idempotency/s
 import { driveRotations, type RotationMessage, resumeRotations } from "../keys/rotation";
 import { purgeExpiredSessions } from "../sessions/service";
 import { purgeShreddedTenants } from "../tenants/shred";
+import { purgeExpiredIntentCvcs, purgeExpiredTokenIntents } from "../token-intents/service";
 import { purgeExpiredCvcs } from "../tokens/cvc";
 import { purgeExpiredTokens } from "../tokens/service";
 import { deliverWebhooks, recordDeadDeliveries } from "../webhooks/delivery";
@@ -27,15 +28,17 @@ const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<ne
   "token-vault-rotation": (context, batch) => driveRotations(context, batch as MessageBatch<RotationMessage>),
 };
 
-/** Every 15 minutes (wrangler.toml): purges what expired (tokens, sessions and their expiring applications) or was shredded, chains the audit entries left waiting, resumes stopped key rotations. */
+/** Every 15 minutes (wrangler.toml): purges what expired (tokens, token intents, sessions and their expiring applications) or was shredded, chains the audit entries left waiting, resumes stopped key rotations. */
 export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (controller, env, ctx) => {
   const context = requestContextOf(env, `cron/${controller.scheduledTime}`);
   context.audit.actor = { id: null, type: "system" };
   const maintenance = Promise.all([
     purgeIdempotencyRecords(context, controller.scheduledTime),
     purgeExpiredTokens(context, controller.scheduledTime),
+    purgeExpiredTokenIntents(context, controller.scheduledTime),
     purgeExpiredSessions(context, controller.scheduledTime),
     purgeExpiredCvcs(context, controller.scheduledTime),
+    purgeExpiredIntentCvcs(context, controller.scheduledTime),
     purgeExpiredReplyCvcs(context, controller.scheduledTime),
     chainPendingEntries(context),
     purgeOldLogs(context, controller.scheduledTime),

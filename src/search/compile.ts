@@ -1,4 +1,5 @@
 import { getTableColumns } from "drizzle-orm";
+import type { KeysetPosition } from "../db/cursors";
 import { tokens } from "../db/data-tables";
 import { normalTokenId } from "../tokens/id-format";
 import { SEARCHABLE_TYPES } from "../tokens/types";
@@ -7,9 +8,9 @@ import { timeSpanOf } from "./dates";
 import { bestDriver, driverRank, UNDRIVABLE } from "./drivers";
 
 /*
- * AST → one parameterised SQL statement (and its bounded count). Every value of the query travels
- * in a single JSON array parameter read with `->>`: D1 allows 100 bound parameters per statement,
- * fewer than a query of 100 terms and an application of 100 rules may need.
+ * AST → one parameterised SQL statement (and, for a page by number, its bounded count). Every
+ * value of the query travels in a single JSON array parameter read with `->>`: D1 allows 100 bound
+ * parameters per statement, fewer than a query of 100 terms and an application of 100 rules may need.
  *
  * SQLite has no statistics here and believes a tenant holds about ten tokens, so left alone it
  * walks the tenant's created_at index and tests every token against the query. When the query
@@ -31,6 +32,7 @@ export interface SearchScope {
   blindIndexes: ReadonlyMap<string, string | readonly string[]>;
 }
 
+/** v1's window: a page by number, and the count of matches up to a horizon. */
 export interface SearchWindow {
   limit: number;
   offset: number;
@@ -38,16 +40,25 @@ export interface SearchWindow {
   countLimit: number;
 }
 
+/** v2's window: the rows after a position (the first page: none), never a count of rows to skip. */
+export interface KeysetWindow {
+  limit: number;
+  after: KeysetPosition | null;
+}
+
 export interface Statement {
   sql: string;
   params: unknown[];
 }
 
-export interface CompiledSearch {
+export interface CompiledPage {
   page: Statement;
-  count: Statement;
   /** Whether a selective term drives the search (see above); exposed for the query-plan tests. */
   driven: boolean;
+}
+
+export interface CompiledSearch extends CompiledPage {
+  count: Statement;
 }
 
 /**
@@ -63,20 +74,16 @@ const SELECTED_COLUMNS = Object.entries(getTableColumns(tokens))
   .map(([property, column]) => `t.${column.name} AS "${property}"`)
   .join(", ");
 
+const NEWEST_FIRST = "ORDER BY t.created_at DESC, t.id DESC";
+
+/** A page by number and the bounded count of matches (POST /tokens/search). */
 export function compileSearch(query: Query | null, scope: SearchScope, window: SearchWindow): CompiledSearch {
-  const values = new QueryValues();
-  const driven = query !== null && driverRank(query) !== UNDRIVABLE;
-  const conditions = [driven ? "+t.tenant_id = ?1" : "t.tenant_id = ?1", "(t.expires_at IS NULL OR t.expires_at > ?2)"];
-  if (scope.containers !== null) conditions.push(accessCondition(scope.containers, values));
-  if (query !== null) conditions.push(new Compiler(values, scope).compile(query, driven));
-  const where = conditions.join(" AND ");
-  // ?3 is bound only when the statement reads it: D1 refuses a binding the SQL does not number.
-  const params = values.isEmpty() ? [scope.tenantId, scope.now] : [scope.tenantId, scope.now, values.json()];
+  const { where, params, driven } = conditionsOf(query, scope, null);
   // The window is written into the statement: a bound LIMIT costs SQLite measurably more (see
   // bench/search.mjs), and these are integers the service computed, never text from the query.
   return {
     page: {
-      sql: `SELECT ${SELECTED_COLUMNS} FROM tokens AS t WHERE ${where} ORDER BY t.created_at DESC, t.id DESC LIMIT ${rowCount(window.limit)} OFFSET ${rowCount(window.offset)}`,
+      sql: `SELECT ${SELECTED_COLUMNS} FROM tokens AS t WHERE ${where} ${NEWEST_FIRST} LIMIT ${rowCount(window.limit)} OFFSET ${rowCount(window.offset)}`,
       params,
     },
     count: {
@@ -85,6 +92,40 @@ export function compileSearch(query: Query | null, scope: SearchScope, window: S
     },
     driven,
   };
+}
+
+/**
+ * The rows after a keyset position, newest first (the v2 routes): the position is one more
+ * condition on (created_at, id), the order's own columns, so the search starts where the last page
+ * ended instead of reading and skipping the pages before it. No count: a cursor page has none.
+ */
+export function compileSearchAfter(query: Query | null, scope: SearchScope, window: KeysetWindow): CompiledPage {
+  const { where, params, driven } = conditionsOf(query, scope, window.after);
+  return {
+    page: { sql: `SELECT ${SELECTED_COLUMNS} FROM tokens AS t WHERE ${where} ${NEWEST_FIRST} LIMIT ${rowCount(window.limit)}`, params },
+    driven,
+  };
+}
+
+/**
+ * The conditions, tenant and liveness first, then the keyset position, the caller's containers and
+ * the query, with the parameters they read. The position comes before the query: of two upper
+ * bounds on created_at (a date range's and the position's), SQLite walks the index from the first
+ * it meets, and the position's is the one that moves down page after page.
+ */
+function conditionsOf(query: Query | null, scope: SearchScope, after: KeysetPosition | null) {
+  const values = new QueryValues();
+  const driven = query !== null && driverRank(query) !== UNDRIVABLE;
+  const conditions = [driven ? "+t.tenant_id = ?1" : "t.tenant_id = ?1", "(t.expires_at IS NULL OR t.expires_at > ?2)"];
+  if (after !== null) conditions.push(`(t.created_at, t.id) < (${values.ref(after.createdAt)}, ${values.ref(after.id)})`);
+  if (scope.containers !== null) conditions.push(accessCondition(scope.containers, values));
+  if (query !== null) conditions.push(new Compiler(values, scope).compile(query, driven));
+  return { where: conditions.join(" AND "), params: paramsOf(scope, values), driven };
+}
+
+/** ?3 is bound only when the statement reads it: D1 refuses a binding the SQL does not number. */
+function paramsOf(scope: SearchScope, values: QueryValues): unknown[] {
+  return values.isEmpty() ? [scope.tenantId, scope.now] : [scope.tenantId, scope.now, values.json()];
 }
 
 /** A non-negative integer as SQL text; anything else is a bug in the caller. */

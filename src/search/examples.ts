@@ -1,6 +1,6 @@
 import { EXAMPLE_IDS, exampleChangedBy } from "../http/examples";
 import type { TokenResponse } from "../tokens/schema";
-import type { SearchRequest } from "./schema";
+import type { SearchRequest, SearchRequestV2 } from "./schema";
 
 /** Sent to the vault by test/foundation/platform.test.ts: it must stay a query the vault accepts. */
 export const SEARCH_REQUEST_EXAMPLE = {
@@ -8,6 +8,12 @@ export const SEARCH_REQUEST_EXAMPLE = {
   page: 1,
   size: 20,
 } satisfies SearchRequest;
+
+/** The same search a page at a time by cursor (the first page: no `start`). */
+export const SEARCH_V2_REQUEST_EXAMPLE = {
+  query: SEARCH_REQUEST_EXAMPLE.query,
+  size: 20,
+} satisfies SearchRequestV2;
 
 /**
  * What SEARCH_REQUEST_EXAMPLE finds: only `token`, social security and employer id tokens have

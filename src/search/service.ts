@@ -1,15 +1,17 @@
 import { grantedContainers, holdsPermission, type Principal } from "../auth/access";
 import type { TenantContext } from "../context";
+import { type CursorBinding, pageAfter, positionOf } from "../db/cursors";
 import { ForbiddenError } from "../errors";
-import { type Page, pageOf } from "../http/schemas";
+import { type CursorPage, cursorPageOf, type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
 import { SEARCH } from "../limits";
 import type { TokenResponse } from "../tokens/schema";
 import { presentTokens } from "../tokens/service";
 import { dataValuesOf, type Query, redactedQuery } from "./ast";
-import { compileSearch } from "./compile";
+import { compileSearch, compileSearchAfter } from "./compile";
+import { listQueryOf } from "./list-filters";
 import { parseQuery } from "./parse";
-import { type SearchRequest, SearchTokensBody } from "./schema";
+import { type ListTokensV2, type SearchRequest, type SearchRequestV2, SearchTokensBody } from "./schema";
 import * as storage from "./storage";
 
 /**
@@ -45,6 +47,68 @@ export async function searchTokens(context: TenantContext, principal: Principal,
   const { rows, total } = await storage.runSearch(context.db, compiled);
   context.audit.describe({ message: `${query ? redactedQuery(query) : "all tokens"}, ${total} result${total === 1 ? "" : "s"}` });
   return pageOf(await presentTokens(context, principal, "token:search", rows), total, pageNumber, size);
+}
+
+/**
+ * `POST /v2/tokens/search`: the query of POST /tokens/search, the same rules, a page at a time by
+ * cursor. The cursor is bound to the query as sent.
+ */
+export async function searchTokensV2(
+  context: TenantContext,
+  principal: Principal,
+  request: SearchRequestV2,
+): Promise<CursorPage<TokenResponse>> {
+  if (!holdsPermission(principal, "token:search")) throw ForbiddenError.missing("token:search");
+  const query = request.query ? parseQuery(request.query) : null;
+  const binding = { list: "POST /v2/tokens/search", applicationId: principal.applicationId, request: { query: request.query || null } };
+  return tokensAfter(context, principal, "token:search", query, binding, request);
+}
+
+/**
+ * `GET /v2/tokens`: the tokens the caller may read, newest first, a page at a time by cursor. Each
+ * filter is a term of the search language (container: the container and below it), all ANDed, so
+ * the list is the compiled search of those terms under the caller's token:read rules.
+ */
+export async function listTokensV2(
+  context: TenantContext,
+  principal: Principal,
+  filters: ListTokensV2,
+): Promise<CursorPage<TokenResponse>> {
+  const { query, request } = listQueryOf(filters);
+  const binding = { list: "GET /v2/tokens", applicationId: principal.applicationId, request };
+  return tokensAfter(context, principal, "token:read", query, binding, filters);
+}
+
+/**
+ * One cursor page of the compiled search: the rows after the cursor's position (one more than the
+ * page, to know whether another follows), shown through the caller's transform for `permission`.
+ */
+async function tokensAfter(
+  context: TenantContext,
+  principal: Principal,
+  permission: "token:read" | "token:search",
+  query: Query | null,
+  binding: CursorBinding,
+  paging: { start?: string | null; size: number },
+): Promise<CursorPage<TokenResponse>> {
+  const keys = await context.keys();
+  const after = paging.start ? await positionOf(keys, binding, paging.start) : null;
+  const granted = grantedContainers(principal, permission);
+  const compiled = compileSearchAfter(
+    query,
+    {
+      tenantId: principal.tenantId,
+      now: Date.now(),
+      containers: granted === null ? null : granted.map((grant) => grant.container),
+      blindIndexes: await blindIndexesOf(context, query),
+    },
+    { limit: paging.size + 1, after },
+  );
+  const { page, next } = await pageAfter(keys, binding, await storage.runPage(context.db, compiled.page), paging.size);
+  context.audit.describe({
+    message: `${query ? redactedQuery(query) : "all tokens"}, ${page.length} on this page${next ? ", more after it" : ""}`,
+  });
+  return cursorPageOf(await presentTokens(context, principal, permission, page), paging.size, next);
 }
 
 /**

@@ -9,6 +9,11 @@ export async function runSearch(db: Database, compiled: CompiledSearch): Promise
   return { rows: page!.results as TokenRow[], total: (count!.results[0] as { total: number }).total };
 }
 
+/** The rows of a cursor page (src/search/compile.ts, compileSearchAfter). */
+export async function runPage(db: Database, page: Statement): Promise<TokenRow[]> {
+  return (await prepared(db.$client, page).all<TokenRow>()).results;
+}
+
 function prepared(d1: D1Database, statement: Statement): D1PreparedStatement {
   return d1.prepare(statement.sql).bind(...statement.params);
 }

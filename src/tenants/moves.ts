@@ -3,7 +3,7 @@
  * database (`tenant_moves`); each call advances it by at most `maxBatches` steps and answers where
  * it stands, so an interrupted move continues where it stopped when called again.
  *
- *   copying   tokens are copied in batches by id, then the audit log in batches by seq; the tenant
+ *   copying   tokens are copied in steps by id, then the audit log in steps by seq (data-copy.ts); the tenant
  *             keeps reading and writing the source
  *   blocked   writes answer 503 (Retry-After) and the audit writer holds the tenant's entries back
  *             (the queue delivers them later): after one credential time to live every isolate has
@@ -21,9 +21,7 @@ import * as copy from "./data-copy";
 import { requireDataBinding } from "./directory";
 import * as storage from "./storage";
 
-const BATCH = 100;
 const ID_PAGE = 500;
-const AUDIT_BATCH = 200;
 
 export interface MoveInput {
   database: string;
@@ -53,11 +51,11 @@ export async function moveTenant(context: RequestContext, tenantId: string, inpu
   const ttl = context.config.CREDENTIAL_CACHE_TTL_MS;
   for (let step = 0; step < (input.max_batches ?? Number.POSITIVE_INFINITY); step++) {
     if (move.phase === "copying") {
-      const tokens = await copy.tokensAfter(source, tenantId, move.cursor, BATCH);
-      await copy.copyTokens(source, target, tenantId, tokens);
-      const cursor: string = tokens.length > 0 ? String(tokens.at(-1)!.id) : move.cursor;
-      // Once the tokens are copied, each step copies a batch of the audit log.
-      const copied = tokens.length < BATCH && (await copy.copyAuditEntries(source, target, tenantId, AUDIT_BATCH)) < AUDIT_BATCH;
+      const tokens = await copy.tokensAfter(source, tenantId, move.cursor);
+      await copy.copyTokens(source, target, tenantId, tokens.rows);
+      const cursor = tokens.rows.at(-1)?.id ?? move.cursor;
+      // Once the tokens are copied, each step copies a step of the audit log.
+      const copied = !tokens.more && !(await copy.copyAuditEntries(source, target, tenantId));
       const changes: Partial<storage.TenantMove> = copied ? { cursor, phase: "blocked" as const, phaseStartedAt: Date.now() } : { cursor };
       await storage.updateMove(control, tenantId, changes);
       move = { ...move, ...changes };
@@ -98,10 +96,9 @@ async function startMove(context: RequestContext, tenantId: string, source: stri
   return move;
 }
 
-/** With writes blocked: tokens created or changed since the copy began, and tokens deleted meanwhile. */
+/** With writes blocked: tokens created or changed since the copy began, tokens deleted meanwhile, and the token intents. */
 async function copyLastChanges(source: D1Database, target: D1Database, tenantId: string, since: number): Promise<void> {
-  const changed = await copy.tokensChangedSince(source, tenantId, since);
-  for (let i = 0; i < changed.length; i += BATCH) await copy.copyTokens(source, target, tenantId, changed.slice(i, i + BATCH));
+  for (const step of await copy.tokensChangedSince(source, tenantId, since)) await copy.copyTokens(source, target, tenantId, step);
   let cursor = "";
   for (;;) {
     const ids = await copy.tokenIdsAfter(target, tenantId, cursor, ID_PAGE);
@@ -109,8 +106,9 @@ async function copyLastChanges(source: D1Database, target: D1Database, tenantId:
     await copy.deleteTokens(target, tenantId, await copy.missingTokenIds(source, tenantId, ids));
     cursor = ids.at(-1)!;
   }
+  await copy.copyTokenIntents(source, target, tenantId);
   await copy.copyIdempotencyRecords(source, target, tenantId);
-  while ((await copy.copyAuditEntries(source, target, tenantId, AUDIT_BATCH)) === AUDIT_BATCH);
+  while (await copy.copyAuditEntries(source, target, tenantId));
   await copy.copyAuditChain(source, target, tenantId);
 }
 

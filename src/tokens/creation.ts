@@ -61,16 +61,36 @@ export function parseCreateToken(input: unknown): CreateToken {
   return parsed.data;
 }
 
-export async function createToken(context: TenantContext, principal: Principal, input: CreateToken): Promise<CreatedTokenResponse> {
-  return answerCreatedToken(context, await createTokens(context, principal, [{ input }]));
+/** A create of data the caller did not send itself: a token intent's, which its conversion consumes (src/token-intents/). */
+export interface CreateFrom {
+  /**
+   * Statements that go first in the create's one batch and fail it when what they consume is gone. The
+   * batch runs even when deduplication answers an existing token and there is nothing to insert.
+   */
+  consuming: (d1: D1Database, now: number) => D1PreparedStatement[];
+}
+
+/** `from`: where the data comes from, when the caller did not send it (see createdTransform). */
+export async function createToken(
+  context: TenantContext,
+  principal: Principal,
+  input: CreateToken,
+  from?: CreateFrom,
+): Promise<CreatedTokenResponse> {
+  return answerCreatedToken(context, await createTokens(context, principal, [{ input }], from));
 }
 
 /**
  * POST /tokens answered again from its commit mark (src/idempotency/): the attempt that wrote the token
- * stopped before its answer was saved.
+ * stopped before its answer was saved. `sentData`: the caller sent the data (false for a conversion).
  */
-export async function answerCommittedToken(context: TenantContext, principal: Principal, outcome: unknown): Promise<CreatedTokenResponse> {
-  return answerCreatedToken(context, await committedTokens(context, principal, outcome as CommittedCreate));
+export async function answerCommittedToken(
+  context: TenantContext,
+  principal: Principal,
+  outcome: unknown,
+  sentData = true,
+): Promise<CreatedTokenResponse> {
+  return answerCreatedToken(context, await committedTokens(context, principal, outcome as CommittedCreate, sentData));
 }
 
 function answerCreatedToken(context: TenantContext, [created]: Created[]): CreatedTokenResponse {
@@ -160,7 +180,12 @@ function answerTokenized(context: TenantContext, payload: unknown, found: TokenR
  * grants, evaluated and given its id; deduplicating requests are answered with existing tokens;
  * the rest are sealed and written in one batch.
  */
-async function createTokens(context: TenantContext, principal: Principal, requests: CreateRequest[]): Promise<Created[]> {
+async function createTokens(
+  context: TenantContext,
+  principal: Principal,
+  requests: CreateRequest[],
+  from?: CreateFrom,
+): Promise<Created[]> {
   if (requests.length === 0) return [];
   context.requireWritable();
   const definitions = requests.map((request) => definitionOf(request.input));
@@ -213,13 +238,13 @@ async function createTokens(context: TenantContext, principal: Principal, reques
   });
   const inserted = outcomes.flatMap((outcome) => (outcome.inserted ? [outcome.inserted] : []));
   const chosenIds = outcomes.flatMap((outcome, i) => (outcome.inserted && wanted[i]!.chosen ? [ids[i]!.id] : []));
-  if (inserted.length > 0) {
+  if (inserted.length > 0 || from) {
     const d1 = context.db.$client;
     const mark = context.takeCommitMark();
     const committed = mark && (await mark.statement(d1, committedCreate(outcomes, sealed, deduplicating, now)));
     let written: number;
     try {
-      written = await insertTokens(d1, inserted, chosenIds, now, committed ? [committed] : []);
+      written = await insertTokens(d1, inserted, chosenIds, now, { first: from?.consuming(d1, now), last: committed ? [committed] : [] });
     } catch (error) {
       if (isTakenIdError(error)) throw new ConflictError("A chosen token id was taken by another request meanwhile; nothing was created");
       throw mark?.refusalOf(error) ?? error;
@@ -231,18 +256,21 @@ async function createTokens(context: TenantContext, principal: Principal, reques
     principal,
     keys,
     outcomes.map(({ row, data, inserted }) => ({ row, data, created: inserted !== undefined })),
+    from === undefined,
   );
 }
 
-/** Each token of a create's answer, as the caller sees it. */
+/** Each token of a create's answer, as the caller sees it; `sentData` false when the caller did not send the data. */
 function presentCreated(
   principal: Principal,
   keys: TenantKeys,
   answered: { row: TokenRow; created: boolean; data?: () => unknown }[],
+  sentData: boolean,
 ): Promise<Created[]> {
   return Promise.all(
     answered.map(async ({ row, created, data }) => {
-      const token = await present(principal, row, createdTransform(principal, row, created), data ?? (() => decryptData(keys, row)));
+      const transform = createdTransform(principal, row, created && sentData);
+      const token = await present(principal, row, transform, data ?? (() => decryptData(keys, row)));
       return { token: { ...token, deduplicated: !created }, row };
     }),
   );
@@ -271,7 +299,12 @@ function committedCreate(outcomes: Outcome[], sealed: SealedToken[], deduplicati
  * or for a deduplicating request whose new token lost a race, the duplicate that won. A token deleted
  * or expired since cannot be answered.
  */
-async function committedTokens(context: TenantContext, principal: Principal, committed: CommittedCreate): Promise<Created[]> {
+async function committedTokens(
+  context: TenantContext,
+  principal: Principal,
+  committed: CommittedCreate,
+  sentData = true,
+): Promise<Created[]> {
   const now = Date.now();
   const rows = new Map(
     (await storage.liveTokens(context.db, context.tenantId, [...new Set(committed.tokens.map(({ id }) => id))], now)).map((row) => [
@@ -295,22 +328,23 @@ async function committedTokens(context: TenantContext, principal: Principal, com
       return { row: duplicate, created: false };
     }),
   );
-  return presentCreated(principal, await context.keys(), answered);
+  return presentCreated(principal, await context.keys(), answered, sentData);
 }
 
 /**
- * How a create answers a token: a new one under the caller's token:create rule (it supplied the
- * data), a public key's under redact; an existing one that deduplication answered also under its token:read rule, whichever is
+ * How a create answers a token: a new one of data the caller sent under its token:create rule, a
+ * public key's under redact; an existing one that deduplication answered also under its token:read rule, whichever is
  * stricter (none is redact), since only its fingerprint matched what the caller sent: its other
- * members (a card's cvc and expiry) the caller never supplied.
+ * members (a card's cvc and expiry) the caller never supplied. So is a new one of data the caller did
+ * not send (a converted token intent's): creating it is no read of it.
  */
-function createdTransform(principal: Principal, row: TokenRow, created: boolean): Transform {
+function createdTransform(principal: Principal, row: TokenRow, createdFromCallersData: boolean): Transform {
   // A public key's answer goes to the merchant's page, whose script chose the request's shape: a mask that shows a
   // member whole (a bank's routing number) would hand it what the shopper typed. It gets the token without data.
   if (principal.applicationType === "public") return "redact";
   const containers = containersOf(row);
   const create = accessTo(principal, "token:create", containers) ?? "redact";
-  return created ? create : stricter(create, accessTo(principal, "token:read", containers) ?? "redact");
+  return createdFromCallersData ? create : stricter(create, accessTo(principal, "token:read", containers) ?? "redact");
 }
 
 /** Where a request sits in a tokenize payload, for messages; nothing for POST /tokens. */

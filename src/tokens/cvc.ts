@@ -2,7 +2,7 @@ import type { RequestContext } from "../context";
 import { ciphertextVersion, type TenantKeys } from "../crypto/tenant-keys";
 import type { Config } from "../env";
 import { NotFoundError } from "../errors";
-import { forgetCvcDeadlines, replaceCiphertextWithoutCvc, tokensWithCvcDue } from "./storage-purges";
+import { type CvcHolders, cvcsDue, forgetCvcDeadlines, replaceCiphertextWithoutCvc, TOKEN_CVC_HOLDERS } from "./storage-purges";
 
 /*
  * A card's security code may not be kept after authorization (PCI DSS 3.3.1). A card written with
@@ -75,23 +75,29 @@ export function hasCvc(data: unknown): data is { cvc: unknown } & Record<string,
 
 /**
  * Called by the scheduled handler: re-encrypts every card whose cvc window has passed without its
- * cvc, in bounded chunks. A token changed meanwhile is left to its new deadline.
+ * cvc, in bounded chunks; tokens unless other `holders` (token intents) are named. A record changed
+ * meanwhile is left to its new deadline.
  */
-export async function purgeExpiredCvcs(context: RequestContext, now = Date.now()): Promise<number> {
+export async function purgeExpiredCvcs(
+  context: RequestContext,
+  now = Date.now(),
+  holders: CvcHolders = TOKEN_CVC_HOLDERS,
+): Promise<number> {
   let purged = 0;
   for (const db of context.dataDatabases()) {
     for (;;) {
-      const due = await tokensWithCvcDue(db.$client, now, CVC_PURGE_CHUNK);
+      const due = await cvcsDue(db.$client, holders, now, CVC_PURGE_CHUNK);
       for (const row of due) {
         const keys = await keysUnlessShredded(context, row.tenantId);
         if (keys === null) {
-          await forgetCvcDeadlines(db.$client, row.tenantId);
+          await forgetCvcDeadlines(db.$client, holders, row.tenantId);
           continue;
         }
-        const data = withoutCvc(JSON.parse(await keys.decrypt(row.ciphertext, row.id)));
+        const sealedWith = holders.sealingContext(row.id);
+        const data = withoutCvc(JSON.parse(await keys.decrypt(row.ciphertext, sealedWith)));
         // Under the row's own version: its fingerprint and blind indexes were made with it.
-        const ciphertext = await keys.encrypt(JSON.stringify(data), row.id, ciphertextVersion(row.ciphertext));
-        purged += await replaceCiphertextWithoutCvc(db.$client, row, ciphertext);
+        const ciphertext = await keys.encrypt(JSON.stringify(data), sealedWith, ciphertextVersion(row.ciphertext));
+        purged += await replaceCiphertextWithoutCvc(db.$client, holders, row, ciphertext);
       }
       if (due.length < CVC_PURGE_CHUNK) break;
     }

@@ -9,6 +9,8 @@ import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, mergePatchBody, paginated, problemResponses } from "../http/schemas";
 import { type AnswerCommitted, idempotentWrite } from "../idempotency/middleware";
+import { convertTokenIntent } from "../token-intents/conversion";
+import { CreateOrConvertTokenBody } from "../token-intents/schema";
 import * as creation from "./creation";
 import {
   CARD_TOKEN_EXAMPLE,
@@ -22,7 +24,6 @@ import {
 } from "./examples";
 import {
   CreatedTokenSchema,
-  CreateTokenBody,
   ListTokensQuery,
   TokenIdParams,
   TokenizePayload,
@@ -52,8 +53,9 @@ const countCreatedTokens: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /** POST /tokens answered again from its commit mark: as the attempt that wrote the token would have answered. */
-const answerCommittedCreate: AnswerCommitted = async (context, principal, outcome) => {
-  const token = await creation.answerCommittedToken(context, principal, outcome);
+const answerCommittedCreate: AnswerCommitted = async (context, principal, outcome, body) => {
+  const converted = typeof body === "object" && body !== null && "token_intent_id" in body;
+  const token = await creation.answerCommittedToken(context, principal, outcome, !converted);
   return { status: token.deduplicated ? 200 : 201, body: token };
 };
 
@@ -72,10 +74,13 @@ const create = createRoute({
     "Needs token:create on every container of the token; members left out take the type's defaults (container, fingerprint " +
     "expression, mask, search indexes). The answer shows the data as the caller's token:create transform does. With " +
     "`deduplicate_token`, the oldest live token of the same type and fingerprint where the caller holds token:create is answered instead, with 200; " +
-    "public and session keys may not send it (400), and are never shown a fingerprint.",
+    "public and session keys may not send it (400), and are never shown a fingerprint. " +
+    "With `token_intent_id` instead of `type` and `data`, a private key converts a token intent: the token gets the intent's type " +
+    "and data (a card without its cvc) and the other members given, the intent is deleted with it, and the answer shows the token " +
+    "as the caller's token:read rule would too. An unknown, expired, deleted, converted or another tenant's intent is a 404.",
   middleware: [requirePermission("token:create"), json, idempotentWrite(answerCommittedCreate)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
-  request: jsonBody(CreateTokenBody, CARD_TOKEN_REQUEST_EXAMPLE),
+  request: jsonBody(CreateOrConvertTokenBody, CARD_TOKEN_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(CreatedTokenSchema, "The new token, its data per the caller's access transform", CREATED_CARD_TOKEN_EXAMPLE),
     200: jsonContent(
@@ -83,7 +88,7 @@ const create = createRoute({
       "An existing token with the same type and fingerprint (deduplicate_token)",
       DEDUPLICATED_CARD_TOKEN_EXAMPLE,
     ),
-    ...problemResponses(400, 401, 403, 409, 413, 415, 503),
+    ...problemResponses(400, 401, 403, 404, 409, 413, 415, 503),
   },
 });
 
@@ -177,7 +182,11 @@ const tokenize = createRoute({
 
 export const tokenRoutes = createRouter()
   .openapi(create, async (c) => {
-    const token = await creation.createToken(c.var.context, c.var.principal, c.req.valid("json"));
+    const body = c.req.valid("json");
+    const token =
+      "token_intent_id" in body
+        ? await convertTokenIntent(c.var.context, c.var.principal, body)
+        : await creation.createToken(c.var.context, c.var.principal, body);
     return c.json(token, token.deduplicated ? 200 : 201);
   })
   .openapi(list, async (c) => c.json(await tokens.listTokens(c.var.context, c.var.principal, c.req.valid("query")), 200))

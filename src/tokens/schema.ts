@@ -4,7 +4,7 @@ import { TOKENS } from "../limits";
 import { ContainerPath } from "./containers";
 import { EXPRESSION_MAX_LENGTH, expressionProblem } from "./expressions";
 import { isAliasExpression, normalTokenId, tokenIdProblem } from "./id-format";
-import { SEARCHABLE_TYPES, TOKEN_TYPE_RULES, TOKEN_TYPES } from "./types";
+import { SEARCHABLE_TYPES, TOKEN_TYPE_RULES, TOKEN_TYPES, type TokenType } from "./types";
 
 export const MAX_CONTAINERS = TOKENS.maxContainers;
 export const MAX_SEARCH_INDEXES = TOKENS.maxSearchIndexes;
@@ -13,7 +13,7 @@ const METADATA_KEY_MAX_LENGTH = TOKENS.metadataKeyMaxLength;
 const METADATA_VALUE_MAX_LENGTH = TOKENS.metadataValueMaxLength;
 
 /** Unknown members are refused: a misspelt `search_indexes` must not silently create an unindexed token. */
-const strict = {
+export const strict = {
   error: (issue: { code?: string; keys?: string[] }) =>
     issue.code === "unrecognized_keys"
       ? `unknown field${issue.keys!.length > 1 ? "s" : ""}: ${issue.keys!.join(", ")}`
@@ -24,7 +24,7 @@ const strict = {
 
 export const TokenTypeSchema = z.enum(TOKEN_TYPES, { error: `must be one of ${TOKEN_TYPES.join(", ")}` });
 
-const JsonValue = z.any().openapi({ description: "Any JSON value" });
+export const JsonValue = z.any().openapi({ description: "Any JSON value" });
 
 const Expression = z
   .string({ error: "must be a string" })
@@ -67,7 +67,7 @@ const Mask = z
       "A Liquid expression over `data`, or a JSON object or array whose string leaves are expressions (the masked data keeps its shape and a leaf's JSON type)",
   });
 
-const Metadata = z
+export const Metadata = z
   .record(
     z.string().min(1, "keys must not be empty").max(METADATA_KEY_MAX_LENGTH, `keys must be at most ${METADATA_KEY_MAX_LENGTH} characters`),
     z.string({ error: "must be a string" }).max(METADATA_VALUE_MAX_LENGTH, `must be at most ${METADATA_VALUE_MAX_LENGTH} characters`),
@@ -131,25 +131,34 @@ const definition = {
   expires_at: FutureTime.nullish(),
 };
 
+/**
+ * What a create request may set besides its type and data: a conversion of a token intent (POST /tokens
+ * with `token_intent_id`, src/token-intents/) takes these with the intent's type and data.
+ */
+export const TOKEN_REQUEST_MEMBERS = {
+  id: ChosenTokenId.nullish(),
+  ...definition,
+  deduplicate_token: z.boolean({ error: "must be true or false" }).default(false),
+};
+
+/** A token's data, checked against its type's rules (a token intent's too): an issue per refused member, never echoing it. */
+export const TokenData = JsonValue.refine((data) => data !== undefined, "is required").openapi({
+  description:
+    "`card`: {number, expiration_month, expiration_year, cvc?}; `bank`: {routing_number, account_number}; a string for the other typed types; any JSON value but null for type token",
+});
+
+/** Adds an issue under `data` for each member the type's rules refuse. */
+export function refuseData(type: TokenType, data: unknown, ctx: z.RefinementCtx): void {
+  for (const refusal of data === undefined ? [] : TOKEN_TYPE_RULES[type].refuse(data)) {
+    ctx.addIssue({ code: "custom", path: ["data", ...refusal.path], message: `${refusal.message} for type ${type}` });
+  }
+}
+
 export const CreateTokenBody = z
-  .strictObject(
-    {
-      id: ChosenTokenId.nullish(),
-      type: TokenTypeSchema,
-      data: JsonValue.refine((data) => data !== undefined, "is required").openapi({
-        description:
-          "`card`: {number, expiration_month, expiration_year, cvc?}; `bank`: {routing_number, account_number}; a string for the other typed types; any JSON value but null for type token",
-      }),
-      ...definition,
-      deduplicate_token: z.boolean({ error: "must be true or false" }).default(false),
-    },
-    strict,
-  )
+  .strictObject({ type: TokenTypeSchema, data: TokenData, ...TOKEN_REQUEST_MEMBERS }, strict)
   .superRefine((token, ctx) => {
     const rules = TOKEN_TYPE_RULES[token.type];
-    for (const refusal of token.data === undefined ? [] : rules.refuse(token.data)) {
-      ctx.addIssue({ code: "custom", path: ["data", ...refusal.path], message: `${refusal.message} for type ${token.type}` });
-    }
+    refuseData(token.type, token.data, ctx);
     if (token.search_indexes && token.search_indexes.length > 0 && rules.defaultSearchIndexes === null) {
       ctx.addIssue({
         code: "custom",

@@ -2,7 +2,7 @@ import { getTableName } from "drizzle-orm";
 import type { TokenRow } from "./storage";
 import { SIDE_TABLES } from "./storage-writes";
 
-/* What the cron removes: expired tokens with their side rows, and card security codes past their deadline. */
+/* What the cron removes: expired tokens with their side rows, and card security codes past their deadline (of token intents too). */
 
 const PURGE_CHUNK = 500;
 
@@ -27,29 +27,43 @@ export async function purgeExpiredTokens(d1: D1Database, now: number): Promise<{
   }
 }
 
-/** Cards whose cvc must be gone by `now`, oldest deadline first. */
-export async function tokensWithCvcDue(
+/**
+ * A table of sealed records that keep a card's cvc until `cvc_expires_at` (tokens, token intents): its
+ * name, and the additional data a record's ciphertext is sealed with.
+ */
+export interface CvcHolders {
+  table: "tokens" | "token_intents";
+  sealingContext(id: string): string;
+}
+
+/** Tokens are sealed with their id as additional data. */
+export const TOKEN_CVC_HOLDERS: CvcHolders = { table: "tokens", sealingContext: (id) => id };
+
+/** Records whose cvc must be gone by `now`, oldest deadline first. */
+export async function cvcsDue(
   d1: D1Database,
+  holders: CvcHolders,
   now: number,
   limit: number,
 ): Promise<Pick<TokenRow, "tenantId" | "id" | "ciphertext">[]> {
   const { results } = await d1
     .prepare(
-      "SELECT tenant_id AS tenantId, id, ciphertext FROM tokens WHERE cvc_expires_at <= ? ORDER BY cvc_expires_at, tenant_id, id LIMIT ?",
+      `SELECT tenant_id AS tenantId, id, ciphertext FROM ${holders.table} WHERE cvc_expires_at <= ? ORDER BY cvc_expires_at, tenant_id, id LIMIT ?`,
     )
     .bind(now, limit)
     .all<Pick<TokenRow, "tenantId" | "id" | "ciphertext">>();
   return results;
 }
 
-/** Writes the card's data without its cvc, unless the token changed since it was read; 1 or 0. */
+/** Writes the record's data without its cvc, unless it changed since it was read; 1 or 0. */
 export async function replaceCiphertextWithoutCvc(
   d1: D1Database,
+  holders: CvcHolders,
   read: Pick<TokenRow, "tenantId" | "id" | "ciphertext">,
   ciphertext: string,
 ): Promise<number> {
   const result = await d1
-    .prepare("UPDATE tokens SET ciphertext = ?, cvc_expires_at = NULL WHERE tenant_id = ? AND id = ? AND ciphertext = ?")
+    .prepare(`UPDATE ${holders.table} SET ciphertext = ?, cvc_expires_at = NULL WHERE tenant_id = ? AND id = ? AND ciphertext = ?`)
     .bind(ciphertext, read.tenantId, read.id, read.ciphertext)
     .run();
   return result.meta.changes;
@@ -59,6 +73,9 @@ export async function replaceCiphertextWithoutCvc(
  * Clears the cvc deadlines of a tenant whose keys were destroyed (crypto-shredded): its cvcs can no
  * longer be read by anyone, and its rows must not stand in the way of other tenants' purge.
  */
-export async function forgetCvcDeadlines(d1: D1Database, tenantId: string): Promise<void> {
-  await d1.prepare("UPDATE tokens SET cvc_expires_at = NULL WHERE tenant_id = ? AND cvc_expires_at IS NOT NULL").bind(tenantId).run();
+export async function forgetCvcDeadlines(d1: D1Database, holders: CvcHolders, tenantId: string): Promise<void> {
+  await d1
+    .prepare(`UPDATE ${holders.table} SET cvc_expires_at = NULL WHERE tenant_id = ? AND cvc_expires_at IS NOT NULL`)
+    .bind(tenantId)
+    .run();
 }

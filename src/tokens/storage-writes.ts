@@ -34,9 +34,10 @@ export const TOKEN_SIDE_TABLE_NAMES = SIDE_TABLES.map((table) => getTableName(ta
 
 /**
  * Inserts the tokens. `chosenIds` (ids the client chose) may still be held by expired tokens that
- * the cron has not purged yet: those go first, since an expired token behaves as deleted. `commitMarks`
- * (an idempotency claim's, src/context.ts) go last, in the same batch: the tokens and the mark are
- * written together or not at all.
+ * the cron has not purged yet: those go first, since an expired token behaves as deleted. `with.last`
+ * (an idempotency claim's commit mark, src/context.ts) goes last and `with.first` (a conversion's
+ * consumption of its token intent) first, in the same batch: the tokens and those statements are
+ * written together or not at all. They are written even when there is no token to insert.
  *
  * A deduplicating token (`unlessDuplicateIn`) is inserted by the same statement only when no
  * duplicate is live, and its side rows only when its row was inserted: D1 runs statements one at a
@@ -49,10 +50,14 @@ export async function insertTokens(
   sealed: SealedToken[],
   chosenIds: string[],
   now: number,
-  commitMarks: D1PreparedStatement[] = [],
+  { first = [], last = [] }: { first?: D1PreparedStatement[]; last?: D1PreparedStatement[] } = {},
 ): Promise<number> {
-  const results = await d1.batch([...insertStatements(d1, sealed, chosenIds, now), ...commitMarks]);
-  return results[tokensStatement(chosenIds)]?.meta.changes ?? 0;
+  if (sealed.length === 0) {
+    await d1.batch([...first, ...last]);
+    return 0;
+  }
+  const results = await d1.batch([...first, ...insertStatements(d1, sealed, chosenIds, now), ...last]);
+  return results[first.length + tokensStatement(chosenIds)]?.meta.changes ?? 0;
 }
 
 function insertStatements(d1: D1Database, sealed: SealedToken[], chosenIds: string[], now: number): D1PreparedStatement[] {

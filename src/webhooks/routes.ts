@@ -1,10 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { requirePermission } from "../auth/middleware";
-import { examplePage } from "../http/examples";
+import { exampleCursorPage } from "../http/examples";
 import { requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
-import { IdParams, jsonBody, jsonContent, ListQuery, paginated, problemResponses } from "../http/schemas";
+import { cursorPaginated, IdParams, jsonBody, jsonContent, paginated, problemResponses } from "../http/schemas";
 import { idempotent } from "../idempotency/middleware";
 import { WEBHOOK_EVENT_TYPES } from "./events";
 import {
@@ -15,7 +15,7 @@ import {
   WEBHOOK_REPLACEMENT_EXAMPLE,
   WEBHOOK_REQUEST_EXAMPLE,
 } from "./examples";
-import { CreatedWebhookSchema, WebhookBody, WebhookSchema } from "./schema";
+import { CreatedWebhookSchema, WebhookBody, WebhookListQuery, WebhookSchema } from "./schema";
 import * as webhooks from "./service";
 
 const tags = ["Webhooks"];
@@ -46,14 +46,20 @@ const list = createRoute({
   path: "/webhooks",
   tags,
   security,
-  summary: "List webhooks",
+  summary: "List webhooks, a page at a time by cursor (or by number with `page`)",
   description:
-    "Needs `webhook:read`. The tenant's webhooks a page at a time, without their secrets; `id` (repeatable) and `name` " +
-    "(`*` is the only wildcard, case-insensitive) narrow the list.",
+    "Needs `webhook:read`. The tenant's webhooks, newest first, without their secrets; `id` (repeatable) and `name` " +
+    "(`*` is the only wildcard, case-insensitive) narrow the list. Without `page` the answer is a cursor page " +
+    "(`pagination: {page_size, next}`; `start` is the previous page's `next`, good only for the same filters and key); with " +
+    "`page` it is a page by number (`pagination: {total_items, page_number, page_size, total_pages}`).",
   middleware: [requirePermission("webhook:read")] as const,
-  request: { query: ListQuery },
+  request: { query: WebhookListQuery },
   responses: {
-    200: jsonContent(paginated(WebhookSchema), "A page of webhooks", examplePage(WEBHOOK_EXAMPLE)),
+    200: jsonContent(
+      z.union([paginated(WebhookSchema), cursorPaginated(WebhookSchema)]),
+      "A page of webhooks: by cursor, or by number when `page` was sent",
+      exampleCursorPage(WEBHOOK_EXAMPLE),
+    ),
     ...problemResponses(400, 401, 403),
   },
 });

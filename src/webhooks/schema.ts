@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { Name } from "../http/schemas";
+import { Cursor, ListQuery, Name, PageNumber } from "../http/schemas";
 import { WEBHOOKS } from "../limits";
 import { WEBHOOK_EVENT_TYPES } from "./events";
 
@@ -52,3 +52,20 @@ export const CreatedWebhookSchema = WebhookSchema.extend({
     description: "The signing secret (Standard Webhooks, `whsec_…`): shown only in this response; store it to verify deliveries",
   }),
 }).openapi("CreatedWebhook");
+
+/**
+ * `GET /webhooks` in either form (docs/decisions.md, "Webhook lists"): with `page`, a page by number
+ * in the vault's list shape; otherwise a cursor page, `start` continuing one, in the shape the
+ * original interface documents for webhooks.
+ */
+export const WebhookListQuery = ListQuery.extend({
+  page: PageNumber.optional().openapi({
+    description: "A page by number (`total_items`, `page_number`, `total_pages` answered); not with `start`",
+  }),
+  start: Cursor.optional(),
+}).refine((query) => query.page === undefined || query.start === undefined, {
+  path: ["start"],
+  message: "pages by cursor or by number, not both: send start or page",
+});
+
+export type WebhookListRequest = z.infer<typeof WebhookListQuery>;

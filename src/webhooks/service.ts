@@ -1,11 +1,12 @@
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { toBase64 } from "../crypto/encoding";
+import { pageAfter, positionOf } from "../db/cursors";
 import { egressRefusal } from "../egress/policy";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
-import { auditFieldsOf, type ListFilter, type Page, pageOf } from "../http/schemas";
+import { auditFieldsOf, type CursorPage, cursorPageOf, type Page, pageOf } from "../http/schemas";
 import { WEBHOOKS } from "../limits";
-import type { WebhookInput, WebhookResponse } from "./schema";
+import type { WebhookInput, WebhookListRequest, WebhookResponse } from "./schema";
 import type { WebhookRow } from "./storage";
 import * as storage from "./storage";
 
@@ -67,9 +68,28 @@ export async function getWebhook(context: TenantContext, _principal: Principal, 
   return toWebhookResponse(row);
 }
 
-export async function listWebhooks(context: TenantContext, _principal: Principal, filter: ListFilter): Promise<Page<WebhookResponse>> {
-  const { rows, total } = await storage.webhooksPage(context.control, context.tenantId, filter);
-  return pageOf(rows.map(toWebhookResponse), total, filter.page, filter.size);
+/**
+ * The tenant's webhooks, newest first: with `page`, a page by number in the vault's list shape;
+ * otherwise a page by cursor, the shape the original interface's webhook list has (its Node SDK
+ * reads `pagination.page_size` and `next`). The cursor is bound to the filters and the key's application.
+ */
+export async function listWebhooks(
+  context: TenantContext,
+  principal: Principal,
+  query: WebhookListRequest,
+): Promise<Page<WebhookResponse> | CursorPage<WebhookResponse>> {
+  if (query.page !== undefined) {
+    const filter = { ...query, page: query.page };
+    const { rows, total } = await storage.webhooksPage(context.control, context.tenantId, filter);
+    return pageOf(rows.map(toWebhookResponse), total, filter.page, filter.size);
+  }
+  const keys = await context.keys();
+  const request = { id: [...new Set(query.id)].sort(), name: query.name ?? null };
+  const binding = { list: "GET /webhooks", applicationId: principal.applicationId, request };
+  const after = query.start ? await positionOf(keys, binding, query.start) : null;
+  const rows = await storage.webhooksAfter(context.control, context.tenantId, query, after, query.size + 1);
+  const { page, next } = await pageAfter(keys, binding, rows, query.size);
+  return cursorPageOf(page.map(toWebhookResponse), query.size, next);
 }
 
 /** Replaces every field but the secret; `status: enabled` re-enables a webhook disabled after failures. */

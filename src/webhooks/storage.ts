@@ -1,7 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { webhooks } from "../db/control-tables";
-import { namedResourcesPage } from "../db/pages";
+import type { KeysetPosition } from "../db/cursors";
+import { namedResourcesAfter, namedResourcesPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
 
 export type WebhookRow = typeof webhooks.$inferSelect;
@@ -40,6 +41,17 @@ export async function findWebhook(db: Database, tenantId: string, id: string): P
 
 export function webhooksPage(db: Database, tenantId: string, filter: ListFilter) {
   return namedResourcesPage(db, webhooks, tenantId, filter);
+}
+
+/** Up to `limit` of the tenant's webhooks after the position, newest first. */
+export function webhooksAfter(
+  db: Database,
+  tenantId: string,
+  filter: { id: string[]; name?: string },
+  after: KeysetPosition | null,
+  limit: number,
+) {
+  return namedResourcesAfter(db, webhooks, tenantId, filter, after, limit);
 }
 
 export async function updateWebhook(

@@ -370,8 +370,22 @@ describe("applications: POST /applications/{id}/regenerate", () => {
 
 describe("permissions: GET /permissions?application_type=", () => {
   it.each([
-    ["public", ["token:create", "token:update"]],
-    ["private", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", "session:authorize"]],
+    ["public", ["token:create", "token:update", "token-intent:create"]],
+    [
+      "private",
+      [
+        "token:create",
+        "token:read",
+        "token:update",
+        "token:delete",
+        "token:search",
+        "token:use",
+        "token-intent:create",
+        "token-intent:read",
+        "token-intent:delete",
+        "session:authorize",
+      ],
+    ],
     ["expiring", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
   ])("lists only the permissions a %s application may hold", async (type, expected) => {
     const tenant = await seedTenant();
@@ -394,7 +408,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(24);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(27);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { credentialsChanged, LookupCache } from "../../src/auth/lookup-cache";
 import { callConfigured } from "../support/configured";
 import { createApplication, expectProblem, type Reply, seedTenant } from "../support/harness";
@@ -186,6 +186,71 @@ describe("LookupCache", () => {
     expect(await cache.lookup("k", 60_000, async () => null, grants)).toBeNull();
     expect(await cache.lookup("k", 60_000, async () => "granted", grants)).toBe("granted");
     expect(await cache.lookup("k", 60_000, async () => "reloaded", grants)).toBe("granted");
+  });
+
+  // The clock is faked (Date only): the entries' ages are what these rules are about.
+  const at = (ms: number) => vi.setSystemTime(ms);
+  const withFakeClock = async (test: () => Promise<void>) => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      at(0);
+      await test();
+    } finally {
+      vi.useRealTimers();
+    }
+  };
+
+  it("reads an entry again near its end in one request, while the others use it until it expires", async () => {
+    await withFakeClock(async () => {
+      const cache = new LookupCache<string | null>({ entries: 10, weight: 10 }, () => 1);
+      let loads = 0;
+      const load = (value: string) => async () => {
+        loads++;
+        return value;
+      };
+      await cache.lookup("k", 1_000, load("first"), grants);
+      at(900);
+      let release: (() => void) | undefined;
+      const renewing = cache.lookup(
+        "k",
+        1_000,
+        () =>
+          new Promise<string>((resolve) => {
+            loads++;
+            release = () => resolve("renewed");
+          }),
+        grants,
+      );
+      const meanwhile = await Promise.all(Array.from({ length: 5 }, () => cache.lookup("k", 1_000, load("again"), grants)));
+      expect(meanwhile).toEqual(Array(5).fill("first"));
+      release?.();
+      expect(await renewing).toBe("renewed");
+      // Where the first entry has expired, requests arriving at once find the renewed one: none reads it.
+      at(1_100);
+      const after = await Promise.all(Array.from({ length: 5 }, () => cache.lookup("k", 1_000, load("again"), grants)));
+      expect(after).toEqual(Array(5).fill("renewed"));
+      expect(loads).toBe(2);
+    });
+  });
+
+  it("drops an entry whose reading again no longer grants anything", async () => {
+    await withFakeClock(async () => {
+      const cache = new LookupCache<string | null>({ entries: 10, weight: 10 }, () => 1);
+      await cache.lookup("k", 1_000, async () => "granted", grants);
+      at(900);
+      expect(await cache.lookup("k", 1_000, async () => null, grants)).toBeNull();
+      expect(await cache.lookup("k", 1_000, async () => "read again", grants)).toBe("read again");
+    });
+  });
+
+  it("leaves an entry whose reading again failed to the next request to read again", async () => {
+    await withFakeClock(async () => {
+      const cache = new LookupCache<string | null>({ entries: 10, weight: 10 }, () => 1);
+      await cache.lookup("k", 1_000, async () => "first", grants);
+      at(900);
+      await expect(cache.lookup("k", 1_000, () => Promise.reject(new Error("D1 failed")), grants)).rejects.toThrow("D1 failed");
+      expect(await cache.lookup("k", 1_000, async () => "renewed", grants)).toBe("renewed");
+    });
   });
 
   it("drops the oldest entries beyond its entry and weight limits", async () => {

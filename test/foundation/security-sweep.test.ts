@@ -7,6 +7,7 @@ import { type DocumentedOperation, documentedOperations } from "../support/opena
 import { createProxy } from "../support/proxies";
 import { createFormula, createReactor } from "../support/reactors";
 import { readReply } from "../support/reply.mjs";
+import { createIntent, INTENT_PERMISSIONS } from "../support/token-intents";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
 import { createWebhook, receiver } from "../support/webhooks";
 
@@ -60,6 +61,8 @@ let intruderKeys: string[];
 let powerless: string;
 let ownerPowerless: string;
 let proxyKey: string;
+/** The owner's key that reads its intents: the intent the intruder tried to delete is still there. */
+let intentReader: string;
 /** Ids that belong to `owner`, by the name of the path parameter and the collection it follows. */
 let ownerIds: Record<string, string>;
 
@@ -68,6 +71,10 @@ beforeAll(async () => {
 
   owner = await seedTokenTenant();
   const token = await createToken(owner.key, { type: "token", data: "owned" });
+  // A second token and webhook: the owner's cursor lists then have a page after the first.
+  await createToken(owner.key, { type: "token", data: "owned too" });
+  const intentCreator = await createApplication(owner, { type: "private", permissions: ["token-intent:create"] });
+  const intent = await createIntent(intentCreator.key, { type: "token", data: "intended" });
   const application = await createApplication(owner, { type: "private", permissions: ["token:read"] });
   const keys = await call("GET", `/applications/${application.id}/keys`, { key: owner.managementKey });
   const proxy = await createProxy(owner);
@@ -75,10 +82,12 @@ beforeAll(async () => {
   const reactor = await createReactor(owner, formula.id);
   // The loopback receiver: the owner's token events are delivered there, never to the network.
   const webhook = await createWebhook(owner, { url: receiver().url });
+  await createWebhook(owner, { url: receiver().url });
   proxyKey = proxy.key;
   ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
   ownerIds = {
     tokens: token.id,
+    "token-intents": intent.id,
     applications: application.id,
     keys: keys.body.data[0].id,
     proxies: proxy.id,
@@ -92,10 +101,11 @@ beforeAll(async () => {
   intruder = await seedTenant();
   const intruderTokens = await createApplication(intruder, {
     type: "private",
-    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"],
+    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", ...INTENT_PERMISSIONS],
   });
   intruderKeys = [intruder.managementKey, intruderTokens.key];
   powerless = (await createApplication(intruder, { type: "private", permissions: [] })).key;
+  intentReader = (await createApplication(owner, { type: "private", permissions: ["token-intent:read"] })).key;
 });
 
 /** The path with each parameter replaced by the owner's id of the collection it follows. */
@@ -167,12 +177,17 @@ describe("security sweep over every route of the OpenAPI document", () => {
     }
   });
 
+  // Two requests per route with an id, one after another: the 5 s default is too short on a loaded machine.
   it("answers 404 to another tenant for every route with an id, and changes nothing", async () => {
     const ownersData = await dataDatabaseOf(owner.tenantId);
-    const before = await ownersData
-      .prepare("SELECT count(*) AS n, max(modified_at) AS m FROM tokens WHERE tenant_id = ?")
-      .bind(owner.tenantId)
-      .first();
+    const owned = () =>
+      ownersData
+        .prepare(
+          "SELECT count(*) AS n, max(modified_at) AS m, (SELECT count(*) FROM token_intents WHERE tenant_id = ?1) AS intents FROM tokens WHERE tenant_id = ?1",
+        )
+        .bind(owner.tenantId)
+        .first();
+    const before = await owned();
     // Operators act on any tenant by design: their routes are not tenant-scoped.
     const withIds = operations.filter((operation) => operation.path.includes("{") && !invokesProxy(operation) && !operation.operator);
     expect(withIds.length).toBeGreaterThan(10);
@@ -191,14 +206,33 @@ describe("security sweep over every route of the OpenAPI document", () => {
         expect(reply.status, `${name(operation)}: ${JSON.stringify(reply.body)}`).toBe(404);
       }
     }
-    const after = await ownersData
-      .prepare("SELECT count(*) AS n, max(modified_at) AS m FROM tokens WHERE tenant_id = ?")
-      .bind(owner.tenantId)
-      .first();
-    expect(after).toEqual(before);
+    expect(await owned()).toEqual(before);
     const stillThere = await call("GET", `/tokens/${ownerIds.tokens}`, { key: owner.key });
     expect(stillThere.status).toBe(200);
-  });
+    expect((await call("GET", `/token-intents/${ownerIds["token-intents"]}`, { key: intentReader })).status).toBe(200);
+  }, 30_000);
+
+  it("answers 400 naming start to another tenant's cursor on every cursor-paged route, and shows nothing of the owner's", async () => {
+    const paged = operations.filter((operation) => operation.queryNames.includes("start") || operation.bodyMembers.includes("start"));
+    expect(paged.length).toBeGreaterThanOrEqual(3);
+    const page = (operation: Operation, key: string, start?: string) => {
+      const query = operation.queryNames.includes("start") ? `?size=1${start ? `&start=${start}` : ""}` : "";
+      return send(operation, `${operation.path}${query}`, { "SVC-API-KEY": key }, { size: 1, ...(start ? { start } : {}) });
+    };
+    for (const operation of paged) {
+      // The owner's key that may call the route, and the cursor after its first item.
+      const firstPages = await Promise.all([owner.key, owner.managementKey].map((key) => page(operation, key)));
+      const next = firstPages.find((reply) => reply.status === 200)?.body.pagination.next;
+      expect(next, name(operation)).toEqual(expect.any(String));
+      const replies = await Promise.all(intruderKeys.map((key) => page(operation, key, next)));
+      const reached = replies.filter((reply) => reply.status !== 403);
+      expect(reached.length, name(operation)).toBeGreaterThan(0);
+      for (const reply of reached) {
+        expect(reply.status, `${name(operation)}: ${reply.text}`).toBe(400);
+        expect(reply.body.errors, name(operation)).toHaveProperty("start");
+      }
+    }
+  }, 30_000);
 
   it("answers 401 to another tenant's key on a proxy invocation", async () => {
     for (const operation of operations.filter(invokesProxy)) {

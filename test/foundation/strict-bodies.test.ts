@@ -37,8 +37,17 @@ beforeAll(async () => {
   const tenant = await seedTenant();
   const tokens = await createApplication(tenant, {
     type: "private",
-    // session:authorize too, so that POST /sessions/authorize reads its body.
-    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", "session:authorize"],
+    // session:authorize too, so that POST /sessions/authorize reads its body; token-intent:create for POST /token-intents.
+    permissions: [
+      "token:create",
+      "token:read",
+      "token:update",
+      "token:delete",
+      "token:search",
+      "token:use",
+      "token-intent:create",
+      "session:authorize",
+    ],
   });
   keys = [tenant.managementKey, tokens.key];
 });

@@ -92,6 +92,35 @@ describe("moving a tenant", () => {
     expect(await rows("DB_1", tenant.tenantId)).toBe(0);
   });
 
+  it("copies tokens and idempotency answers that together pass what one D1 value holds, before and after writes are blocked", async () => {
+    const tenant = await seedTokenTenantIn("DB_1");
+    for (const offset of [0, 100]) {
+      const payload = Object.fromEntries(Array.from({ length: offset === 0 ? 100 : 1 }, (_, i) => [`v${i}`, `small ${offset + i}`]));
+      expect((await call("POST", "/tokenize", { key: tenant.key, body: payload })).status).toBe(201);
+    }
+    expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("copying");
+    // Twelve tokens of 200 KB, written while the copy runs, each with its idempotency record holding
+    // the answer: several MB, where D1 refuses any one value over 2 MB.
+    const large = [];
+    for (let i = 0; i < 12; i++) {
+      const data = `${i}`.padEnd(200_000, "x");
+      const headers = { "SVC-IDEMPOTENCY-KEY": `large-${i}` };
+      const reply = await call("POST", "/tokens", { key: tenant.key, headers, body: { type: "token", data } });
+      expect(reply.status).toBe(201);
+      large.push({ id: reply.body.id as string, data, headers });
+    }
+    const reply = await move(tenant.tenantId, { database: "DB_2" });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body.phase).toBe("done");
+    expect(await rows("DB_2", tenant.tenantId)).toBe(113);
+    expect(await rows("DB_1", tenant.tenantId)).toBe(0);
+    for (const { id, data, headers } of large) {
+      expect((await call("GET", `/tokens/${id}`, { key: tenant.key })).body.data).toBe(data);
+      const replay = await call("POST", "/tokens", { key: tenant.key, headers, body: { type: "token", data } });
+      expect(replay.body.id).toBe(id);
+    }
+  }, 30_000);
+
   it("refuses an unbound database, the tenant's own database and an unknown tenant", async () => {
     const tenant = await seedTokenTenantIn("DB_1");
     expect(expectProblem(await move(tenant.tenantId, { database: "DB_9" }), 400).detail).toContain("DB_1, DB_2");

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { databaseOf } from "../../src/db/client";
-import { compileSearch, type Statement } from "../../src/search/compile";
+import { compileSearch, compileSearchAfter, type Statement } from "../../src/search/compile";
 import { parseQuery } from "../../src/search/parse";
 import { liveTokensPage } from "../../src/tokens/storage";
 import { withMethod } from "../support/substitute";
@@ -39,6 +39,23 @@ function compile(query: string, containers: string[] | null = null) {
       blindIndexes: new Map(dataValues.map((value) => [value, `hmac-${value}`])),
     },
     { limit: 20, offset: 0, countLimit: 10_000 },
+  );
+}
+
+/** The page after a token of 2024-06-01, as a v2 cursor resumes (src/db/cursors.ts). */
+function compileAfter(query: string, containers: string[] | null = null) {
+  return compileSearchAfter(
+    parseQuery(query),
+    {
+      tenantId: crypto.randomUUID(),
+      now: Date.now(),
+      containers,
+      blindIndexes: new Map([
+        ["6789", "hmac-6789"],
+        ["x", "hmac-x"],
+      ]),
+    },
+    { limit: 21, after: { createdAt: Date.UTC(2024, 5, 1), id: crypto.randomUUID() } },
   );
 }
 
@@ -131,6 +148,45 @@ describe("query plans", () => {
       const plan = await planOf(compiled.page);
       expect(plan, `${query}\n${plan}`).toMatch(/SEARCH t USING INDEX tokens_tenant_created \(tenant_id=\?\)/);
       expect(plan, `${query}\n${plan}`).not.toMatch(/TEMP B-TREE/);
+    }
+  });
+
+  it("a cursor page skips no rows: its statement has no OFFSET, only the position as a condition", () => {
+    for (const query of [...SELECTIVE_QUERIES, "", "NOT type:card_number", "created_at:[2024-01-01 TO *]"]) {
+      const { sql } = compileAfter(query).page;
+      expect(sql, query).not.toMatch(/\bOFFSET\b/);
+      expect(sql, query).toMatch(/\(t\.created_at, t\.id\) < \(/);
+    }
+  });
+
+  it("a cursor page of a query without a selective term reads the created_at index from the cursor's position on", async () => {
+    for (const query of ["", "NOT type:card_number", "type:token"]) {
+      for (const containers of [null, ["/pii/", "/"]]) {
+        const compiled = compileAfter(query, containers);
+        expect(compiled.driven, query).toBe(false);
+        const plan = await planOf(compiled.page);
+        expect(plan, `${query}\n${plan}`).toMatch(
+          /SEARCH t USING INDEX tokens_tenant_created \(tenant_id=\? AND \(created_at,id\)<\(\?,\?\)\)/,
+        );
+        expect(plan, `${query}\n${plan}`).not.toMatch(/TEMP B-TREE/);
+      }
+    }
+  });
+
+  it("a cursor page of a date range starts at the cursor's position, not at the range's end", async () => {
+    for (const query of ["created_at:[2024-01-01 TO 2025-01-01}", "created_at:[2024-01-01 TO *]", "created_at:2024-06-01"]) {
+      const plan = await planOf(compileAfter(query).page);
+      expect(plan, `${query}\n${plan}`).toMatch(/tokens_tenant_created \(tenant_id=\? AND created_at>\? AND \(created_at,id\)<\(\?,\?\)\)/);
+    }
+  });
+
+  it("a cursor page of a selective query is driven by the same index lookups as its first page", async () => {
+    for (const query of SELECTIVE_QUERIES) {
+      const compiled = compileAfter(query, ["/pii/", "/"]);
+      expect(compiled.driven, query).toBe(true);
+      const plan = await planOf(compiled.page);
+      expect(plan, `${query}\n${plan}`).not.toMatch(WALKS_ALL_TOKENS);
+      expect(plan, `${query}\n${plan}`).not.toMatch(WALKS_TENANT_CONTAINERS);
     }
   });
 });

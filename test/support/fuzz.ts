@@ -22,10 +22,14 @@ import { readReply } from "./reply.mjs";
 export const FUZZ_GROUPS = ["tokens", "management", "extensions"] as const;
 export type FuzzGroup = (typeof FUZZ_GROUPS)[number];
 
-/** The group that fuzzes an operation, by its path's first segment; anything new falls in "management". */
+/**
+ * The group that fuzzes an operation, by its path's first segment after a version (`/v2/tokens`
+ * is a tokens operation); anything new falls in "management".
+ */
 export function fuzzGroupOf(operation: Pick<DocumentedOperation, "path">): FuzzGroup {
-  const segment = operation.path.split("/")[1] ?? "";
-  if (["tokens", "tokenize", "detokenize", "proxy", "permissions"].includes(segment)) return "tokens";
+  const segments = operation.path.split("/").slice(1);
+  const segment = (/^v\d+$/.test(segments[0] ?? "") ? segments[1] : segments[0]) ?? "";
+  if (["tokens", "token-intents", "tokenize", "detokenize", "proxy", "permissions"].includes(segment)) return "tokens";
   if (["reactor-formulas", "reactors", "logs", "webhooks"].includes(segment)) return "extensions";
   return "management";
 }
@@ -40,10 +44,21 @@ async function seedKeys(): Promise<void> {
   const tenant = await seedTenant();
   const everything = await createApplication(tenant, {
     type: "private",
-    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", "session:authorize"],
+    permissions: [
+      "token:create",
+      "token:read",
+      "token:update",
+      "token:delete",
+      "token:search",
+      "token:use",
+      "token-intent:create",
+      "token-intent:read",
+      "token-intent:delete",
+      "session:authorize",
+    ],
   });
   // A public key reaches POST /sessions, which refuses every other type of key.
-  const page = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
+  const page = await createApplication(tenant, { type: "public", permissions: ["token:create", "token-intent:create"] });
   keys = [tenant.managementKey, everything.key, page.key];
 }
 
@@ -92,7 +107,12 @@ const pathIds = fc.oneof(
   fc.constantFrom("not-a-uuid", "00000000-0000-4000-8000-000000000000", "%00", "..%2F..", "x".repeat(2000), "key"),
 );
 
-const queryValues = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom("-1", "0", "1e309", "%FF", "x".repeat(5000)));
+/** Cursor-shaped text too (base64url of a cursor's length), for `start`: a well-formed cursor that no tenant sealed. */
+const queryValues = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.constantFrom("-1", "0", "1e309", "%FF", "x".repeat(5000)),
+  fc.stringMatching(/^[A-Za-z0-9_-]{60,140}$/),
+);
 
 function request(operation: DocumentedOperation) {
   return fc.record({

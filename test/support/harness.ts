@@ -11,6 +11,7 @@ import type { reactorRoutes } from "../../src/reactors/routes";
 import type { searchRoutes } from "../../src/search/routes";
 import type { sessionRoutes } from "../../src/sessions/routes";
 import type { tenantRoutes } from "../../src/tenants/routes";
+import type { tokenIntentRoutes } from "../../src/token-intents/routes";
 import type { tokenRoutes } from "../../src/tokens/routes";
 import { ALL_DATABASES } from "./context";
 import { expectDocumentedReply } from "./documented-replies";
@@ -51,7 +52,8 @@ type Routes = ExtractSchema<typeof applicationRoutes> &
   ExtractSchema<typeof tenantRoutes> &
   ExtractSchema<typeof keyRoutes> &
   ExtractSchema<typeof detokenizeRoutes> &
-  ExtractSchema<typeof tokenRoutes>;
+  ExtractSchema<typeof tokenRoutes> &
+  ExtractSchema<typeof tokenIntentRoutes>;
 
 /** A path as the document writes it (`/tokens/{id}`) from the router's (`/tokens/:id`), and back. */
 type DocumentPath<P extends string> = P extends `${infer Head}:${infer Name}/${infer Tail}`

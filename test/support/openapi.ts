@@ -42,7 +42,13 @@ export async function documentedOperations(): Promise<DocumentedOperation[]> {
 
 function bodyMembersOf(document: Document, operation: any): string[] {
   const media = Object.values(operation.requestBody?.content ?? {})[0] as { schema?: any } | undefined;
-  let schema = media?.schema;
-  if (schema?.$ref) schema = document.components?.schemas?.[schema.$ref.split("/").at(-1)];
-  return Object.keys(schema?.properties ?? {});
+  return membersOf(document, media?.schema);
+}
+
+/** An object schema's members; a body of several shapes (POST /tokens: a create or a conversion) has those of each. */
+function membersOf(document: Document, schema: any): string[] {
+  const resolved = schema?.$ref ? document.components?.schemas?.[schema.$ref.split("/").at(-1)] : schema;
+  const alternatives: any[] = resolved?.anyOf ?? resolved?.oneOf ?? [];
+  if (alternatives.length > 0) return [...new Set(alternatives.flatMap((alternative) => membersOf(document, alternative)))];
+  return Object.keys(resolved?.properties ?? {});
 }
