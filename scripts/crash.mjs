@@ -21,13 +21,14 @@
 // Exits non-zero when any case fails; prints each case's figures either way.
 import { fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { readReply } from "../test/support/reply.mjs";
+import { inspectVault } from "./inspector.mjs";
 import { buildWorker, declaredWorkerOptions } from "./local-vault.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -96,21 +97,24 @@ class VaultProcess {
         }),
       },
     });
-    const vault = new VaultProcess(child);
-    vault.baseUrl = await new Promise((resolve, reject) => {
+    const vault = new VaultProcess(child, buildDir);
+    const ready = await new Promise((resolve, reject) => {
       vault.onReady = resolve;
       child.once("exit", (code, signal) => reject(new Error(`the vault process stopped as it started (${signal ?? code})`)));
     });
+    vault.baseUrl = ready.baseUrl;
+    vault.inspectorUrl = ready.inspector;
     return vault;
   }
 
-  constructor(child) {
+  constructor(child, buildDir) {
     this.child = child;
+    this.buildDir = buildDir;
     this.exited = new Promise((resolve) => child.once("exit", resolve));
     this.pending = new Map();
     this.asked = 0;
     child.on("message", (message) => {
-      if (message.ready) this.onReady(message.ready);
+      if (message.ready) this.onReady({ baseUrl: message.ready, inspector: message.inspector });
       else if (message.log) vaultLogs.push(message.log);
       else {
         const { resolve, reject } = this.pending.get(message.id);
@@ -140,6 +144,25 @@ class VaultProcess {
     if (outcome !== "ok") throw new Error(`the cron's run ended ${outcome}`);
   }
 
+  /**
+   * Kills the vault the moment its code reaches a line: the first time any request or queue batch is
+   * about to run the line of the bundle that `pattern` matches (exactly one must), the inspector pauses
+   * the isolate there, and while it stands still the process group is killed. So the kill lands at
+   * that point of that request, whatever the machine's load. Resolves once the breakpoint is set, with
+   * `dead`, which resolves once the vault is dead.
+   */
+  async killAt(pattern) {
+    const lines = readFileSync(join(this.buildDir, "index.js"), "utf8").split("\n");
+    const matching = lines.flatMap((line, number) => (pattern.test(line) ? [number] : []));
+    if (matching.length !== 1) throw new Error(`${matching.length} lines of the bundle match the kill point ${pattern}; exactly one must`);
+    const inspector = await inspectVault(this.inspectorUrl);
+    const reached = new Promise((resolve) => inspector.on("Debugger.paused", resolve));
+    await inspector.call("Debugger.enable");
+    const { locations } = await inspector.call("Debugger.setBreakpointByUrl", { lineNumber: matching[0], urlRegex: "index\\.js$" });
+    if (locations.length === 0) throw new Error(`the kill point ${pattern} is not in the vault's script`);
+    return { dead: reached.then(() => this.kill()).finally(() => inspector.close()) };
+  }
+
   /** kill -9 of the process group, then waits until none of its processes is left. */
   async kill() {
     this.killedAt = Date.now();
@@ -154,6 +177,15 @@ class VaultProcess {
       await sleep(50);
     }
   }
+}
+
+/** The promise's outcome, or an error naming `what` once `ms` have passed without one. */
+function withDeadline(promise, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not come within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** An error in one line, with its causes. */
@@ -232,12 +264,13 @@ async function inParallel(requests, concurrency, send) {
 
 /**
  * Sends requests from `first` on, `concurrency` at a time, until the vault is killed: by this load once
- * `killAfter` have been answered, or by the caller. The load kills `killDelay` of a request's time (the
- * median so far) after that answer, so that the kill lands inside the requests then in flight rather
- * than before they reach the worker. What was answered (with when), and which requests the kill cut off
- * (sent, never answered); later ones are not sent.
+ * `killAfter` have been answered, or by the caller. The load's kill is `killAt()` when that is a
+ * function (it arms a kill point, VaultProcess.killAt); otherwise it comes that share of a request's
+ * time (the median so far) after the answer, so that it lands inside the requests then in flight
+ * rather than before they reach the worker. What was answered (with when), and which requests the
+ * kill cut off (sent, never answered); later ones are not sent.
  */
-async function loadUntilKilled(vault, { first = 0, total, concurrency, killAfter = Number.POSITIVE_INFINITY, killDelay = 0.5, send }) {
+async function loadUntilKilled(vault, { first = 0, total, concurrency, killAfter = Number.POSITIVE_INFINITY, killAt = 0.5, send }) {
   const answered = new Map();
   const cutOff = [];
   const durations = [];
@@ -253,7 +286,9 @@ async function loadUntilKilled(vault, { first = 0, total, concurrency, killAfter
         durations.push(Date.now() - sentAt);
         if (answered.size === killAfter) {
           const median = durations.sort((a, b) => a - b)[Math.floor(durations.length / 2)];
-          killing = sleep(median * killDelay).then(() => vault.kill());
+          killing = typeof killAt === "function" ? killAt().then(({ dead }) => dead) : sleep(median * killAt).then(() => vault.kill());
+          // Awaited once the load is over; until then its failure must not count as unhandled.
+          killing.catch(() => undefined);
         }
       } catch (error) {
         if (!vault.killedAt) throw error;
@@ -443,15 +478,13 @@ async function restart(context) {
  * 1. POST /tokenize with an idempotency key, many in flight. After the restart each key sent is retried
  * until it is answered: a key answered before the kill replays its answer; a cut-off one answers the
  * tokens its committed write made, or within the lease 409 with Retry-After and after it runs once.
- * Then every key has exactly its tokens, the ids its answer names, and no claim is open. Where a kill
- * lands among the requests in flight is up to the runtime (workerd shares this machine's cores, and
- * runs its requests in bunches): when the first kill has not left both a claim whose write committed
- * with no answer and a claim with nothing written, the two states the commit mark and the lease are
- * for, the case kills once more, with more requests in flight. It fails when no kill left any claim.
+ * Then every key has exactly its tokens, the ids its answer names, and no claim is open. The vault is
+ * killed twice, each time with a request stopped at a chosen line (VaultProcess.killAt), so that each
+ * of the two states the mechanism is for is there after the restart, whatever else was in flight.
  */
 async function tokenizeCase(context, result) {
   const tenant = await newTenant(context.vault, `crash-tokenize-${RUN}`);
-  // Several tokens a request, each with a search index: work between the claim and the commit, where a kill can land.
+  // Several tokens a request, each with a search index.
   const leaves = Array.from({ length: 8 }, (_, i) => `leaf${i}`);
   const bodyOf = (request) =>
     Object.fromEntries(
@@ -479,15 +512,20 @@ async function tokenizeCase(context, result) {
   const final = new Map();
   const sent = [];
   const kills = [];
-  // The second kill, when one is needed, comes with more requests in flight: the runtime takes them on in other bunches.
-  const rounds = [24, 64];
-  for (const [round, concurrency] of rounds.entries()) {
+  // Two kills, each at the point in a request where one of the two mechanisms matters: past its write
+  // and before its saved answer (the commit mark), and past its claim and before its write (the lease).
+  const killPoints = [
+    { state: "committed", pattern: /await rememberResponse\d*\(context, claimed\.claim/ },
+    { state: "claimed", pattern: /context\.markCommitWith\(commitMarkOf\d*\(context, claimed\.claim\)\)/ },
+  ];
+  for (const [round, killPoint] of killPoints.entries()) {
     const killed = context.vault;
     const { answered, cutOff } = await loadUntilKilled(killed, {
       first: round * 1_000,
       total: 400,
-      concurrency,
+      concurrency: 24,
       killAfter: 60,
+      killAt: () => killed.killAt(killPoint.pattern),
       send: (request) => send(killed, request),
     });
     kills.push({ answered, cutOff, diedAt: killed.diedAt, restartMs: await restart(context) });
@@ -509,7 +547,10 @@ async function tokenizeCase(context, result) {
         )
       ).map((row) => [Number(row.key.slice(keyOf("").length)), row.state]),
     );
-    for (const request of cutOff) if (records.has(request)) left[records.get(request)]++;
+    const leftByThisKill = { saved: 0, committed: 0, claimed: 0 };
+    for (const request of cutOff) if (records.has(request)) leftByThisKill[records.get(request)]++;
+    for (const state of Object.keys(left)) left[state] += leftByThisKill[state];
+    kills.at(-1).left = leftByThisKill;
     // Every key sent, retried until it answers, each as its state allows: a key answered before the
     // kill replays that answer, and one whose answer was saved but never arrived replays it too; a
     // committed claim is answered from its mark at once; a claim that wrote nothing is 409 within its
@@ -558,9 +599,8 @@ async function tokenizeCase(context, result) {
       }
       if (waiting.length > 0) await sleep(retryAfter + 200);
     }
-    if (left.committed > 0 && left.claimed > 0) break;
+    if (leftByThisKill[killPoint.state] === 0) result.violations.push(`the kill at ${killPoint.pattern} left no claim ${killPoint.state}`);
   }
-  if (left.saved + left.committed + left.claimed === 0) result.violations.push("no kill landed inside a request: none left a claim");
   // A second retry of each replays the first's answer.
   const again = await inParallel([...final.keys()], 16, (request) =>
     send(context.vault, request, `crash-${RUN}-tokenize-again-${request}`),
@@ -596,8 +636,8 @@ async function tokenizeCase(context, result) {
   const answeredBefore = kills.reduce((sum, kill) => sum + kill.answered.size, 0);
   const inFlight = kills.reduce((sum, kill) => sum + kill.cutOff.length, 0);
   result.lines.push(
-    `tokenize requests with a key (${leaves.length} tokens each), ${kills.map((_, round) => rounds[round]).join(", then ")} at a time; ` +
-      `${kills.length === 1 ? "1 kill" : `${kills.length} kills, each`} half a request's time after the 60th answer: ` +
+    `tokenize requests with a key (${leaves.length} tokens each), 24 at a time; killed twice after the 60th answer, ` +
+      `once a request had written and not saved its answer, once a request had claimed its key and not written: ` +
       `${kills.map((kill) => kill.answered.size).join(", ")} answered, ` +
       `${kills.map((kill) => kill.cutOff.length).join(", ")} in flight; restarted in ${kills.map((kill) => kill.restartMs).join(", ")} ms`,
     `of the ${inFlight} cut off, the kill${kills.length === 1 ? "" : "s"} left ${left.saved} with their answer saved, ${left.committed} with their write committed and no answer, ` +
@@ -621,9 +661,10 @@ async function tokenizeCase(context, result) {
 }
 
 /**
- * 2. A data-key rotation killed part-way (0 < done < total). After the restart the cron resumes its
- * chain once its lease has run out; it ends done = total, every token reads back equal, nothing is
- * left under the old version, and the old version is destroyed.
+ * 2. A data-key rotation killed part-way: once it has counted 100 or more tokens, killed after its next
+ * step's re-encryption was written and before that step was counted. After the restart the cron
+ * resumes its chain once its lease has run out; it ends done = total, every token reads back equal,
+ * nothing is left under the old version, and the old version is destroyed.
  */
 async function rotationCase(context, result) {
   const killed = context.vault;
@@ -636,18 +677,28 @@ async function rotationCase(context, result) {
   });
   const rotationPath = `/tenants/${tenant.id}/rotation`;
   await expectCall(killed, 202, "POST", rotationPath, { operator: true });
-  let atKill = null;
-  for (const deadline = Date.now() + 60_000; !atKill; ) {
+  let armedAt = null;
+  for (const deadline = Date.now() + 60_000; !armedAt; ) {
     const status = await expectCall(killed, 200, "GET", rotationPath, { operator: true });
     // Part-way through the tokens: a few steps done, more to come.
-    if (status.state === "running" && status.done >= 100 && status.done < status.total - 50) atKill = status;
+    if (status.state === "running" && status.done >= 100 && status.done < status.total - 150) armedAt = status;
     else if (status.state !== "waiting" && status.state !== "running")
       throw new Error(`the rotation passed the kill point (${JSON.stringify(status)})`);
     else if (Date.now() > deadline) throw new Error(`the rotation made no progress in 60 s (${JSON.stringify(status)})`);
     else await sleep(20);
   }
-  await killed.kill();
+  // Killed after a step's re-encryption was written and before its count was: the count that step never adds.
+  const { dead } = await killed.killAt(/rotation = await updateRotation\d*\(context\.control, rotation, \{/);
+  await withDeadline(dead, 30_000, "the rotation's next step");
   const restartMs = await restart(context);
+  const { vault: restarted } = context;
+  const atKill = await expectCall(restarted, 200, "GET", rotationPath, { operator: true });
+  const [{ resealed }] = await restarted.query(
+    await databaseOf(restarted, tenant),
+    "SELECT count(*) AS resealed FROM tokens WHERE tenant_id = ? AND key_version = ?",
+    tenant.id,
+    atKill.to_version,
+  );
   const { vault } = context;
 
   // Its queued next step died with the process: the cron starts a new chain once the lease runs out.
@@ -695,13 +746,14 @@ async function rotationCase(context, result) {
     result.violations.push(`an idempotent create from before the rotation replays ${replay.status} ${replay.text.slice(0, 200)}`);
   if (broken > 0) result.violations.push(`${broken} tokens or index rows half-written`);
   result.lines.push(
-    `${seeded.length} tokens; killed at ${atKill.done}/${atKill.total} (running); restarted in ${restartMs} ms; ` +
+    `${seeded.length} tokens; killed between a step's writes and its count, at ${atKill.done}/${atKill.total} counted and ${resealed} tokens re-sealed; ` +
+      `restarted in ${restartMs} ms; ` +
       `the cron resumed it and it reported ${status.state} ${status.done}/${status.total} ${Date.now() - resumedAt} ms later`,
     `tokens: ${tokens.length} found, ${lost} lost, ${changed} read back different, ${doubled} doubled, ${old} under the old version, ${broken} half-written; ` +
       `key versions left: ${versions.join(", ")}; an idempotent create replays ${replay.status}`,
   );
   Object.assign(result.figures, {
-    answered: `${atKill.done} re-sealed`,
+    answered: `${atKill.done} counted`,
     found: tokens.length,
     lost: lost + changed,
     doubled,
@@ -770,11 +822,10 @@ async function createsCase(context, result) {
 
 /**
  * 4. A tenant move from DB_1 to DB_2 killed while it copies, with creates going on. The copy is driven
- * in calls of a few batches each (`max_batches`), as an operator's CLI may: workerd runs everything on
- * one thread, so nothing outside can watch a single call's progress. After three calls have answered
- * `copying`, the fourth is killed halfway through the time the others took. After the restart the
- * tenant reads and writes, one more move call finishes the move, and every token is there exactly
- * once, in the target only.
+ * in calls of a few batches each (`max_batches`), as an operator's CLI may. After three calls have
+ * answered `copying`, the fourth is killed once it has copied a batch and before it has moved its
+ * cursor past it. After the restart the tenant reads and writes, one more move call finishes the
+ * move, and every token is there exactly once, in the target only.
  */
 async function moveCase(context, result) {
   const killed = context.vault;
@@ -794,21 +845,19 @@ async function moveCase(context, result) {
       }),
   }).catch((error) => ({ error }));
   const step = () => call(killed, "POST", movePath, { operator: true, body: { database: "DB_2", max_batches: 3 } });
-  const durations = [];
   for (let calls = 0; calls < 3; calls++) {
-    const started = Date.now();
     const reply = await step();
-    durations.push(Date.now() - started);
     if (reply.status !== 200 || reply.body.phase !== "copying")
       throw new Error(`move call ${calls + 1} answered ${reply.status} ${reply.text}`);
   }
   const before = (await killed.query("DB_2", "SELECT count(*) AS n FROM tokens WHERE tenant_id = ?", tenant.id))[0].n;
+  // Killed after the fourth call copied a batch and before it moved the cursor past it.
+  const { dead } = await killed.killAt(/await updateMove\d*\(control, tenantId, changes\)/);
   const moving = step().then(
     (reply) => ({ reply }),
     () => ({ cut: true }),
   );
-  await sleep(durations.reduce((sum, duration) => sum + duration, 0) / durations.length / 2);
-  await killed.kill();
+  await withDeadline(dead, 30_000, "the move's next step");
   const load = await creates;
   const moveCall = await moving;
   if (load.error) throw load.error;
@@ -866,9 +915,8 @@ async function moveCase(context, result) {
   }
   if (broken > 0) result.violations.push(`${broken} tokens or index rows half-written`);
   result.lines.push(
-    `${seeded.length} tokens in DB_1, moved to DB_2 with creates going on; the fourth call of 3 batches killed ` +
-      `${Math.round(durations.reduce((sum, duration) => sum + duration, 0) / durations.length / 2)} ms in: ` +
-      `DB_2 held ${before} of the tenant's tokens before it, ${atKill.tokens} tokens and ${atKill.entries} audit entries after it; ` +
+    `${seeded.length} tokens in DB_1, moved to DB_2 with creates going on; the fourth call of 3 batches killed after it ` +
+      `copied a batch, before its cursor moved: DB_2 held ${before} of the tenant's tokens before it, ${atKill.tokens} tokens and ${atKill.entries} audit entries after it; ` +
       `${answered.size} creates answered, ${cutOff.length} in flight; restarted in ${restartMs} ms`,
     `after the restart: a read ${read.status}, a create ${createdAfter.status}; one more move call: ${finished.status} ${finished.body?.phase}`,
     `tokens: ${tokens.length} found, ${expected.size} expected at least; ${lost} lost, ${doubled} doubled, ${broken} half-written; ` +

@@ -3,7 +3,8 @@
 // with SIGKILL (this process and its workerd, one process group) and starts again on the same
 // directory. Started with child_process.fork, its options in the environment variable VAULT_PROCESS
 // (JSON: startLocalVault's buildDir, persistTo, migrate, masterKey, operatorKey, dataDatabases, declared,
-// bindings). Over the IPC channel it sends {ready: baseUrl} once it serves, {log: {level, message}}
+// bindings); workerd's inspector is open on a free port. Over the IPC channel it sends {ready: baseUrl,
+// inspector: its URL} once it serves, {log: {level, message}}
 // for each of the runtime's warnings and errors, and answers requests {id, ...}:
 //   {id, query: {binding, sql, params}}   the rows of one SQL statement (a read) on that database
 //   {id, cron: true}                      runs the cron's handler (`scheduled`) once, to its end
@@ -12,6 +13,7 @@ import { startLocalVault } from "./local-vault.mjs";
 const options = JSON.parse(process.env.VAULT_PROCESS ?? "{}");
 const vault = await startLocalVault({
   ...options,
+  inspectorPort: 0,
   onLog: ({ level, message }) => {
     if (level === "warn" || level === "error") process.send({ log: { level, message } });
   },
@@ -52,4 +54,4 @@ process.on("message", (request) => {
 });
 // The parent went away without killing this process (it stopped on an error): stop too.
 process.on("disconnect", () => vault.dispose().finally(() => process.exit(0)));
-process.send({ ready: vault.baseUrl });
+process.send({ ready: vault.baseUrl, inspector: vault.inspectorUrl });
