@@ -1,13 +1,12 @@
 // The vault's bundled worker in Miniflare (the same workerd as `wrangler dev` and the tests), with a
-// fresh in-memory D1 that has the migrations applied. The benchmarks and the Node-side client tests
-// (the JS SDK) run against it.
+// fresh in-memory D1 that has the migrations applied, or D1 kept in a directory across restarts. The
+// benchmarks, the Node-side client tests (the JS SDK) and the kill test (scripts/crash.mjs) run against it.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -23,6 +22,16 @@ export function buildWorker(outdir) {
   });
 }
 
+/**
+ * wrangler.toml's worker options as Miniflare takes them (queues, rate limits, assets): plain data, so
+ * a process that starts many vaults reads them once. wrangler is imported here only, as it takes a
+ * while to load.
+ */
+export async function declaredWorkerOptions() {
+  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
+  return unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml")).workerOptions;
+}
+
 const wrangler = readFileSync(join(root, "wrangler.toml"), "utf8");
 export const compatibilityDate = /compatibility_date\s*=\s*"([^"]+)"/.exec(wrangler)[1];
 const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.exec(wrangler)[1]);
@@ -34,6 +43,9 @@ const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.e
  * `assets: true` serves wrangler.toml's static assets (public/) in front of the worker.
  * `inspectorPort` opens workerd's inspector on that port (0: any free one); the answer's
  * `inspectorUrl` names it (null without one).
+ * `persistTo: dir` keeps the D1 databases in that directory instead of in memory, so that a vault started
+ * again on it (with the same `masterKey`, and `migrate: false`: the schema is there) finds its data.
+ * `masterKey` and `operatorKey` are random unless given; `declared` is declaredWorkerOptions(), read unless given.
  * Two hops of Miniflare's own are left out, for every worker, because production has neither:
  * - unsafeDirectSockets: requests reach each worker on its own socket instead of through
  *   Miniflare's entry worker (which routes and adds CF-* headers; about 0.7 ms a request here);
@@ -42,7 +54,8 @@ const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.e
  *
  * @param {{ buildDir: string, host?: string, bindings?: Record<string, string>, workers?: object[],
  *   onLog?: (log: { level: string, message: string }) => void, dataDatabases?: number, assets?: boolean,
- *   inspectorPort?: number }} options
+ *   inspectorPort?: number, persistTo?: string, migrate?: boolean, masterKey?: string, operatorKey?: string,
+ *   declared?: Record<string, any> }} options
  */
 export async function startLocalVault({
   buildDir,
@@ -53,15 +66,18 @@ export async function startLocalVault({
   dataDatabases = 0,
   assets = false,
   inspectorPort,
+  persistTo,
+  migrate = true,
+  masterKey = randomBytes(32).toString("base64"),
+  operatorKey = `operator-${randomBytes(24).toString("hex")}`,
+  declared,
 }) {
   const databases = {
     DB: "vault",
     ...Object.fromEntries(Array.from({ length: dataDatabases }, (_, i) => [`DB_${i + 1}`, `vault-data-${i + 1}`])),
   };
-  const masterKey = randomBytes(32).toString("base64");
-  const operatorKey = `operator-${randomBytes(24).toString("hex")}`;
   const direct = [{ host, port: 0 }];
-  const declared = unstable_getMiniflareWorkerOptions(join(root, "wrangler.toml")).workerOptions;
+  declared ??= await declaredWorkerOptions();
   // wrangler.toml's rate limits, raised out of the way of benchmarks and client tests, which send many
   // requests with one key: every request is still counted, so benchmarks include what counting costs.
   const ratelimits = Object.fromEntries(
@@ -74,6 +90,7 @@ export async function startLocalVault({
     ...(inspectorPort !== undefined ? { inspectorPort } : {}),
     // A caller that captures the runtime's logs (workerd's and the workers' console) gets them all.
     ...(onLog ? { handleStructuredLogs: onLog } : {}),
+    ...(persistTo ? { d1Persist: persistTo } : {}),
     workers: [
       {
         name: "vault",
@@ -112,7 +129,7 @@ export async function startLocalVault({
   const migrations = readdirSync(join(root, "migrations"))
     .filter((f) => f.endsWith(".sql"))
     .sort();
-  for (const binding of Object.keys(databases)) {
+  for (const binding of migrate ? Object.keys(databases) : []) {
     const database = await mf.getD1Database(binding, "vault");
     const statements = migrations.flatMap((file) =>
       readFileSync(join(root, "migrations", file), "utf8")

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ConfigurationError } from "./errors";
+import { IDEMPOTENCY_LEASE_MS } from "./limits";
 
 /**
  * The bindings, typed from wrangler.toml by `wrangler types` (src/worker-configuration.generated.d.ts,
@@ -83,6 +84,12 @@ export const ConfigSchema = z.object({
   WEBHOOK_FAILURE_LIMIT: positiveInteger(10),
   /** Seconds before a failed delivery's first retry; each further retry waits twice as long. */
   WEBHOOK_RETRY_BASE_S: z.coerce.number().int().min(0).max(3_600).default(30),
+  /**
+   * How long a request's claim of its idempotency key holds without an answer (src/idempotency/). It
+   * decides how soon a retry may go on after a crash, never whether a write is doubled; under a second
+   * a live request would lose its claim to retries, over an hour a crashed one would keep it that long.
+   */
+  IDEMPOTENCY_LEASE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(IDEMPOTENCY_LEASE_MS),
   /** Tokens (and other sealed records) one step of a data-key rotation re-encrypts. */
   ROTATION_BATCH_SIZE: z.coerce.number().int().min(1).max(1_000).default(100),
   /**

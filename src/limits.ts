@@ -141,8 +141,9 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /**
  * How long a request's claim of its idempotency key holds without an answer before a retry may take
- * it over: longer than an idempotent request waits on anything (tenant code's default wall time,
- * 30 s; a proxy's timeout, 25 s; one D1 query, at most 30 s), so a live request keeps its claim.
+ * it over, unless the deployment sets IDEMPOTENCY_LEASE_MS (src/env.ts): longer than an idempotent
+ * request waits on anything (tenant code's default wall time, 30 s; a proxy's timeout, 25 s; one D1
+ * query, at most 30 s), so a live request keeps its claim.
  */
 export const IDEMPOTENCY_LEASE_MS = 60_000;
 

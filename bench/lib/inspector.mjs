@@ -1,7 +1,7 @@
 // The V8 CPU profile of the vault's isolate, taken through workerd's inspector (not a benchmark:
 // bench/run.mjs runs only bench/*.mjs). bench/lib/profile.mjs prints where the time goes; the
 // benchmarks take only how much of it there is a call.
-import WebSocket from "ws";
+import { inspectVault } from "../../scripts/inspector.mjs";
 
 /** Every sample counts as this long (see busyMicros). */
 export const SAMPLING_INTERVAL_US = 100;
@@ -11,9 +11,7 @@ export const SAMPLING_INTERVAL_US = 100;
  * Miniflare (startLocalVault's inspectorUrl). Answers the profile and the inspector target profiled.
  */
 export async function profileVault(inspectorUrl, run) {
-  const targets = await (await fetch(`http://${new URL(inspectorUrl).host}/json/list`)).json();
-  const target = targets.find((each) => each.title?.includes("vault") || each.url?.includes("vault")) ?? targets[0];
-  const inspector = await connect(target.webSocketDebuggerUrl);
+  const inspector = await inspectVault(inspectorUrl);
   try {
     await inspector.call("Profiler.enable");
     await inspector.call("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
@@ -21,7 +19,7 @@ export async function profileVault(inspectorUrl, run) {
     await run();
     const { profile } = await inspector.call("Profiler.stop");
     await inspector.call("Profiler.disable");
-    return { profile, target: target.title ?? target.url, targets: targets.length };
+    return { profile, target: inspector.target, targets: inspector.targets };
   } finally {
     inspector.close();
   }
@@ -36,31 +34,4 @@ export async function profileVault(inspectorUrl, run) {
 export function busyMicros(profile) {
   const idle = new Set(profile.nodes.filter((node) => node.callFrame.functionName === "(idle)").map((node) => node.id));
   return profile.samples.filter((id) => !idle.has(id)).length * SAMPLING_INTERVAL_US;
-}
-
-function connect(url) {
-  return new Promise((resolvePromise, reject) => {
-    const socket = new WebSocket(url);
-    const pending = new Map();
-    let id = 0;
-    socket.on("message", (data) => {
-      const message = JSON.parse(data.toString());
-      const waiter = pending.get(message.id);
-      if (!waiter) return;
-      pending.delete(message.id);
-      if (message.error) waiter.reject(new Error(message.error.message));
-      else waiter.resolve(message.result);
-    });
-    socket.on("error", reject);
-    socket.on("open", () =>
-      resolvePromise({
-        call: (method, params = {}) =>
-          new Promise((resolveCall, rejectCall) => {
-            pending.set(++id, { resolve: resolveCall, reject: rejectCall });
-            socket.send(JSON.stringify({ id, method, params }));
-          }),
-        close: () => socket.close(),
-      }),
-    );
-  });
 }

@@ -128,7 +128,7 @@ export function registerDocumentedHeaders(app: OpenAPIHono<AppEnv>): void {
     description:
       "The same key with the same request within 24 hours answers the first reply again (with SVC-Idempotent-Replayed: " +
       "true) instead of acting twice; with another request, 409. A 5xx is not kept. While the first request runs, a retry " +
-      `is a 409 with Retry-After: it holds the key by a lease of ${IDEMPOTENCY_LEASE_MS / 1000} s. When it stopped without ` +
+      `is a 409 with Retry-After: it holds the key by a lease (${IDEMPOTENCY_LEASE_MS / 1000} s by default). When it stopped without ` +
       "an answer, a retry of POST /tokens or /tokenize answers the tokens it wrote (their batch marks the key), or after " +
       "the lease runs it when it wrote none; on other routes a retry after the lease is a 409 saying the outcome is unknown.",
     schema: { type: "string", pattern: "^[\\x21-\\x7e]{1,255}$" },

@@ -5,13 +5,14 @@
  * retry it. A card's cvc leaves a stored response when it leaves the card (src/tokens/cvc.ts): replays
  * omit it from its deadline on, and the cron rewrites the response without it.
  *
- * A claim of a key is a lease of IDEMPOTENCY_LEASE_MS, not a lock: a request killed while it holds
- * one must not hold it for a day. Within the lease a retry is a 409 that says when to come back. The
- * write of POST /tokens and /tokenize carries the record's commit mark in its own batch (CommitMark),
- * so the record knows whether the write happened: with the mark and no saved answer, a retry makes
- * the answer again from it; without the mark past the lease, nothing was written and a retry takes
- * the claim over and runs the request. Other routes write elsewhere (the control database, a partner
- * through tenant code), so past the lease an unanswered claim is a 409 saying its outcome is unknown.
+ * A claim of a key is a lease of IDEMPOTENCY_LEASE_MS (the configuration's, 60 s by default), not a
+ * lock: a request killed while it holds one must not hold it for a day. Within the lease a retry is a
+ * 409 that says when to come back. The write of POST /tokens and /tokenize carries the record's commit
+ * mark in its own batch (CommitMark), so the record knows whether the write happened: with the mark
+ * and no saved answer, a retry makes the answer again from it; without the mark past the lease,
+ * nothing was written and a retry takes the claim over and runs the request. Other routes write
+ * elsewhere (the control database, a partner through tenant code), so past the lease an unanswered
+ * claim is a 409 saying its outcome is unknown.
  *
  * A replay never runs the request again, and never shows what a fresh request would not: when the
  * request detokenized tokens, each must still exist and its token:use rule still show as much, or
@@ -23,7 +24,7 @@ import type { CommitMark, RequestContext, TenantContext } from "../context";
 import { sha256Hex } from "../crypto/secrets";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { ConflictError, type ShownToken } from "../errors";
-import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_WINDOW_MS } from "../limits";
+import { IDEMPOTENCY_WINDOW_MS } from "../limits";
 import { shownLessNow } from "../token-intents/use";
 import { CVC_PURGE_CHUNK, cvcDeadlineInReply, keysUnlessShredded, replyWithoutCvcs } from "../tokens/cvc";
 import * as storage from "./storage";
@@ -107,12 +108,13 @@ export async function claimIdempotencyKey(
     const keys = await context.keys();
     return { committed: JSON.parse(await keys.decrypt(record.outcome, outcomeContext(request.key))), scope };
   }
-  const leaseEnd = record.claimedAt + IDEMPOTENCY_LEASE_MS;
+  const lease = context.config.IDEMPOTENCY_LEASE_MS;
+  const leaseEnd = record.claimedAt + lease;
   if (now < leaseEnd) throw stillProcessing(leaseEnd - now);
   if (!record.commitsWithWrite) throw outcomeUnknown(request.request);
   // Its write carries the commit mark, which is absent: it wrote nothing, and may run again.
   if (await storage.takeOverClaim(context.db, scope, record.claimedAt, now)) return { claim: { scope, claimedAt: now } };
-  throw stillProcessing(IDEMPOTENCY_LEASE_MS);
+  throw stillProcessing(lease);
 }
 
 /** The first response, as a fresh request would be answered now. */

@@ -3,8 +3,10 @@ import { principalForKey } from "../../src/auth/service";
 import { type Claim, claimIdempotencyKey, commitMarkOf, rememberResponse, requestHashOf } from "../../src/idempotency/service";
 import { IDEMPOTENCY_LEASE_MS } from "../../src/limits";
 import { createToken, parseCreateToken, tokenize } from "../../src/tokens/creation";
+import { callConfigured } from "../support/configured";
 import { requestContext, tenantContext } from "../support/context";
 import { call, expectProblem, rowCounts } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 import { createToken as createStoredToken, SSN, seedTokenTenant, type TokenTenant, VISA } from "../support/tokens";
 
 /**
@@ -204,5 +206,30 @@ describe("idempotency: a request killed while it held its key", () => {
     });
     expect(expectProblem(retry, 409).detail).toMatch(/\(POST \/applications\) stopped before answering, and its outcome is unknown/);
     expect(await rowCounts()).toEqual(before);
+  });
+
+  it("a deployment's shorter lease (IDEMPOTENCY_LEASE_MS) lets the retry run a claim that wrote nothing sooner; the default still holds it", async () => {
+    const tenant = await seedTokenTenant();
+    await claimed(tenant, "short-lease", { method: "POST", path: "/tokenize", body: PAYLOAD }, 5_000);
+    expect(expectProblem(await retryTokenize(tenant, "short-lease"), 409).detail).toMatch(/still being processed/);
+    const before = await tokenCount();
+
+    const retry = await callConfigured({ IDEMPOTENCY_LEASE_MS: "2000" }, "POST", "/tokenize", {
+      headers: { "SVC-API-KEY": tenant.key, "SVC-IDEMPOTENCY-KEY": "short-lease" },
+      body: PAYLOAD,
+    });
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.headers.get("SVC-Idempotent-Replayed")).toBeNull();
+    expect(await tokenCount()).toBe(before + 2);
+    expect((await retryTokenize(tenant, "short-lease")).body).toEqual(retry.body);
+  });
+
+  it("refuses a lease that is not a whole number of milliseconds from a second to an hour, so none can turn it off", async () => {
+    for (const value of ["0", "-1", "999", "1.5", "soon", "3600001"]) {
+      const reply = await expectLoggedError(/Invalid configuration: IDEMPOTENCY_LEASE_MS/, () =>
+        callConfigured({ IDEMPOTENCY_LEASE_MS: value }, "GET", "/health"),
+      );
+      expect(expectProblem(reply, 500).detail).toContain("IDEMPOTENCY_LEASE_MS");
+    }
   });
 });
