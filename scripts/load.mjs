@@ -41,6 +41,8 @@ const DEDUPLICATED_VALUES = Array.from({ length: 5 }, () => {
 });
 
 let vault = null;
+/** The started vault's log lines that name a D1 error (a limit passed, a statement refused); none may appear. */
+const d1Errors = [];
 let baseUrl = options.url?.replace(/\/$/, "");
 let operatorKey = options["operator-key"];
 if (!baseUrl) {
@@ -54,6 +56,7 @@ if (!baseUrl) {
     bindings: { HEADER_PREFIX: prefix },
     onLog: ({ level, message }) => {
       if (level === "warn" || level === "error") console.log(`vault ${level}: ${message}`);
+      if (/D1_|SQLITE_/.test(message)) d1Errors.push(message);
     },
   });
   baseUrl = vault.baseUrl;
@@ -79,6 +82,9 @@ try {
   const loadWindow = { startedAt: setup.loadStartedAt, endedAt: Date.now() };
   report(results);
   const failures = await verify(setup, results, loadWindow);
+  if (vault === null) console.log("the vault's log is not read: it runs elsewhere (--url)");
+  else if (d1Errors.length > 0) failures.push(`the vault logged ${d1Errors.length} D1 errors, the first: ${d1Errors[0]}`);
+  else console.log("vault log: no D1 error");
   if (failures.length > 0) {
     console.log("\nFAILED:");
     for (const failure of failures) console.log(`  - ${failure}`);
