@@ -648,16 +648,20 @@ async function tokenizeCase(context, result) {
     `tokens: ${tokens.length} found for ${sent.length} keys × ${leaves.length}; ${lost} lost, ${doubled} doubled, ${half + broken} half-written, ` +
       `${unknownIds + strays} with ids no answer names`,
   );
-  Object.assign(result.figures, {
-    answered: answeredBefore,
-    inFlight,
-    found: tokens.length,
-    lost,
-    doubled,
-    halfWritten: half + broken,
-    stuckClaims: claimsAfterRetries,
-  });
-  await checkAudit(vault, result, { tenant, kills, traceOf, entriesOf: () => 1 + leaves.length });
+  await closeCase(
+    vault,
+    result,
+    {
+      answered: answeredBefore,
+      inFlight,
+      found: tokens.length,
+      lost,
+      doubled,
+      halfWritten: half + broken,
+      stuckClaims: claimsAfterRetries,
+    },
+    { tenant, kills, traceOf, entriesOf: () => 1 + leaves.length },
+  );
 }
 
 /**
@@ -752,15 +756,12 @@ async function rotationCase(context, result) {
     `tokens: ${tokens.length} found, ${lost} lost, ${changed} read back different, ${doubled} doubled, ${old} under the old version, ${broken} half-written; ` +
       `key versions left: ${versions.join(", ")}; an idempotent create replays ${replay.status}`,
   );
-  Object.assign(result.figures, {
-    answered: `${atKill.done} counted`,
-    found: tokens.length,
-    lost: lost + changed,
-    doubled,
-    halfWritten: broken,
-    stuckClaims: 0,
-  });
-  await checkAudit(vault, result, { tenant, kills: [], traceOf: String, entriesOf: () => 0 });
+  await closeCase(
+    vault,
+    result,
+    { answered: `${atKill.done} counted`, found: tokens.length, lost: lost + changed, doubled, halfWritten: broken },
+    { tenant, kills: [], traceOf: String, entriesOf: () => 0 },
+  );
 }
 
 /** 3. POST /tokens, 500 at 16 at a time, killed halfway: every 201 is readable after the restart, none doubled. */
@@ -768,19 +769,8 @@ async function createsCase(context, result) {
   const killed = context.vault;
   const tenant = await newTenant(killed, `crash-creates-${RUN}`);
   const total = 500;
-  const dataOf = (request) => `creates-${RUN}-${request}`;
-  const traceOf = (request) => `crash-${RUN}-creates-${request}`;
-  const { answered, cutOff } = await loadUntilKilled(killed, {
-    total,
-    concurrency: 16,
-    killAfter: 250,
-    send: (request) =>
-      call(killed, "POST", "/tokens", {
-        key: tenant.key,
-        body: { type: "token", data: dataOf(request), metadata: { run: RUN, case: "creates", request: String(request) } },
-        traceId: traceOf(request),
-      }),
-  });
+  const { dataOf, traceOf, send } = createsOf(killed, tenant, "creates");
+  const { answered, cutOff } = await loadUntilKilled(killed, { total, concurrency: 16, killAfter: 250, send });
   const restartMs = await restart(context);
   const { vault } = context;
   for (const [request, { reply }] of answered) {
@@ -808,16 +798,31 @@ async function createsCase(context, result) {
     `tokens: ${tokens.length} found (${created.length} answered 201, ${committedCutOff} of the ${cutOff.length} cut off were written); ` +
       `${lost} lost, ${doubled} doubled, ${broken} half-written`,
   );
-  Object.assign(result.figures, {
-    answered: answered.size,
-    inFlight: cutOff.length,
-    found: tokens.length,
-    lost,
-    doubled,
-    halfWritten: broken,
-    stuckClaims: 0,
-  });
-  await checkAudit(vault, result, { tenant, kills: [{ answered, diedAt: killed.diedAt }], traceOf, entriesOf: () => 1 });
+  await closeCase(
+    vault,
+    result,
+    { answered: answered.size, inFlight: cutOff.length, found: tokens.length, lost, doubled, halfWritten: broken },
+    { tenant, kills: [{ answered, diedAt: killed.diedAt }], traceOf, entriesOf: () => 1 },
+  );
+}
+
+/** A case's creates of type token: request i holds `<name>-<run>-<i>` (no seeded value looks so) and sends the trace id traceOf(i). */
+function createsOf(vault, tenant, name) {
+  const dataOf = (request) => `${name}-${RUN}-${request}`;
+  const traceOf = (request) => `crash-${RUN}-${name}-${request}`;
+  const send = (request) =>
+    call(vault, "POST", "/tokens", {
+      key: tenant.key,
+      body: { type: "token", data: dataOf(request), metadata: { run: RUN, case: name, request: String(request) } },
+      traceId: traceOf(request),
+    });
+  return { dataOf, traceOf, send };
+}
+
+/** Records a case's figures (no claim stuck, unless they say) and checks its tenant's audit log. */
+async function closeCase(vault, result, figures, audit) {
+  Object.assign(result.figures, { stuckClaims: 0, ...figures });
+  await checkAudit(vault, result, audit);
 }
 
 /**
@@ -831,19 +836,9 @@ async function moveCase(context, result) {
   const killed = context.vault;
   const tenant = await newTenant(killed, `crash-move-${RUN}`, "DB_1");
   const seeded = await seedTokens(killed, tenant, "move", 1500);
-  const traceOf = (request) => `crash-${RUN}-move-${request}`;
-  const dataOf = (request) => `move-${RUN}-during-${request}`;
+  const { dataOf, traceOf, send } = createsOf(killed, tenant, "move");
   const movePath = `/tenants/${tenant.id}/move`;
-  const creates = loadUntilKilled(killed, {
-    total: 100_000,
-    concurrency: 2,
-    send: (request) =>
-      call(killed, "POST", "/tokens", {
-        key: tenant.key,
-        body: { type: "token", data: dataOf(request), metadata: { run: RUN, case: "move", request: String(request) } },
-        traceId: traceOf(request),
-      }),
-  }).catch((error) => ({ error }));
+  const creates = loadUntilKilled(killed, { total: 100_000, concurrency: 2, send }).catch((error) => ({ error }));
   const step = () => call(killed, "POST", movePath, { operator: true, body: { database: "DB_2", max_batches: 3 } });
   for (let calls = 0; calls < 3; calls++) {
     const reply = await step();
@@ -922,16 +917,12 @@ async function moveCase(context, result) {
     `tokens: ${tokens.length} found, ${expected.size} expected at least; ${lost} lost, ${doubled} doubled, ${broken} half-written; ` +
       `DB_1 ${counts.DB_1}, DB_2 ${counts.DB_2}, placed in ${placed}`,
   );
-  Object.assign(result.figures, {
-    answered: answered.size,
-    inFlight: cutOff.length,
-    found: tokens.length,
-    lost,
-    doubled,
-    halfWritten: broken,
-    stuckClaims: 0,
-  });
-  await checkAudit(vault, result, { tenant, kills: [{ answered, diedAt: killed.diedAt }], traceOf, entriesOf: () => 1 });
+  await closeCase(
+    vault,
+    result,
+    { answered: answered.size, inFlight: cutOff.length, found: tokens.length, lost, doubled, halfWritten: broken },
+    { tenant, kills: [{ answered, diedAt: killed.diedAt }], traceOf, entriesOf: () => 1 },
+  );
 }
 
 /** 5. Deduplicating creates of a few values racing from 16 connections, killed halfway: one token per value. */
@@ -987,16 +978,19 @@ async function dedupCase(context, result) {
     `300 deduplicating creates of ${values.length} values, 16 at a time; killed after ${answered.size} answers, ${cutOff.length} in flight; restarted in ${restartMs} ms`,
     `tokens: ${tokens.length} for ${values.length} values; every answer for a value names one id: ${doubled === 0 ? "yes" : "no"}; ${broken} half-written`,
   );
-  Object.assign(result.figures, {
-    answered: answered.size,
-    inFlight: cutOff.length,
-    found: tokens.length,
-    lost: values.filter((value) => ids.get(value).size === 0).length,
-    doubled,
-    halfWritten: broken,
-    stuckClaims: 0,
-  });
-  await checkAudit(vault, result, { tenant, kills: [{ answered, diedAt: killed.diedAt }], traceOf, entriesOf: () => 1 });
+  await closeCase(
+    vault,
+    result,
+    {
+      answered: answered.size,
+      inFlight: cutOff.length,
+      found: tokens.length,
+      lost: values.filter((value) => ids.get(value).size === 0).length,
+      doubled,
+      halfWritten: broken,
+    },
+    { tenant, kills: [{ answered, diedAt: killed.diedAt }], traceOf, entriesOf: () => 1 },
+  );
 }
 
 const RUNNERS = { tokenize: tokenizeCase, rotation: rotationCase, creates: createsCase, move: moveCase, dedup: dedupCase };
