@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import type { AuditEntry, AuditMessage } from "../../src/audit/entry";
 import worker from "../../src/index";
 import { type LogEntry, logEntries, verifyLog } from "../support/audit";
-import { DATA_BINDINGS } from "../support/context";
 import { callConfigured } from "../support/configured";
+import { DATA_BINDINGS } from "../support/context";
 import { call } from "../support/harness";
 import { withMethod } from "../support/substitute";
 import { createToken, seedTokenTenantIn } from "../support/tokens";
@@ -148,5 +148,6 @@ describe("moving a tenant with its audit log", () => {
     const ackedEntries = messages.filter((_, i) => acknowledged.has(`message-${i}`)).flat().length;
     expect(results[0]!.n).toBeGreaterThanOrEqual(ackedEntries);
     expect(await auditRows("DB_1", tenant.tenantId)).toBe(0);
+    expect(await verifyLog(tenant)).toMatchObject({ verified: true, broken_at: null });
   }, 60_000);
 });
