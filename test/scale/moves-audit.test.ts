@@ -123,7 +123,8 @@ describe("moving a tenant with its audit log", () => {
       messages.map((body, i) => ({ id: `message-${i}`, timestamp: new Date(), attempts: 1, body })),
     );
     const ctx = createExecutionContext();
-    const writing = worker.queue(batch, { ...env, DB_1: slow }, ctx);
+    const bindings: Record<string, unknown> = { DB_1: slow };
+    const writing = worker.queue(batch, { ...env, ...bindings }, ctx);
 
     await chunkIn;
     for (let call = 0; ; call++) {
