@@ -5,6 +5,7 @@ import worker from "../../src/index";
 import { type LogEntry, logEntries, verifyLog } from "../support/audit";
 import { callConfigured } from "../support/configured";
 import { DATA_BINDINGS } from "../support/context";
+import { runCron } from "../support/cron";
 import { call } from "../support/harness";
 import { withMethod } from "../support/substitute";
 import { createToken, seedTokenTenantIn } from "../support/tokens";
@@ -151,4 +152,48 @@ describe("moving a tenant with its audit log", () => {
     expect(await auditRows("DB_1", tenant.tenantId)).toBe(0);
     expect(await verifyLog(tenant)).toMatchObject({ verified: true, broken_at: null });
   }, 60_000);
+
+  it("keeps the entries of a tenant still moving when the dead-letter queue delivers them for the last time", async () => {
+    const tenant = await seedTokenTenantIn("DB_1");
+    await createToken(tenant.key, { type: "token", data: "read while moving" });
+    expect(
+      (await call("POST", `/tenants/${tenant.tenantId}/move`, { body: { database: "DB_2", max_batches: 1 }, headers: operator })).body
+        .phase,
+    ).toBe("blocked");
+    // Reads go on while writes are blocked, and are audited; their entries wait for the move.
+    const entry: AuditEntry = {
+      id: crypto.randomUUID(),
+      tenant_id: tenant.tenantId,
+      actor_id: tenant.applicationId,
+      actor_type: "application",
+      credential_id: null,
+      entity_type: "token",
+      entity_id: "read-while-moving",
+      operation: "read",
+      message: "Read token",
+      status: 200,
+      trace_id: "read-while-moving",
+      created_at: Date.now(),
+    };
+    // wrangler.toml: the dead-letter consumer has max_retries = 20 and no queue after it. A retry of
+    // its 21st delivery is dropped by Queues: the entry would be lost without a word.
+    const batch = createMessageBatch<AuditMessage>("token-vault-audit-dead", [
+      { id: "last-delivery", timestamp: new Date(), attempts: 21, body: [entry] },
+    ]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch, env, ctx);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.retryMessages, "the last delivery is not retried: Queues would drop it").toEqual([]);
+
+    for (;;) {
+      const reply = await call("POST", `/tenants/${tenant.tenantId}/move`, { body: { database: "DB_2" }, headers: operator });
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      if (reply.body.phase === "done") break;
+    }
+    await runCron();
+    const logged = await env.DB_2.prepare("SELECT count(*) AS n FROM audit_log WHERE tenant_id = ? AND id = ?")
+      .bind(tenant.tenantId, entry.id)
+      .first<{ n: number }>();
+    expect(logged!.n).toBe(1);
+  }, 30_000);
 });
