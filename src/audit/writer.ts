@@ -143,15 +143,22 @@ async function chainWaiting(context: RequestContext, tenantId: string): Promise<
   }
 }
 
-/** Appends the entries not yet in the tenant's chain (and some waiting in audit_pending), a chunk at a time, then raises their webhook events. */
+/**
+ * Appends the entries not yet in the tenant's chain (and some waiting in audit_pending), a chunk at a
+ * time, then raises their webhook events. Each chunk looks up where the chain is written: a batch of
+ * many chunks can outlast a move's wait for its block to be seen, and the chunks written to the old
+ * database after that would be purged with it (test/scale/moves-audit.test.ts).
+ */
 export async function appendEntries(context: RequestContext, tenantId: string, entries: AuditEntry[]): Promise<void> {
-  const writer = await chainWriter(context, tenantId);
-  if (!writer) {
-    // A shredded tenant: its log is being purged with the rest of its data.
-    console.warn(`audit: ${entries.length} entries of tenant ${tenantId} dropped: the tenant was shredded`);
-    return;
+  for (const chunk of chunked(entries, storage.loggedBytes)) {
+    const writer = await chainWriter(context, tenantId);
+    if (!writer) {
+      // A shredded tenant: its log is being purged with the rest of its data.
+      console.warn(`audit: ${chunk.length} entries of tenant ${tenantId} dropped: the tenant was shredded`);
+      continue;
+    }
+    await appendChunk(context, writer, tenantId, chunk, PENDING_PER_APPEND);
   }
-  for (const chunk of chunked(entries, storage.loggedBytes)) await appendChunk(context, writer, tenantId, chunk, PENDING_PER_APPEND);
 }
 
 /** Where the tenant's chain is written and its keys; null for a tenant that was shredded. */

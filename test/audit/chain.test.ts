@@ -75,6 +75,20 @@ describe("GET /logs/verify", () => {
     expect((await verifyLog(tenant)).broken_at).toMatchObject({ seq: 2 });
   });
 
+  it.each([
+    ["a search's metadata key holding a lone surrogate (a JSON escape in valid UTF-8)", "POST", "/tokens/search", "metadata.a\ud800b:x"],
+    ["a search's metadata key holding a NUL character", "POST", "/tokens/search", "metadata.a\u0000b:x"],
+    // The entry keeps an id's first 200 characters: here, half of the emoji's surrogate pair.
+    ["a token id cut inside a surrogate pair", "GET", `/tokens/${"a".repeat(199)}${encodeURIComponent("\u{1F600}")}`, null],
+  ])("holds after %s lands in an entry", async (_, method, path, query) => {
+    const tenant = await seedTokenTenant();
+    const reply = await call(method, path, { key: tenant.key, ...(query === null ? {} : { body: { query } }) });
+    expect(reply.status, reply.text).toBeLessThan(500);
+    const [entry] = await logEntries(tenant, 1, { entity_type: "token" });
+    expect(entry, "the request is logged").toBeDefined();
+    expect(await verifyLog(tenant)).toMatchObject({ verified: true, broken_at: null });
+  });
+
   it("needs log:read", async () => {
     const tenant = await seedTokenTenant();
     const reply = await call("GET", "/logs/verify", { key: tenant.key });

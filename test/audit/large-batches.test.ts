@@ -140,4 +140,27 @@ describe("a batch larger than one statement carries", () => {
     expectEachOnce(await timesLogged(d1, tenant.tenantId, entries), entries);
     expect(await verifyLog(tenant)).toMatchObject({ verified: true, complete: true, broken_at: null, pending: 0 });
   }, 120_000);
+
+  it("a verification longer than one call resumes where the last call left, though entries chained late carry an earlier created_at", async () => {
+    const tenant = await seedTokenTenant();
+    // Entries that waited (in audit_pending, during a queue outage) are chained after newer ones.
+    // The first call stops among those that waited, whatever few entries the tenant's setup logged.
+    const recent = entriesFor(tenant.tenantId, 19_990);
+    const waited = entriesFor(tenant.tenantId, 200).map((entry) => ({ ...entry, created_at: Date.now() - 3_600_000 }));
+    const later = entriesFor(tenant.tenantId, 100);
+    const result = await consume("token-vault-audit", messagesOf([...recent, ...waited, ...later]));
+    expect(result.retryMessages).toEqual([]);
+
+    const first = await verifyLog(tenant);
+    expect(first).toMatchObject({ verified: true, complete: false });
+    // The only way to go on (GET /logs/verify takes dates): from the created_at of the first entry not checked.
+    const d1 = await dataDatabaseOf(tenant.tenantId);
+    const next = await d1
+      .prepare("SELECT created_at FROM audit_log WHERE tenant_id = ? AND seq = ?")
+      .bind(tenant.tenantId, first.last_seq! + 1)
+      .first<{ created_at: number }>();
+    const second = await verifyLog(tenant, { start_date: new Date(next!.created_at).toISOString() });
+    expect(second.verified).toBe(true);
+    expect(second.last_seq!, "the second call checks entries past the first's").toBeGreaterThan(first.last_seq!);
+  }, 120_000);
 });

@@ -1,8 +1,12 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { DATA_BINDINGS } from "../support/context";
+import { principalForKey } from "../../src/auth/service";
+import { createToken as createStoredToken, parseCreateToken } from "../../src/tokens/creation";
+import { updateToken } from "../../src/tokens/update";
+import { DATA_BINDINGS, requestContext, tenantContext } from "../support/context";
 import { call, expectProblem } from "../support/harness";
 import { createProxy, invoke } from "../support/proxies";
+import { withMethod } from "../support/substitute";
 import { createToken, seedTokenTenantIn } from "../support/tokens";
 
 /*
@@ -138,5 +142,79 @@ describe("moving a tenant", () => {
     expect((await call("GET", "/tokens", { key: tenant.key })).status).toBe(200);
     expectProblem(await move(tenant.tenantId, { database: "DB_1" }), 409);
     expect((await move(tenant.tenantId, { database: "DB_2" })).body.phase).toBe("done");
+  });
+
+  it("loses no update that was under way when the move began: the move copies the token before the update lands in the source", async () => {
+    const tenant = await seedTokenTenantIn("DB_1");
+    const token = await createToken(tenant.key, { type: "token", data: "before", metadata: { version: "1" } });
+    // The update's write reaches the source database only once the move's first step has copied the token.
+    let reachedWrite!: () => void;
+    const atWrite = new Promise<void>((resolve) => {
+      reachedWrite = resolve;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = withMethod(env.DB_1, "withSession", ((constraint?: string) => {
+      const session = env.DB_1.withSession(constraint);
+      return withMethod(session, "batch", (async (statements: D1PreparedStatement[]) => {
+        reachedWrite();
+        await released;
+        return session.batch(statements);
+      }) as D1DatabaseSession["batch"]);
+    }) as D1Database["withSession"]);
+    const principal = (await principalForKey(requestContext(), tenant.key))!;
+    const context = await tenantContext(tenant.tenantId, { ...env, DB_1: slow } as typeof env);
+    const updating = updateToken(context, principal, token.id, { metadata: { version: "2" } });
+    await atWrite;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("blocked");
+    release();
+    // Acknowledged: the caller is told the token was updated.
+    expect((await updating).metadata).toEqual({ version: "2" });
+
+    const reply = await move(tenant.tenantId, { database: "DB_2" });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body.phase).toBe("done");
+    expect((await call("GET", `/tokens/${token.id}`, { key: tenant.key })).body.metadata).toEqual({ version: "2" });
+  });
+
+  it("loses no create that was under way when the move began, and does not stay blocked over it", async () => {
+    const tenant = await seedTokenTenantIn("DB_1");
+    await createToken(tenant.key, { type: "token", data: "before" });
+    // The create's write reaches the source database only once the move's first step has copied the tokens.
+    let reachedWrite!: () => void;
+    const atWrite = new Promise<void>((resolve) => {
+      reachedWrite = resolve;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = withMethod(env.DB_1, "withSession", ((constraint?: string) => {
+      const session = env.DB_1.withSession(constraint);
+      return withMethod(session, "batch", (async (statements: D1PreparedStatement[]) => {
+        reachedWrite();
+        await released;
+        return session.batch(statements);
+      }) as D1DatabaseSession["batch"]);
+    }) as D1Database["withSession"]);
+    const principal = (await principalForKey(requestContext(), tenant.key))!;
+    const context = await tenantContext(tenant.tenantId, { ...env, DB_1: slow } as typeof env);
+    const creating = createStoredToken(context, principal, parseCreateToken({ type: "token", data: "in flight" }));
+    await atWrite;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("blocked");
+    release();
+    // Acknowledged: the caller is told the token was created.
+    const created = await creating;
+
+    // A 409 says to call again: the move must get through, or the tenant's writes stay blocked.
+    let reply = await move(tenant.tenantId, { database: "DB_2" });
+    for (let again = 0; again < 3 && reply.status === 409; again++) reply = await move(tenant.tenantId, { database: "DB_2" });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body.phase).toBe("done");
+    expect((await call("GET", `/tokens/${created.id}`, { key: tenant.key })).status).toBe(200);
   });
 });

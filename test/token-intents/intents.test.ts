@@ -298,6 +298,22 @@ describe("converting an intent into a token (POST /tokens {token_intent_id})", (
     expect(again.body.id).toBe(first.body.id);
     expect(again.headers.get("SVC-Idempotent-Replayed")).toBe("true");
   });
+
+  it("a replayed conversion never shows the card of a token deleted since: a fresh request would not (its intent is gone)", async () => {
+    const tenant = await seedIntentTenant();
+    const intent = await createIntent(tenant.browserKey);
+    const headers = { "SVC-IDEMPOTENCY-KEY": `convert-deleted-${intent.id}` };
+    const first = await call("POST", "/tokens", { key: tenant.serverKey, body: { token_intent_id: intent.id }, headers });
+    expect(first.status, first.text).toBe(201);
+    expect(first.body.data.number).toBe(CARD.number);
+    expect((await call("DELETE", `/tokens/${first.body.id}`, { key: tenant.key })).status).toBe(204);
+    expectProblem(await call("GET", `/tokens/${first.body.id}`, { key: tenant.serverKey }), 404);
+
+    const again = await call("POST", "/tokens", { key: tenant.serverKey, body: { token_intent_id: intent.id }, headers });
+    // As when the answer was never saved (test/foundation/idempotency-crash.test.ts): processed, not replayed.
+    expect(again.text).not.toContain(CARD.number);
+    expect(expectProblem(again, 409).detail).toMatch(/was processed, but its answer is not replayed/);
+  });
 });
 
 describe("token intent expressions: {{ token_intent: <id> | … }}", () => {
