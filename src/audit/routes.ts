@@ -51,7 +51,8 @@ const verify = createRoute({
     "Needs `log:read`. Recomputes each entry's keyed hash from its content and the previous entry's hash, over the range " +
     "given (by default from the oldest entry retention kept to the newest). `broken_at` names the first entry whose link " +
     "does not hold: an entry edited, deleted or moved in the database. Whatever the range, the chain's head and anchor " +
-    "must carry their MACs, so a log cut at its end or at its start does not verify.",
+    "must carry their MACs, so a log cut at its end or at its start does not verify. One call checks at most 20,000 entries " +
+    "(`complete: false`); the next goes on with `after_seq` set to the `last_seq` answered.",
   middleware: [requirePermission("log:read")] as const,
   request: { query: VerifyQuery },
   responses: { 200: jsonContent(VerificationSchema, "The verification", VERIFICATION_EXAMPLE), ...problemResponses(400, 401, 403) },
@@ -73,5 +74,6 @@ export const logRoutes = createRouter()
   .openapi(types, (c) => c.json(entityTypes(), 200))
   .openapi(verify, async (c) => {
     const query = c.req.valid("query");
-    return c.json(await verifyLogs(c.var.context, c.var.principal, { startDate: query.start_date, endDate: query.end_date }), 200);
+    const range = { startDate: query.start_date, endDate: query.end_date, afterSeq: query.after_seq };
+    return c.json(await verifyLogs(c.var.context, c.var.principal, range), 200);
   });

@@ -37,10 +37,27 @@ export const LogSchema = z
 
 export const EntityTypeSchema = z.object({ display_name: z.string(), value: z.string() }).openapi("LogEntityType");
 
-export const VerifyQuery = z.object({
-  start_date: DateQuery.openapi({ description: "Verify from the first entry created at or after this time" }),
-  end_date: DateQuery.openapi({ description: "Verify up to the entries created before this time" }),
-});
+export const VerifyQuery = z
+  .object({
+    start_date: DateQuery.openapi({ description: "Verify from the first entry created at or after this time" }),
+    end_date: DateQuery.openapi({ description: "Verify up to the entries created before this time" }),
+    after_seq: z.coerce
+      .number({ error: "must be a whole number" })
+      .int("must be a whole number")
+      .min(0, "must be 0 or more")
+      .max(Number.MAX_SAFE_INTEGER, "is too large")
+      .optional()
+      .openapi({
+        type: "integer",
+        description:
+          "Verify from the entry after this seq: where a call that answered `complete: false` stopped (its `last_seq`). " +
+          "Entries chained late keep their earlier created_at, so a date cannot say where to go on.",
+      }),
+  })
+  .refine((query) => query.after_seq === undefined || query.start_date === undefined, {
+    path: ["after_seq"],
+    message: "cannot be given with start_date: each says where to start",
+  });
 
 export const VerificationSchema = z
   .object({

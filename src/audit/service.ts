@@ -67,7 +67,7 @@ export interface Verification {
 export async function verifyLogs(
   context: TenantContext,
   principal: Principal,
-  range: { startDate?: number; endDate?: number },
+  range: { startDate?: number; endDate?: number; afterSeq?: number },
 ): Promise<Verification> {
   const tenantId = principal.tenantId;
   const d1 = context.db.$client;
@@ -102,15 +102,13 @@ export async function verifyLogs(
   const unvouchedSeq = chain && chain.headMacSince > 0 ? chain.headMacSince + 1 : null;
   let afterSeq = anchorSeq;
   let previousHash = anchorSeq === 0 ? GENESIS : (chain?.anchorHash ?? GENESIS);
-  if (range.startDate !== undefined) {
-    const first = await storage.firstSeqFrom(d1, tenantId, range.startDate);
-    if (first === null) return result;
-    if (first - 1 > anchorSeq) {
-      const hash = await storage.hashAt(d1, tenantId, first - 1);
-      if (hash === null) return broken(first - 1, null, "the entry is missing");
-      previousHash = hash;
-      afterSeq = first - 1;
-    }
+  const first = range.startDate === undefined ? (range.afterSeq ?? 0) + 1 : await storage.firstSeqFrom(d1, tenantId, range.startDate);
+  if (first === null || first > headSeq) return result;
+  if (first - 1 > anchorSeq) {
+    const hash = await storage.hashAt(d1, tenantId, first - 1);
+    if (hash === null) return broken(first - 1, null, "the entry is missing");
+    previousHash = hash;
+    afterSeq = first - 1;
   }
   for (;;) {
     const entries = await storage.entriesAfter(d1, tenantId, afterSeq, headSeq, VERIFY_PAGE);

@@ -5,6 +5,7 @@ import worker from "../../src/index";
 import { verifyLog } from "../support/audit";
 import { dataDatabaseOf } from "../support/context";
 import { runCron } from "../support/cron";
+import { call } from "../support/harness";
 import { withMethod } from "../support/substitute";
 import { seedTokenTenant } from "../support/tokens";
 
@@ -141,7 +142,7 @@ describe("a batch larger than one statement carries", () => {
     expect(await verifyLog(tenant)).toMatchObject({ verified: true, complete: true, broken_at: null, pending: 0 });
   }, 120_000);
 
-  it("a verification longer than one call resumes where the last call left, though entries chained late carry an earlier created_at", async () => {
+  it("a verification longer than one call goes on with after_seq where the last call left, though entries chained late carry an earlier created_at", async () => {
     const tenant = await seedTokenTenant();
     // Entries that waited (in audit_pending, during a queue outage) are chained after newer ones.
     // The first call stops among those that waited, whatever few entries the tenant's setup logged.
@@ -153,14 +154,18 @@ describe("a batch larger than one statement carries", () => {
 
     const first = await verifyLog(tenant);
     expect(first).toMatchObject({ verified: true, complete: false });
-    // The only way to go on (GET /logs/verify takes dates): from the created_at of the first entry not checked.
+    const second = await verifyLog(tenant, { after_seq: String(first.last_seq) });
+    expect(second).toMatchObject({ verified: true, complete: true, first_seq: first.last_seq! + 1, last_seq: second.head_seq });
+    // A date cannot say where to go on: from the created_at of the first entry not checked, the call starts over.
     const d1 = await dataDatabaseOf(tenant.tenantId);
     const next = await d1
       .prepare("SELECT created_at FROM audit_log WHERE tenant_id = ? AND seq = ?")
       .bind(tenant.tenantId, first.last_seq! + 1)
       .first<{ created_at: number }>();
-    const second = await verifyLog(tenant, { start_date: new Date(next!.created_at).toISOString() });
-    expect(second.verified).toBe(true);
-    expect(second.last_seq!, "the second call checks entries past the first's").toBeGreaterThan(first.last_seq!);
+    const byDate = await verifyLog(tenant, { start_date: new Date(next!.created_at).toISOString() });
+    expect(byDate.first_seq).toBeLessThan(first.last_seq!);
+    const both = await call("GET", `/logs/verify?after_seq=1&start_date=${new Date().toISOString()}`, { key: tenant.managementKey });
+    expect(both.status).toBe(400);
+    expect(both.body.errors).toHaveProperty("after_seq");
   }, 120_000);
 });
