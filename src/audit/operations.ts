@@ -34,6 +34,7 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "POST /sessions/authorize": op("application", "create", "Authorized session as an expiring application", null),
   "POST /applications/{id}/regenerate": op("api_key", "create", "Regenerated API key", null),
   "GET /applications/{id}/keys": op("api_key", "list", "Listed application keys", null),
+  "GET /applications/{id}/keys/{key_id}": op("api_key", "read", "Read API key", "key_id"),
   "DELETE /applications/{id}/keys/{key_id}": op("api_key", "delete", "Revoked API key", "key_id"),
   "GET /permissions": op("permission", "list", "Listed permissions"),
   "POST /proxies": op("proxy", "create", "Created proxy"),

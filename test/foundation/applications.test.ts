@@ -317,7 +317,7 @@ describe("applications: POST /applications/{id}/regenerate", () => {
     expectProblem(await call("GET", "/applications/key", { key: second.body.key }), 401);
     expect((await call("GET", "/applications/key", { key: reply.body.key })).body.id).toBe(app.id);
     const keys = await call("GET", `/applications/${app.id}/keys`, { key: tenant.managementKey });
-    expect(keys.body.data.map((key: { id: string }) => key.id)).toEqual([reply.body.keys[0].id]);
+    expect(keys.body.map((key: { id: string }) => key.id)).toEqual([reply.body.keys[0].id]);
   });
 
   it("regenerating the caller's own application revokes the calling key too; the answered key takes over", async () => {

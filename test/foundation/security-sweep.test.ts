@@ -89,7 +89,7 @@ beforeAll(async () => {
     tokens: token.id,
     "token-intents": intent.id,
     applications: application.id,
-    keys: keys.body.data[0].id,
+    keys: keys.body[0].id,
     proxies: proxy.id,
     "reactor-formulas": formula.id,
     reactors: reactor.id,
