@@ -64,6 +64,8 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "DELETE /tenants/{id}": op("tenant", "shred", "Shredded tenant"),
   "POST /tenants/{id}/rotation": op("tenant", "rotate_keys", "Started rotating the tenant's data keys"),
   "GET /tenants/{id}/rotation": op("tenant", "read", "Read the tenant's data-key rotation"),
+  "GET /tenants/self": op("tenant", "read", "Read the caller's tenant", null),
+  "PUT /tenants/self": op("tenant", "update", "Renamed the caller's tenant", null),
   "POST /tokens": op("token", "create", "Created token"),
   "GET /tokens": op("token", "list", "Listed tokens"),
   "POST /tokens/search": op("token", "search", "Searched tokens"),

@@ -21,6 +21,9 @@ export const tenants = sqliteTable("tenants", {
   keysDerived: integer("keys_derived", { mode: "boolean" }).notNull().default(true),
   /** When the tenant was crypto-shredded: its keys are gone and the cron purges its rows, then this one. */
   shreddedAt: integer("shredded_at"),
+  /** The application that last renamed the tenant (PUT /tenants/self), and when. */
+  modifiedBy: text("modified_by"),
+  modifiedAt: integer("modified_at"),
 });
 
 /**

@@ -398,7 +398,7 @@ describe("permissions: GET /permissions?application_type=", () => {
   it("lists the management permissions for management", async () => {
     const tenant = await seedTenant();
     const reply = await call("GET", "/permissions?application_type=management", { key: tenant.managementKey });
-    expect(reply.body).toHaveLength(17);
+    expect(reply.body).toHaveLength(19);
     expect(reply.body[0]).toEqual({
       type: "application:create",
       description: "Create applications and their keys",
@@ -408,7 +408,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(27);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(29);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {

@@ -39,7 +39,7 @@ describe("authentication", () => {
     });
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "proxy:create", application_types: ["management"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "session:authorize", application_types: ["private"] }));
-    expect(reply.body).toHaveLength(27);
+    expect(reply.body).toHaveLength(29);
   });
 });
 

@@ -54,6 +54,9 @@ const KEY_OF_TYPE = new Map([["POST /sessions", /requires a public application's
 /** Routes every valid key may call: they only show the caller what it already is or may hold. */
 const ANY_VALID_KEY = new Set(["GET /applications/key", "GET /permissions"]);
 
+/** Routes that need no key at all: they tell only that the vault answers, and read no key they are sent. */
+const NO_KEY = new Set(["GET /ping"]);
+
 let operations: Operation[] = [];
 let owner: TokenTenant;
 let intruder: Tenant;
@@ -145,7 +148,7 @@ describe("security sweep over every route of the OpenAPI document", () => {
   });
 
   it("answers 401 without a key", async () => {
-    for (const operation of operations) {
+    for (const operation of operations.filter((candidate) => !NO_KEY.has(name(candidate)))) {
       const reply = await send(operation, ownedPath(operation.path), {});
       expect(reply.status, name(operation)).toBe(401);
       expect(reply.body.detail ?? reply.body.proxy_error?.detail, name(operation)).toMatch(/SVC-(API|OPERATOR|PROXY)-KEY/);
@@ -158,7 +161,9 @@ describe("security sweep over every route of the OpenAPI document", () => {
   });
 
   it("answers 403 naming the permission to a key whose application holds none", async () => {
-    for (const operation of operations.filter((candidate) => !candidate.operator && !ANY_VALID_KEY.has(name(candidate)))) {
+    for (const operation of operations.filter(
+      (candidate) => !candidate.operator && !ANY_VALID_KEY.has(name(candidate)) && !NO_KEY.has(name(candidate)),
+    )) {
       const key = invokesProxy(operation) ? ownerPowerless : powerless;
       const reply = await send(operation, ownedPath(operation.path), { "SVC-API-KEY": key, ...proxyKeyFor(operation) });
       expect(reply.status, name(operation)).toBe(403);
@@ -174,6 +179,22 @@ describe("security sweep over every route of the OpenAPI document", () => {
       expect(operation, route).toBeDefined();
       const reply = await send(operation!, path, { "SVC-API-KEY": powerless });
       expect(reply.status, `${method} ${path}`).toBe(200);
+    }
+  });
+
+  it("answers the routes that need no key the same with or without one, naming no tenant", async () => {
+    for (const route of NO_KEY) {
+      const operation = operations.find((candidate) => name(candidate) === route);
+      expect(operation, route).toBeDefined();
+      const path = route.split(" ")[1]!;
+      const replies = await Promise.all(
+        ([{}, { "SVC-API-KEY": owner.key }, { "SVC-API-KEY": "key_unknown" }] as Record<string, string>[]).map((headers) =>
+          send(operation!, path, headers),
+        ),
+      );
+      expect(replies.map((reply) => reply.status)).toEqual([200, 200, 200]);
+      expect(new Set(replies.map((reply) => reply.text)).size, route).toBe(1);
+      expect(replies[0]!.text).not.toContain(owner.tenantId);
     }
   });
 
