@@ -144,7 +144,7 @@ export const TOKEN_REQUEST_MEMBERS = {
 /** A token's data, checked against its type's rules (a token intent's too): an issue per refused member, never echoing it. */
 export const TokenData = JsonValue.refine((data) => data !== undefined, "is required").openapi({
   description:
-    "`card`: {number, expiration_month, expiration_year, cvc?}; `bank`: {routing_number, account_number}; a string for the other typed types; any JSON value but null for type token",
+    "`card`: {number, expiration_month?, expiration_year? (both or neither), cvc?}; `bank`: {routing_number, account_number}; a string for the other typed types; any JSON value but null for type token",
 });
 
 /** Adds an issue under `data` for each member the type's rules refuse. */
