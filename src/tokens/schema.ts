@@ -226,8 +226,12 @@ export const TokenSchema = z
 
 export type TokenResponse = z.infer<typeof TokenSchema>;
 
+/** How a create or update answered the token (the current interface's `_extras`; response only). */
+const extrasOf = (deduplicated: string) =>
+  z.object({ deduplicated: z.boolean().openapi({ description: deduplicated }) }).openapi({ description: "How the token was answered" });
+
 export const CreatedTokenSchema = TokenSchema.extend({
-  deduplicated: z.boolean().openapi({ description: "True when an existing token was returned instead of a new one" }),
+  _extras: extrasOf("True when an existing token was returned instead of a new one"),
 }).openapi("CreatedToken");
 
 export type CreatedTokenResponse = z.infer<typeof CreatedTokenSchema>;
@@ -244,9 +248,7 @@ export const UpdatedTokenSchema = TokenSchema.partial({
   fingerprint_expression: true,
   mask: true,
 })
-  .extend({
-    deduplicated: z.boolean().openapi({ description: "True when an existing token was returned and this token left as it was" }),
-  })
+  .extend({ _extras: extrasOf("True when an existing token was returned and this token left as it was") })
   .openapi("UpdatedToken");
 
 export type UpdatedTokenResponse = z.infer<typeof UpdatedTokenSchema>;

@@ -212,7 +212,7 @@ describe("converting an intent into a token (POST /tokens {token_intent_id})", (
       containers: ["/pci/cards/"],
       metadata: { order: "42" },
       data: { number: CARD.number, expiration_month: 12, expiration_year: 2030 },
-      deduplicated: false,
+      _extras: { deduplicated: false },
     });
     expect(reply.body.data).not.toHaveProperty("cvc");
     expect(reply.body.id).not.toBe(intent.id);
@@ -261,7 +261,7 @@ describe("converting an intent into a token (POST /tokens {token_intent_id})", (
     const intent = await createIntent(tenant.browserKey);
     const reply = await convertIntent(tenant.serverKey, intent.id, { deduplicate_token: true });
     expect(reply.status, reply.text).toBe(200);
-    expect(reply.body).toMatchObject({ id: existing.id, deduplicated: true });
+    expect(reply.body).toMatchObject({ id: existing.id, _extras: { deduplicated: true } });
     expect(await storedIntents(tenant.tenantId)).toBe(0);
   });
 

@@ -160,7 +160,7 @@ describe("card tokens", () => {
     const first = await createToken(key, { type: "card", data: CARD });
     const again = await call("POST", "/tokens", { key, body: { type: "card", data: { ...CARD, cvc: "999" }, deduplicate_token: true } });
     expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ id: first.id, deduplicated: true, fingerprint: first.fingerprint, data: CARD });
+    expect(again.body).toMatchObject({ id: first.id, _extras: { deduplicated: true }, fingerprint: first.fingerprint, data: CARD });
     const otherCard = await createToken(key, { type: "card", data: { ...CARD, number: "5555555555554444" }, deduplicate_token: true });
     expect(otherCard.id).not.toBe(first.id);
     expect(otherCard.fingerprint).not.toBe(first.fingerprint);
@@ -170,7 +170,7 @@ describe("card tokens", () => {
     const { key } = await seedTokenTenant();
     const number = await createToken(key, { type: "card_number", data: CARD.number });
     const card = await createToken(key, { type: "card", data: CARD, deduplicate_token: true });
-    expect(card).toMatchObject({ deduplicated: false });
+    expect(card).toMatchObject({ _extras: { deduplicated: false } });
     expect(card.id).not.toBe(number.id);
     expect(card.fingerprint).not.toBe(number.fingerprint);
   });
