@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { DATE_TIME_FORMS, parseDateTime } from "../http/date-times";
 import { PageQuery, repeatable } from "../http/schemas";
 import { TOKENS } from "../limits";
 import { ContainerPath } from "./containers";
@@ -84,11 +85,26 @@ const SearchIndexes = z
   .array(Expression, { error: "must be an array of expressions" })
   .max(MAX_SEARCH_INDEXES, `must hold at most ${MAX_SEARCH_INDEXES} expressions`);
 
+/** A time to come, in either form parseDateTime reads; normalised to ISO 8601 in UTC. */
 const FutureTime = z
-  .string({ error: "must be an ISO 8601 date-time" })
-  .pipe(z.iso.datetime({ offset: true, error: "must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T00:00:00Z" }))
-  .refine((time) => Date.parse(time) > Date.now(), "must be in the future")
-  .openapi({ type: "string", format: "date-time", description: "ISO 8601 with a time zone, in the future" });
+  .string({ error: `must be ${DATE_TIME_FORMS}` })
+  .transform((text, ctx) => {
+    const time = parseDateTime(text);
+    if (time === null) {
+      ctx.addIssue({ code: "custom", message: `must be ${DATE_TIME_FORMS}` });
+      return z.NEVER;
+    }
+    if (time <= Date.now()) {
+      ctx.addIssue({ code: "custom", message: "must be in the future" });
+      return z.NEVER;
+    }
+    return new Date(time).toISOString();
+  })
+  .openapi({
+    type: "string",
+    description:
+      "In the future: ISO 8601 with a time zone (2030-08-26T19:23:57-07:00), or the original docs' form (8/26/2030 7:23:57 PM -07:00)",
+  });
 
 /**
  * A chosen token id: a literal id, or an alias expression over `data` whose rendered value must
