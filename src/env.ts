@@ -119,6 +119,8 @@ export type Config = z.infer<typeof ConfigSchema> & {
     proxyKey: string;
     proxyUrl: string;
     traceId: string;
+    /** Answered by /proxy: the status the destination answered. */
+    proxyDestinationStatus: string;
     idempotencyKey: string;
     operatorKey: string;
     consistencyBookmark: string;
@@ -168,6 +170,7 @@ export function configOf(env: object): Config {
     proxyKey: `${prefix}-proxy-key`,
     proxyUrl: `${prefix}-proxy-url`,
     traceId: `${prefix}-trace-id`,
+    proxyDestinationStatus: `${prefix}-proxy-destination-status`,
     idempotencyKey: `${prefix}-idempotency-key`,
     operatorKey: `${prefix}-operator-key`,
     consistencyBookmark: `${prefix}-consistency-bookmark`,
