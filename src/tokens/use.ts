@@ -5,11 +5,14 @@
 import { isBrowserKey, type Principal, useTransform } from "../auth/access";
 import type { TenantContext } from "../context";
 import { ForbiddenError, ProblemError, type ShownToken, ValidationError } from "../errors";
+import { auditFieldsOf, isoTime } from "../http/schemas";
 import { hasCvc } from "./cvc";
 import { normalTokenId } from "./id-format";
-import { containersOf, shownData } from "./presentation";
+import { containersOf, metadataOf, shownData } from "./presentation";
+import type { TokenResponse } from "./schema";
 import { decryptData } from "./sealing";
 import * as storage from "./storage";
+import type { TokenType } from "./types";
 
 /**
  * Detokenization: the data of each token by id, under the principal's token:use transform. An
@@ -17,22 +20,71 @@ import * as storage from "./storage";
  * that redacts it, or masks a token without a mask) is a 403. One query for all ids.
  */
 export async function useTokens(context: TenantContext, principal: Principal, ids: string[]): Promise<Map<string, unknown>> {
-  const byId = await usableRows(context, ids);
+  const used = await use(context, principal, ids, await usableRows(context, ids));
+  return new Map(used.map(({ id, data }) => [id, data]));
+}
+
+/**
+ * A token whole, as the original docs' token list of POST /detokenize answers it: its data as the
+ * caller's token:use rule shows it, with what describes the token, never its fingerprint or its
+ * expressions (token:use hands out data to use, not the means to compare or rebuild it).
+ */
+export type UsedToken = Pick<
+  TokenResponse,
+  | "id"
+  | "type"
+  | "tenant_id"
+  | "data"
+  | "containers"
+  | "metadata"
+  | "expires_at"
+  | "created_by"
+  | "created_at"
+  | "modified_by"
+  | "modified_at"
+>;
+
+/** Detokenization of whole tokens by id (the token list of POST /detokenize), under the same rules as useTokens. */
+export async function useWholeTokens(context: TenantContext, principal: Principal, ids: string[]): Promise<Map<string, UsedToken>> {
+  const rows = await storage.liveTokens(context.db, context.tenantId, [...new Set(ids.map(normalTokenId))], Date.now());
+  const used = await use(context, principal, ids, new Map(rows.map((row) => [row.id, row])));
+  return new Map(
+    used.map(({ id, row, data }) => [
+      id,
+      {
+        id: row.id,
+        type: row.type as TokenType,
+        tenant_id: row.tenantId,
+        data,
+        containers: containersOf(row),
+        metadata: metadataOf(row),
+        expires_at: isoTime(row.expiresAt),
+        ...auditFieldsOf(row),
+      },
+    ]),
+  );
+}
+
+/** Each id's row and data as the principal may use it (checked, shown, audited), for the rows read. */
+async function use<Row extends storage.UsableToken>(
+  context: TenantContext,
+  principal: Principal,
+  ids: string[],
+  byId: Map<string, Row>,
+): Promise<{ id: string; row: Row; data: unknown }[]> {
   const usable = ids.map((id) => ({ id, ...checkedUse(principal, id, byId.get(normalTokenId(id))) }));
   const keys = await context.keys();
   for (const { row } of usable)
     context.audit.record({ entityType: "token", entityId: row.id, operation: "use", message: "Used token (detokenized)" });
   const shown = await Promise.all(usable.map(({ row, transform }) => shownData(row, transform, () => decryptData(keys, row))));
-  return new Map(
-    usable.map(({ id, row, transform }, i) => {
-      // A stored mask that no longer evaluates shows nothing, as a redacting rule would.
-      if (!("data" in shown[i]!)) throw new ForbiddenError(`The token:use rule for token ${id} redacts its data`);
-      const { data } = shown[i]!;
-      context.revealed.add(data);
-      context.revealed.tokens.set(row.id, { transform, cvcExpiresAt: row.cvcExpiresAt !== null && hasCvc(data) ? row.cvcExpiresAt : null });
-      return [id, data];
-    }),
-  );
+  return usable.map(({ id, row, transform }, i) => {
+    // A stored mask that no longer evaluates shows nothing, as a redacting rule would.
+    if (!("data" in shown[i]!)) throw new ForbiddenError(`The token:use rule for token ${id} redacts its data`);
+    const { data } = shown[i]!;
+    context.revealed.add(data);
+    context.revealed.tokens.set(row.id, { transform, cvcExpiresAt: row.cvcExpiresAt !== null && hasCvc(data) ? row.cvcExpiresAt : null });
+    return { id, row, data };
+  });
 }
 
 /**
@@ -66,11 +118,11 @@ async function usableRows(context: TenantContext, ids: string[]): Promise<Map<st
 }
 
 /** The token and how a detokenization by the principal shows it: a 400 when it is gone, a 403 when its rule redacts it. */
-function checkedUse(
+function checkedUse<Row extends storage.UsableToken>(
   principal: Principal,
   id: string,
-  row: storage.UsableToken | undefined,
-): { row: storage.UsableToken; transform: ShownToken["transform"] } {
+  row: Row | undefined,
+): { row: Row; transform: ShownToken["transform"] } {
   const unknown = () => new ValidationError(`Token ${id} does not exist or has expired`);
   if (!row) throw unknown();
   // A browser's key learns nothing of a token it may not use, not even that it exists.
