@@ -41,10 +41,15 @@ export const REPLACED_FORMULA_EXAMPLE = {
   ...exampleChangedBy(EXAMPLE_IDS.managementApplication),
 } satisfies FormulaResponse;
 
-/** A reactor of FORMULA_EXAMPLE, configured as its contract demands. */
+/**
+ * A reactor with its own code (the current interface), configured with strings: sent to the vault by
+ * test/foundation/platform.test.ts, so it must stay a reactor the vault accepts. A reactor of a formula
+ * sends `formula: {id}` instead of `code` and `runtime`.
+ */
 export const REACTOR_REQUEST_EXAMPLE = {
   name: "Card charger",
-  formula: { id: EXAMPLE_IDS.formula },
+  code: FORMULA_REQUEST_EXAMPLE.code,
+  runtime: { image: "node-bt" },
   configuration: { MERCHANT_ID: "merchant-8841" },
 } satisfies z.input<typeof ReactorBody>;
 
@@ -52,14 +57,16 @@ export const REACTOR_EXAMPLE = {
   id: EXAMPLE_IDS.reactor,
   tenant_id: EXAMPLE_IDS.tenant,
   name: REACTOR_REQUEST_EXAMPLE.name,
-  formula: FORMULA_EXAMPLE,
+  formula: null,
+  code: REACTOR_REQUEST_EXAMPLE.code,
+  runtime: REACTOR_REQUEST_EXAMPLE.runtime,
   configuration: REACTOR_REQUEST_EXAMPLE.configuration,
   application: null,
   application_id: null,
   ...exampleCreatedBy(EXAMPLE_IDS.managementApplication),
 } satisfies ReactorResponse;
 
-/** Without `formula`: the reactor keeps its own. */
+/** Without `formula` and `code`: the reactor keeps what it runs. */
 export const REACTOR_REPLACEMENT_EXAMPLE = {
   name: "Card charger",
   configuration: { MERCHANT_ID: "merchant-9920" },

@@ -131,12 +131,14 @@ const createReactor = createRoute({
   path: "/reactors",
   tags: reactorTags,
   security,
-  summary: "Create a reactor from a formula; its configuration must satisfy the formula's contract",
+  summary: "Create a reactor with its own code, or from a formula",
   description:
-    "The formula is an official one or the tenant's own, and not `coming_soon` (400 on `formula.id` otherwise). The " +
-    'configuration must hold every name the formula declares, of its type (converted only without loss: "123" to 123), ' +
-    "and nothing else; it is stored encrypted. Needs `reactor:create`; `bt` and the `tokenize` output act as the optional " +
-    "`application` (public or private).",
+    "A reactor runs exactly one of `code` (its own, checked by the sandbox like a formula's: 400 with line and column, at " +
+    'most 50,000 characters; `runtime` may only be `{"image": "node-bt"}`) and `formula` (an official one or the tenant\'s ' +
+    "own, not `coming_soon`). With code, the configuration is an object of strings; with a formula it must hold every " +
+    'name the formula declares, of its type (converted only without loss: "123" to 123), and nothing else. It is stored ' +
+    "encrypted. A member the vault does not keep is a 400. Needs `reactor:create`; `bt` and the `tokenize` output act as " +
+    "the optional `application` (public or private).",
   middleware: [requirePermission("reactor:create"), json, idempotent] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(ReactorBody, REACTOR_REQUEST_EXAMPLE),
@@ -153,7 +155,7 @@ const listReactors = createRoute({
   security,
   summary: "List reactors",
   description:
-    "Answers the tenant's reactors a page at a time, each with its formula, decrypted configuration and application. " +
+    "Answers the tenant's reactors a page at a time, each with its code (or formula), decrypted configuration and application. " +
     "Needs `reactor:read`; `id` (repeatable) and `name` (`*` is the only wildcard, case-insensitive) narrow the list.",
   middleware: [requirePermission("reactor:read")] as const,
   request: { query: ListQuery },
@@ -170,8 +172,8 @@ const getReactor = createRoute({
   security,
   summary: "Get a reactor",
   description:
-    "Answers the reactor with its formula, decrypted configuration and application (never the application's keys; null " +
-    "once it was deleted). Needs `reactor:read`; another tenant's reactor is a 404.",
+    "Answers the reactor with its code and runtime (or its formula), decrypted configuration and application (never the " +
+    "application's keys; null once it was deleted). Needs `reactor:read`; another tenant's reactor is a 404.",
   middleware: [requirePermission("reactor:read")] as const,
   request: { params: IdParams },
   responses: { 200: jsonContent(ReactorSchema, "The reactor", REACTOR_EXAMPLE), ...problemResponses(400, 401, 403, 404) },
@@ -182,10 +184,11 @@ const replaceReactor = createRoute({
   path: "/reactors/{id}",
   tags: reactorTags,
   security,
-  summary: "Replace a reactor (without formula it keeps its own)",
+  summary: "Replace a reactor (without formula and code it keeps what it runs)",
   description:
-    "Replaces the name, configuration and application with the body, checked as on creation (a member left out is " +
-    "removed). Needs `reactor:update`; another tenant's reactor is a 404, and a formula that changes during the save a 409.",
+    "Replaces the name, what it runs (`code` or `formula`), configuration and application with the body, checked as on " +
+    "creation (a member left out is removed; one the vault does not keep is a 400). Needs `reactor:update`; another " +
+    "tenant's reactor is a 404, and a formula that changes during the save a 409.",
   middleware: [requirePermission("reactor:update"), json] as const,
   request: { params: IdParams, ...jsonBody(ReactorReplacementBody, REACTOR_REPLACEMENT_EXAMPLE) },
   responses: {
@@ -201,8 +204,8 @@ const patchReactor = createRoute({
   security,
   summary: "Change some of a reactor's fields (JSON merge patch; null removes a configuration value or the application); answers 204",
   description:
-    "A member left out stays and `configuration` merges name by name; the merged reactor must still satisfy its " +
-    "formula's contract. Needs `reactor:update`; another tenant's reactor is a 404.",
+    "A member left out stays, `configuration` merges name by name, and `code` or `formula` replaces what the reactor runs; " +
+    "the merged reactor is checked as on creation. Needs `reactor:update`; another tenant's reactor is a 404.",
   middleware: [requirePermission("reactor:update"), requireContentType("application/merge-patch+json")] as const,
   request: { params: IdParams, ...mergePatchBody(ReactorPatchBody, REACTOR_PATCH_EXAMPLE) },
   responses: { 204: { description: "Patched" }, ...problemResponses(400, 401, 403, 404, 409, 413, 415) },

@@ -51,6 +51,36 @@ export async function createReactor(
   return reply.body;
 }
 
+/** POST /reactors with its own code that must succeed; returns the reactor. */
+export async function createCodeReactor(
+  tenant: Tenant,
+  code: string,
+  options: { configuration?: Record<string, unknown>; applicationId?: string; name?: string } = {},
+): Promise<any> {
+  const reply = await call("POST", "/reactors", {
+    key: tenant.managementKey,
+    body: {
+      name: options.name ?? "coded",
+      code,
+      configuration: options.configuration ?? {},
+      ...(options.applicationId ? { application: { id: options.applicationId } } : {}),
+    },
+  });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  return reply.body;
+}
+
+/** A tenant with a reactor running its own `code`, and a private application that may react (token:use everywhere). */
+export async function codeReactorRunning(
+  code: string,
+  options: { configuration?: Record<string, unknown>; applicationId?: string; tenant?: Tenant } = {},
+) {
+  const tenant = options.tenant ?? (await seedTenant());
+  const reactor = await createCodeReactor(tenant, code, { configuration: options.configuration, applicationId: options.applicationId });
+  const caller = await createApplication(tenant, { type: "private", permissions: ["token:use"] });
+  return { tenant, reactor, caller };
+}
+
 /** POST /reactors/{id}/react with the caller's key. */
 export function react(key: string, reactorId: string, args: unknown, headers: Record<string, string> = {}) {
   return call("POST", `/reactors/${reactorId}/react`, { key, body: { args }, headers });
