@@ -14,6 +14,7 @@ export type Bindings = Pick<
   | "AUDIT_QUEUE"
   | "WEBHOOK_QUEUE"
   | "ROTATION_QUEUE"
+  | "REACTION_QUEUE"
   | "KEY_RATE_LIMIT"
   | "PUBLIC_KEY_RATE_LIMIT"
   | "PUBLIC_CLIENT_RATE_LIMIT"

@@ -57,6 +57,8 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "PATCH /reactors/{id}": op("reactor", "update", "Updated reactor"),
   "DELETE /reactors/{id}": op("reactor", "delete", "Deleted reactor"),
   "POST /reactors/{id}/react": op("reactor", "react", "Reacted"),
+  "POST /reactors/{id}/react-async": op("reactor", "react_async", "Queued async reaction"),
+  "GET /reactors/{id}/results/{request_id}": op("reactor", "read_result", "Read async reaction result"),
   "GET /keys": op("keys", "read", "Read the keyring's status", null),
   "POST /keys/rewrap": op("keys", "rewrap", "Re-wrapped data keys", null),
   "POST /tenants": op("tenant", "create", "Created tenant", null),

@@ -1,9 +1,10 @@
 import type { z } from "@hono/zod-openapi";
-import { EXAMPLE_IDS, exampleChangedBy, exampleCreatedBy } from "../http/examples";
+import { EXAMPLE_IDS, EXAMPLE_TIME, exampleChangedBy, exampleCreatedBy } from "../http/examples";
 import type {
   FormulaBody,
   FormulaResponse,
   ReactBody,
+  ReactionResult,
   ReactorBody,
   ReactorPatchBody,
   ReactorReplacementBody,
@@ -90,3 +91,21 @@ export const REACT_RESULT_EXAMPLE = {
   tokens: null,
   raw: { charged: "4242", merchant: REACTOR_REQUEST_EXAMPLE.configuration.MERCHANT_ID },
 } satisfies ReactResult;
+
+/** The request id of the example async reaction. */
+const EXAMPLE_REACTION_ID = "3254626a-e1cf-4616-968f-e08a7ade4fce";
+
+export const REACTION_ACCEPTED_EXAMPLE = { asyncReactorRequestId: EXAMPLE_REACTION_ID };
+
+/** REACT_REQUEST_EXAMPLE sent to react-async, once the queue's consumer has run it. */
+export const REACTION_RESULT_EXAMPLE = {
+  id: EXAMPLE_REACTION_ID,
+  reactor_id: EXAMPLE_IDS.reactor,
+  status: "completed",
+  ...REACT_RESULT_EXAMPLE,
+  error: null,
+  response: null,
+  created_at: EXAMPLE_TIME,
+  completed_at: "2026-11-23T12:00:00.180Z",
+  expires_at: "2026-11-24T12:00:00.000Z",
+} satisfies ReactionResult;

@@ -15,13 +15,15 @@ import {
   paginated,
   problemResponses,
 } from "../http/schemas";
-import { idempotent } from "../idempotency/middleware";
+import { type AnswerCommitted, idempotent, idempotentWrite } from "../idempotency/middleware";
 import {
   FORMULA_EXAMPLE,
   FORMULA_REPLACEMENT_EXAMPLE,
   FORMULA_REQUEST_EXAMPLE,
   REACT_REQUEST_EXAMPLE,
   REACT_RESULT_EXAMPLE,
+  REACTION_ACCEPTED_EXAMPLE,
+  REACTION_RESULT_EXAMPLE,
   REACTOR_EXAMPLE,
   REACTOR_PATCH_EXAMPLE,
   REACTOR_REPLACEMENT_EXAMPLE,
@@ -30,10 +32,14 @@ import {
   REPLACED_REACTOR_EXAMPLE,
 } from "./examples";
 import * as formulas from "./formulas";
+import * as reactions from "./reactions";
 import {
   FormulaBody,
   FormulaSchema,
   ReactBody,
+  ReactionAcceptedSchema,
+  ReactionParams,
+  ReactionResultSchema,
   ReactorBody,
   ReactorPatchBody,
   ReactorReplacementBody,
@@ -261,6 +267,52 @@ const react = createRoute({
   },
 });
 
+/** A retry of a react-async whose reaction was stored (with the claim's commit mark) but never answered: the same request id. */
+const answerCommittedReaction: AnswerCommitted = async (context, _principal, outcome) => ({
+  status: 202,
+  body: await reactions.answerCommittedReaction(context, outcome),
+});
+
+const reactAsync = createRoute({
+  method: "post",
+  path: "/reactors/{id}/react-async",
+  tags: reactorTags,
+  security,
+  summary: "Queue a reaction: answered at once with its request id, run on the reaction queue",
+  description:
+    "Checks the reaction as react does before its code runs (the reactor and its configuration; args detokenized with " +
+    "the caller's `token:use`, needed even when nothing is detokenized, and checked against the request parameters), then " +
+    "keeps it, its args encrypted, and queues it: 202 with `asyncReactorRequestId`. The code runs once, as react runs it; " +
+    "GET /reactors/{id}/results/{request_id} answers its status and result for a day. With `{P}-IDEMPOTENCY-KEY`, a retry " +
+    "answers the same request id and queues nothing. A tenant has at most 100 reactions waiting or running (429 beyond).",
+  middleware: [requirePermission("token:use"), json, idempotentWrite(answerCommittedReaction)] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
+  request: { params: IdParams, ...jsonBody(ReactBody, REACT_REQUEST_EXAMPLE) },
+  responses: {
+    202: jsonContent(ReactionAcceptedSchema, "The reaction is queued", REACTION_ACCEPTED_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404, 409, 413, 415, 503),
+  },
+});
+
+const reactionResult = createRoute({
+  method: "get",
+  path: "/reactors/{id}/results/{request_id}",
+  tags: reactorTags,
+  security,
+  summary: "The status and result of an async reaction",
+  description:
+    "Answers pending, running, completed (`tokens` and `raw`, as react answers them) or failed (`error`, the problem react " +
+    "would have answered). Needs `token:use`, and, when the reaction detokenized tokens, that the caller may use each of " +
+    "them now as it was shown (403 otherwise). Another tenant's reaction, one of another reactor and one past its " +
+    "retention (a day, or the deadline of a card cvc it detokenized) are a 404.",
+  middleware: [requirePermission("token:use")] as const,
+  request: { params: ReactionParams },
+  responses: {
+    200: jsonContent(ReactionResultSchema, "The reaction's status and result", REACTION_RESULT_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404),
+  },
+});
+
 export const reactorRoutes = createRouter()
   .openapi(createFormula, async (c) => c.json(await formulas.createFormula(c.var.context, c.var.principal, c.req.valid("json")), 201))
   .openapi(listFormulas, async (c) => c.json(await formulas.listFormulas(c.var.context, c.var.principal, c.req.valid("query")), 200))
@@ -288,4 +340,11 @@ export const reactorRoutes = createRouter()
   })
   .openapi(react, async (c) =>
     c.json(await reactors.react(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json").args), 200),
-  );
+  )
+  .openapi(reactAsync, async (c) =>
+    c.json(await reactions.reactAsync(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json").args), 202),
+  )
+  .openapi(reactionResult, async (c) => {
+    const { id, request_id } = c.req.valid("param");
+    return c.json(await reactions.getReaction(c.var.context, c.var.principal, id, request_id), 200);
+  });

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ApplicationSchema } from "../applications/schema";
-import { Name, UNKNOWN_MEMBERS_REFUSED, Uuid } from "../http/schemas";
+import { Name, ProblemSchema, UNKNOWN_MEMBERS_REFUSED, Uuid } from "../http/schemas";
 import { NAME_MAX_LENGTH, REACTORS, SANDBOX } from "../limits";
 import { iconProblem } from "./icon";
 
@@ -131,7 +131,17 @@ export type FormulaResponse = z.infer<typeof FormulaSchema>;
 
 /** Configuration values are scalars; strings that convert losslessly are accepted for numbers and booleans. */
 const ConfigurationValue = z.union([z.string(), z.number(), z.boolean()], { error: "must be a string, number or boolean" });
-const Reference = (what: string) => z.object({ id: Uuid }, { error: `must be an object {"id": <${what} id>}` });
+/** `{"id": …}` naming a formula or an application: any other member would be dropped, so it is refused. */
+const Reference = (what: string) =>
+  z.strictObject(
+    { id: Uuid },
+    {
+      error: (issue: { code?: string; keys?: string[] }) =>
+        issue.code === "unrecognized_keys"
+          ? `unknown field${issue.keys!.length > 1 ? "s" : ""}: ${issue.keys!.join(", ")} (only the ${what}'s id is sent)`
+          : `must be an object {"id": <${what} id>}`,
+    },
+  );
 
 /**
  * The one runtime reactor code has here: the sandbox (Node 16 style CommonJS or an ES module, the
@@ -260,3 +270,42 @@ export const ReactResultSchema = z
   .openapi("ReactResult");
 
 export type ReactResult = z.infer<typeof ReactResultSchema>;
+
+/** The reactor and one of its async reactions. */
+export const ReactionParams = z.object({
+  id: Uuid.openapi({ param: { name: "id", in: "path" } }),
+  request_id: Uuid.openapi({ param: { name: "request_id", in: "path" } }),
+});
+
+/** What react-async answers at once, as the original interface names it. */
+export const ReactionAcceptedSchema = z
+  .object({
+    asyncReactorRequestId: z.string().openapi({ description: "Names the reaction in GET /reactors/{id}/results/{request_id}" }),
+  })
+  .openapi("AsyncReactResponse");
+
+export const REACTION_STATUSES = ["pending", "running", "completed", "failed"] as const;
+
+export const ReactionResultSchema = z
+  .object({
+    id: z.string().openapi({ description: "The request id react-async answered" }),
+    reactor_id: z.string(),
+    status: z.enum(REACTION_STATUSES).openapi({
+      description: "pending (queued), running, completed (`tokens` and `raw` as react answers them) or failed (`error`)",
+    }),
+    tokens: z.unknown().openapi({ description: "Completed: the `tokenize` output, tokenized like POST /tokenize; otherwise null" }),
+    raw: z.unknown().openapi({ description: "Completed: the `raw` output as returned by the code; otherwise null" }),
+    error: ProblemSchema.nullable().openapi({ description: "Failed: the problem react would have answered; otherwise null" }),
+    response: z
+      .object({ status: z.number().int(), headers: z.record(z.string(), z.string()), body: z.unknown() })
+      .nullable()
+      .openapi({ description: "Failed because the code threw CustomHttpResponseError: the response it chose; otherwise null" }),
+    created_at: z.string(),
+    completed_at: z.string().nullable(),
+    expires_at: z
+      .string()
+      .openapi({ description: "When the result is gone: a day after the request, or a detokenized card cvc's deadline" }),
+  })
+  .openapi("ReactionResult");
+
+export type ReactionResult = z.infer<typeof ReactionResultSchema>;

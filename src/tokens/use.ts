@@ -1,10 +1,10 @@
 /**
- * Reading tokens to use them (`token:use`): what detokenization substitutes, and what a replayed
- * idempotent answer checks again.
+ * Reading tokens to use them (`token:use`): what detokenization substitutes, and what a stored
+ * answer (a replayed idempotent answer, an async reaction's result) checks again.
  */
 import { isBrowserKey, type Principal, useTransform } from "../auth/access";
 import type { TenantContext } from "../context";
-import { ForbiddenError, ProblemError, type ShownToken, ValidationError } from "../errors";
+import { ForbiddenError, ProblemError, type RevealedValues, type ShownToken, ValidationError } from "../errors";
 import { auditFieldsOf, isoTime } from "../http/schemas";
 import { hasCvc } from "./cvc";
 import { normalTokenId } from "./id-format";
@@ -85,6 +85,33 @@ async function use<Row extends storage.UsableToken>(
     context.revealed.tokens.set(row.id, { transform, cvcExpiresAt: row.cvcExpiresAt !== null && hasCvc(data) ? row.cvcExpiresAt : null });
     return { id, row, data };
   });
+}
+
+/**
+ * What a request detokenized for its caller, kept beside a stored answer that may show it (sealed
+ * there: an alias id can be derived from data), so that whoever reads the answer later is checked again.
+ */
+export interface Detokenized {
+  /** How it showed each token, by id. */
+  tokens: Record<string, ShownToken["transform"]>;
+  /** What it showed held a card's cvc, which the answer may hold in any shape. */
+  cvc: boolean;
+}
+
+/** What the request detokenized so far; null when nothing. */
+export function detokenizedOf(revealed: RevealedValues): Detokenized | null {
+  const shown = [...revealed.tokens];
+  if (shown.length === 0) return null;
+  return {
+    tokens: Object.fromEntries(shown.map(([id, token]) => [id, token.transform])),
+    cvc: shown.some(([, token]) => token.cvcExpiresAt !== null),
+  };
+}
+
+/** The earliest deadline of a card cvc the request detokenized; null when it detokenized none. */
+export function earliestCvcDeadline(revealed: RevealedValues): number | null {
+  const deadlines = [...revealed.tokens.values()].flatMap((token) => (token.cvcExpiresAt === null ? [] : [token.cvcExpiresAt]));
+  return deadlines.length === 0 ? null : Math.min(...deadlines);
 }
 
 /**

@@ -5,7 +5,7 @@ import { expectDocumentedReply } from "../support/documented-replies";
 import { BASE, call, createApplication, type Reply, seedTenant, type Tenant } from "../support/harness";
 import { type DocumentedOperation, documentedOperations } from "../support/openapi";
 import { createProxy } from "../support/proxies";
-import { createFormula, createReactor } from "../support/reactors";
+import { createFormula, createReactor, reactAsync } from "../support/reactors";
 import { readReply } from "../support/reply.mjs";
 import { createIntent, INTENT_PERMISSIONS } from "../support/token-intents";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
@@ -43,6 +43,7 @@ const VALID_BODIES: Record<string, unknown> = {
   "PUT /reactors/{id}": { name: "renamed", configuration: {} },
   "PATCH /reactors/{id}": { name: "renamed" },
   "POST /reactors/{id}/react": { args: {} },
+  "POST /reactors/{id}/react-async": { args: {} },
   "POST /applications/{id}/keys": {},
   "POST /applications/{id}/regenerate": {},
   "PUT /webhooks/{id}": { name: "renamed", url: "https://example.com/hook", events: ["token.created"] },
@@ -83,6 +84,8 @@ beforeAll(async () => {
   const proxy = await createProxy(owner);
   const formula = await createFormula(owner);
   const reactor = await createReactor(owner, formula.id);
+  const reaction = await reactAsync(owner.key, reactor.id, {});
+  expect(reaction.status, JSON.stringify(reaction.body)).toBe(202);
   // The loopback receiver: the owner's token events are delivered there, never to the network.
   const webhook = await createWebhook(owner, { url: receiver().url });
   await createWebhook(owner, { url: receiver().url });
@@ -96,6 +99,7 @@ beforeAll(async () => {
     proxies: proxy.id,
     "reactor-formulas": formula.id,
     reactors: reactor.id,
+    requests: reaction.body.asyncReactorRequestId,
     webhooks: webhook.id,
     proxy: "charges",
     tenants: owner.tenantId,

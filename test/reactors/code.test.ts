@@ -35,7 +35,7 @@ describe("reactor code is never silently dropped", () => {
     expect((await react(caller.key, reactor.id, {})).body.raw).toEqual({ version: 3 });
   });
 
-  it("a member the reactor would not keep is a 400 naming it, on POST, PUT and PATCH, and nothing changes", async () => {
+  it("a member the reactor would not keep is a 400 naming it (POST, PUT, PATCH, a reference, react), and nothing changes", async () => {
     const tenant = await seedTenant();
     const formula = await createFormula(tenant);
     const reactor = await createReactor(tenant, formula.id, { name: "kept" });
@@ -52,6 +52,16 @@ describe("reactor code is never silently dropped", () => {
       contentType: "application/merge-patch+json",
     });
     expect(expectProblem(patch, 400).errors).toEqual({ body: ["unknown field: callback_url"] });
+    const reference = await call("PUT", `/reactors/${reactor.id}`, {
+      key: tenant.managementKey,
+      body: { name: "renamed", formula: { id: formula.id, name: "Echo" } },
+    });
+    expect(expectProblem(reference, 400).errors).toEqual({ formula: ["unknown field: name (only the formula's id is sent)"] });
+    const reacted = await call("POST", `/reactors/${reactor.id}/react`, {
+      key: (await createApplication(tenant, { type: "private", permissions: ["token:use"] })).key,
+      body: { args: {}, callback_url: "https://example.com/" },
+    });
+    expect(expectProblem(reacted, 400).errors).toEqual({ body: ["unknown field: callback_url"] });
     const read = await call("GET", `/reactors/${reactor.id}`, { key: tenant.managementKey });
     expect(read.body.name).toBe("kept");
     expect((await call("GET", "/reactors", { key: tenant.managementKey })).body.data).toHaveLength(1);
@@ -122,7 +132,10 @@ describe("reactors with their own code", () => {
       [oversize, /must be at most 50000 characters/],
       ["module.exports = async function (req) { return {", /line 1, column \d+: syntax error/],
       ["const x = 1;", /must export a function/],
-      ['module.exports = async () => ({ raw: await import("cloudflare:workers") });', /line 1, column \d+: dynamic import\(\) is not supported/],
+      [
+        'module.exports = async () => ({ raw: await import("cloudflare:workers") });',
+        /line 1, column \d+: dynamic import\(\) is not supported/,
+      ],
     ];
     for (const [code, message] of cases) {
       const reply = await call("POST", "/reactors", { key: tenant.managementKey, body: { name: "r", code } });

@@ -98,6 +98,27 @@ export async function reactorRunning(
   return { tenant, formula, reactor, caller };
 }
 
+/** POST /reactors/{id}/react-async with the caller's key. */
+export function reactAsync(key: string, reactorId: string, args: unknown, headers: Record<string, string> = {}) {
+  return call("POST", `/reactors/${reactorId}/react-async`, { key, body: { args }, headers });
+}
+
+/** GET /reactors/{id}/results/{request_id} with the caller's key. */
+export function reactionResult(key: string, reactorId: string, requestId: string) {
+  return call("GET", `/reactors/${reactorId}/results/${requestId}`, { key });
+}
+
+/** The result once the queue consumer has run the reaction (completed or failed): it runs a moment after the request. */
+export async function settledReaction(key: string, reactorId: string, requestId: string, timeoutMs = 30_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const reply = await reactionResult(key, reactorId, requestId);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    if (reply.body.status === "completed" || reply.body.status === "failed" || Date.now() > deadline) return reply.body;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /**
  * Changes a formula's row directly, as a release changes an official formula. The API refuses such
  * changes to a tenant's own formula, so this is the one raw write the reactor tests make.
