@@ -229,19 +229,31 @@ async function outcomeOf(context: TenantContext, claimed: ReactionRow): Promise<
     const { args, revealed } = JSON.parse(await keys.decrypt(claimed.args!, reactionArgsContext(claimed.id)));
     context.revealed.add(revealed);
     const result = await runReaction(context, await findRunnableReactor(context, claimed.reactorId), args);
-    if (utf8.encode(JSON.stringify(result)).byteLength > REACTORS.asyncResultMaxBytes) {
-      throw new ScriptFailedError(
-        "reactor",
-        `returned a result larger than ${REACTORS.asyncResultMaxBytes} bytes, which an async reaction's result may hold`,
-        "Invalid Script Result",
-      );
-    }
-    return { status: "completed", body: result };
+    return { status: "completed", body: withinResultLimit(result) };
   } catch (error) {
-    const { problem } = problemOf(error, context.traceId, `async reaction ${claimed.id}`, context.revealed);
     const response = error instanceof CustomResponseError ? { status: error.status, headers: error.headers, body: error.body } : null;
-    return { status: "failed", body: { error: problem, response } };
+    try {
+      return { status: "failed", body: { error: problemIn(context, claimed, error), response: response && withinResultLimit(response) } };
+    } catch (tooLarge) {
+      return { status: "failed", body: { error: problemIn(context, claimed, tooLarge), response: null } };
+    }
   }
+}
+
+/** The problem react would have answered, with the values the reaction revealed redacted (and logged when a 5xx). */
+const problemIn = (context: TenantContext, claimed: ReactionRow, error: unknown) =>
+  problemOf(error, context.traceId, `async reaction ${claimed.id}`, context.revealed).problem;
+
+/** What the code answered, if a result may hold it: D1 refuses a value over 2 MB, and a sealed value grows by a third. */
+function withinResultLimit<T>(answer: T): T {
+  if (utf8.encode(JSON.stringify(answer)).byteLength > REACTORS.asyncResultMaxBytes) {
+    throw new ScriptFailedError(
+      "reactor",
+      `returned a result larger than ${REACTORS.asyncResultMaxBytes} bytes, which an async reaction's result may hold`,
+      "Invalid Script Result",
+    );
+  }
+  return answer;
 }
 
 /** A run that stopped without an outcome: what its reaction answers from then on. */

@@ -144,6 +144,18 @@ describe("react-async: answered at once, run on the reaction queue", { timeout: 
     expect(JSON.stringify(result)).not.toContain(VISA);
   });
 
+  it("a CustomHttpResponseError is kept as the response the code chose, beside its problem", async () => {
+    const code = `const { CustomHttpResponseError } = require("@token-vault/errors");
+      module.exports = async () => { throw new CustomHttpResponseError({ status: 418, headers: { "x-partner": "teapot" }, body: { brewed: false } }); };`;
+    const { reactor, caller } = await codeReactorRunning(code);
+    const result = await settledReaction(caller.key, reactor.id, requestIdOf(await reactAsync(caller.key, reactor.id, {})));
+    expect(result).toMatchObject({
+      status: "failed",
+      error: { status: 418, title: "Custom Response" },
+      response: { status: 418, headers: { "x-partner": "teapot" }, body: { brewed: false } },
+    });
+  });
+
   it("the tokenize output is tokenized with the reactor's application", async () => {
     const tenant = await seedTokenTenant();
     const writer = await createApplication(tenant, { type: "private", permissions: ["token:create"] });
@@ -327,7 +339,7 @@ describe("bounds", { timeout: QUEUE_TEST_TIMEOUT_MS }, () => {
     expect(await rowCounts()).toEqual(before);
   });
 
-  it("a result larger than an async result may hold is kept as a failure saying so", async () => {
+  it("a result (or a custom response) larger than an async result may hold is kept as a failure saying so", async () => {
     const code = `module.exports = async () => ({ raw: "x".repeat(${REACTORS.asyncResultMaxBytes + 1}) });`;
     const { reactor, caller } = await codeReactorRunning(code);
     // A result of the wrong shape is the code's fault, answered (and logged) as a 500, as react answers it.
@@ -336,6 +348,13 @@ describe("bounds", { timeout: QUEUE_TEST_TIMEOUT_MS }, () => {
     );
     expect(result).toMatchObject({ status: "failed", raw: null, error: { status: 500 } });
     expect(result.error.detail).toContain(`${REACTORS.asyncResultMaxBytes} bytes`);
+    const custom = `const { CustomHttpResponseError } = require("@token-vault/errors");
+      module.exports = async () => { throw new CustomHttpResponseError({ status: 402, headers: {}, body: "x".repeat(${REACTORS.asyncResultMaxBytes + 1}) }); };`;
+    const chose = await codeReactorRunning(custom);
+    const refused = await expectLoggedError(/larger than 1048576 bytes/, async () =>
+      settledReaction(chose.caller.key, chose.reactor.id, requestIdOf(await reactAsync(chose.caller.key, chose.reactor.id, {}))),
+    );
+    expect(refused).toMatchObject({ status: "failed", response: null, error: { status: 500 } });
   });
 });
 
