@@ -1,11 +1,14 @@
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
+import { principalForKey } from "../../src/auth/service";
+import { claimIdempotencyKey, commitMarkOf, requestHashOf } from "../../src/idempotency/service";
 import worker from "../../src/index";
 import { REACTORS } from "../../src/limits";
+import { reactAsync as reactAsyncService } from "../../src/reactors/reactions";
 import { claimReaction } from "../../src/reactors/storage-reactions";
 import { entryWhere } from "../support/audit";
 import { callConfigured } from "../support/configured";
-import { DATA_DATABASES, tenantContext } from "../support/context";
+import { DATA_DATABASES, requestContext, tenantContext } from "../support/context";
 import { runCron } from "../support/cron";
 import { call, createApplication, dumpDatabase, expectProblem, rowCounts, seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
@@ -213,6 +216,32 @@ describe("react-async runs a reaction once", { timeout: QUEUE_TEST_TIMEOUT_MS },
     expect(again.body).toEqual({ asyncReactorRequestId: first });
     expect((await settledReaction(caller.key, reactor.id, first)).status).toBe("completed");
     expect(await runsSeen(marker)).toBe(1);
+  });
+
+  it("a react-async killed after its reaction was stored, before its answer: a retry answers the same id at once, and it runs once", async () => {
+    const { tenant, reactor, caller } = await codeReactorRunning(COUNTING_CODE);
+    const marker = `killed-${crypto.randomUUID()}`;
+    const key = `react-async-${marker}`;
+    const path = `/reactors/${reactor.id}/react-async`;
+    const body = { args: { url: countingUrl(marker) } };
+    // The middleware's steps, as the idempotentWrite middleware takes them, stopped where a kill would stop them.
+    const principal = (await principalForKey(requestContext(), caller.key))!;
+    const context = await tenantContext(tenant.tenantId);
+    const claimed = await claimIdempotencyKey(context, principal, {
+      key,
+      requestHash: await requestHashOf("POST", path, JSON.stringify(body)),
+      request: `POST ${path}`,
+      commitsWithWrite: true,
+    });
+    if (!("claim" in claimed)) throw new Error("the key was not claimed");
+    context.markCommitWith(commitMarkOf(context, claimed.claim));
+    const { asyncReactorRequestId } = await reactAsyncService(context, principal, reactor.id, body.args);
+    const retry = await call("POST", path, { key: caller.key, body, headers: { "SVC-IDEMPOTENCY-KEY": key } });
+    expect(retry.status, JSON.stringify(retry.body)).toBe(202);
+    expect(retry.body).toEqual({ asyncReactorRequestId });
+    expect((await settledReaction(caller.key, reactor.id, asyncReactorRequestId)).status).toBe("completed");
+    expect(await runsSeen(marker)).toBe(1);
+    expect(await reactionRows(tenant.tenantId)).toHaveLength(1);
   });
 
   it("a message delivered again runs nothing: the first delivery claimed the reaction", async () => {
