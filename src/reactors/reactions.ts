@@ -19,8 +19,8 @@ import { ConflictError, ForbiddenError, NotFoundError, ProblemError, problemOf, 
 import { isoTime } from "../http/schemas";
 import { REACTORS, SANDBOX } from "../limits";
 import { CustomResponseError, ScriptFailedError, ScriptInputTooLargeError } from "../sandbox";
-import { cvcDeadlineInReply, keysUnlessShredded } from "../tokens/cvc";
 import { shownLessNow } from "../token-intents/use";
+import { cvcDeadlineInReply, keysUnlessShredded } from "../tokens/cvc";
 import { type Detokenized, detokenizedOf, earliestCvcDeadline } from "../tokens/use";
 import type { ReactionResult } from "./schema";
 import { findRunnableReactor, prepareReaction, runReaction } from "./service";
