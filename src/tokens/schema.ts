@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { DATE_TIME_FORMS, parseDateTime } from "../http/date-times";
-import { PageQuery, repeatable } from "../http/schemas";
+import { PageQuery, repeatable, UNKNOWN_MEMBERS_REFUSED } from "../http/schemas";
 import { TOKENS } from "../limits";
 import { ContainerPath } from "./containers";
 import { EXPRESSION_MAX_LENGTH, expressionProblem } from "./expressions";
@@ -14,14 +14,7 @@ const METADATA_KEY_MAX_LENGTH = TOKENS.metadataKeyMaxLength;
 const METADATA_VALUE_MAX_LENGTH = TOKENS.metadataValueMaxLength;
 
 /** Unknown members are refused: a misspelt `search_indexes` must not silently create an unindexed token. */
-export const strict = {
-  error: (issue: { code?: string; keys?: string[] }) =>
-    issue.code === "unrecognized_keys"
-      ? `unknown field${issue.keys!.length > 1 ? "s" : ""}: ${issue.keys!.join(", ")}`
-      : issue.code === "invalid_type"
-        ? "must be a JSON object"
-        : undefined,
-};
+export const strict = UNKNOWN_MEMBERS_REFUSED;
 
 export const TokenTypeSchema = z.enum(TOKEN_TYPES, { error: `must be one of ${TOKEN_TYPES.join(", ")}` });
 
