@@ -262,7 +262,7 @@ keys
   .action(async (applicationId) => {
     const listed = await call("GET", `/applications/${encodeURIComponent(applicationId)}/keys`);
     show(listed, (answer) =>
-      table(answer.data, [
+      table(answer, [
         ["ID", (key) => key.id],
         ["CREATED", (key) => key.created_at],
         ["EXPIRES", (key) => key.expires_at],

@@ -1,4 +1,4 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { applicationRoutes } from "./applications/routes";
 import { auditRequests } from "./audit/middleware";
@@ -18,7 +18,7 @@ import {
   TRACE_ID_HEADER,
 } from "./http/openapi-document";
 import { createRouter, documentEveryOperation, HTTP_METHODS } from "./http/router";
-import { problemResponses } from "./http/schemas";
+import { jsonContent, problemResponses } from "./http/schemas";
 import { keyRoutes } from "./keys/routes";
 import { isInvocationPath } from "./proxies/destination";
 import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
@@ -26,7 +26,7 @@ import { reactorRoutes } from "./reactors/routes";
 import { authenticateKnownRoutes, traceAndConfigure } from "./runtime/middleware";
 import { searchRoutes } from "./search/routes";
 import { sessionRoutes } from "./sessions/routes";
-import { tenantRoutes } from "./tenants/routes";
+import { tenantRoutes, tenantSelfRoutes } from "./tenants/routes";
 import { tokenIntentRoutes } from "./token-intents/routes";
 import { tokenRoutes } from "./tokens/routes";
 import { webhookRoutes } from "./webhooks/routes";
@@ -44,6 +44,7 @@ export function buildApp() {
   });
 
   app.get("/health", (c) => c.json({ status: "ok" }));
+  app.openapi(ping, (c) => c.json({ status: "ok" as const }, 200));
   app.route("/", tenantRoutes);
   app.route("/", keyRoutes);
   app.route("/", proxyInvocationRoutes);
@@ -82,6 +83,7 @@ export function buildApp() {
   api.route("/", reactorRoutes);
   api.route("/", logRoutes);
   api.route("/", webhookRoutes);
+  api.route("/", tenantSelfRoutes);
   // Authentication counts every request against its key (src/auth/rate-limits.ts), refuses a public key's browser
   // calls from origins its application does not allow (403), and reads the caller's bookmark.
   documentEveryOperation(api, { responses: problemResponses(403, 429), parameters: [CONSISTENCY_BOOKMARK_HEADER] });
@@ -93,6 +95,19 @@ export function buildApp() {
   app.onError(handleError);
   return app;
 }
+
+/**
+ * The original interface's liveness route (its Node SDK's `webhooks.ping`): /health under the name its
+ * clients call. It reads no key, so that it says nothing about one.
+ */
+const ping = createRoute({
+  method: "get",
+  path: "/ping",
+  tags: ["Status"],
+  summary: "Check that the vault answers",
+  description: "No key needed; a key sent with it is not read.",
+  responses: { 200: jsonContent(z.object({ status: z.literal("ok") }), "The vault answers", { status: "ok" }) },
+});
 
 function notFoundOrWrongMethod(app: OpenAPIHono<AppEnv>, c: Context<AppEnv>): Response {
   const path = c.req.path;

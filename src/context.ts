@@ -28,6 +28,8 @@ export interface RequestContext {
   readonly webhookQueue: Queue;
   /** Where data-key rotations queue their next step (src/keys/rotation.ts). */
   readonly rotationQueue: Queue;
+  /** Where async reactions wait for the consumer that runs them (src/reactors/reactions.ts). */
+  readonly reactionQueue: Queue;
   /** Counts every request of a private, management or session key (src/auth/rate-limits.ts). */
   readonly keyRateLimit: RateLimit;
   /** Counts every request of a public key, across addresses (src/auth/rate-limits.ts). */

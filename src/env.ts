@@ -14,6 +14,7 @@ export type Bindings = Pick<
   | "AUDIT_QUEUE"
   | "WEBHOOK_QUEUE"
   | "ROTATION_QUEUE"
+  | "REACTION_QUEUE"
   | "KEY_RATE_LIMIT"
   | "PUBLIC_KEY_RATE_LIMIT"
   | "PUBLIC_CLIENT_RATE_LIMIT"
@@ -119,6 +120,8 @@ export type Config = z.infer<typeof ConfigSchema> & {
     proxyKey: string;
     proxyUrl: string;
     traceId: string;
+    /** Answered by /proxy: the status the destination answered. */
+    proxyDestinationStatus: string;
     idempotencyKey: string;
     operatorKey: string;
     consistencyBookmark: string;
@@ -168,6 +171,7 @@ export function configOf(env: object): Config {
     proxyKey: `${prefix}-proxy-key`,
     proxyUrl: `${prefix}-proxy-url`,
     traceId: `${prefix}-trace-id`,
+    proxyDestinationStatus: `${prefix}-proxy-destination-status`,
     idempotencyKey: `${prefix}-idempotency-key`,
     operatorKey: `${prefix}-operator-key`,
     consistencyBookmark: `${prefix}-consistency-bookmark`,

@@ -236,6 +236,11 @@ export class RevealedValues {
     }
   }
 
+  /** The values themselves, to carry to where the request's work goes on (an async reaction's run): `add` takes them back. */
+  list(): string[] {
+    return [...this.values];
+  }
+
   redact(text: string): string {
     if (this.values.size === 0) return text;
     this.ordered ??= [...this.values].sort((a, b) => b.length - a.length);

@@ -121,6 +121,19 @@ export const REACTORS = {
   maxContractElements: 100,
   iconMaxBytes: 64 * KiB,
   descriptionMaxLength: 2000,
+  /** The configuration of a reactor with its own code (no contract bounds it): entries, and characters of each value. */
+  maxConfigurationEntries: 100,
+  configurationValueMaxLength: 10_000,
+  /**
+   * How long an async reaction's result is kept for GET /reactors/{id}/results/{request_id}: a day,
+   * as the original interface keeps idempotent results and logs (a result holding a card's cvc goes
+   * at the cvc's deadline, if that is sooner).
+   */
+  asyncResultRetentionMs: 24 * 60 * 60 * 1000,
+  /** Async reactions of one tenant waiting or running at once (429 over it). */
+  maxOpenAsyncReactions: 100,
+  /** Largest result an async reaction may keep, as JSON (a larger one is kept as a failure saying so). */
+  asyncResultMaxBytes: 1 * MiB,
 } as const;
 
 /** Tenant code (transforms and reactor formulas); CPU and wall time are settings. */

@@ -96,12 +96,10 @@ export const NEW_KEY_EXAMPLE = {
 } satisfies ApplicationKeyResponse;
 
 /** Newest first, without their plaintext. */
-export const APPLICATION_KEYS_EXAMPLE = {
-  data: [
-    { id: ADDED_KEY_ID, created_at: KEY_ADDED_AT, expires_at: NEW_KEY_EXAMPLE.expires_at },
-    { id: EXAMPLE_IDS.apiKey, created_at: EXAMPLE_TIME, expires_at: null },
-  ],
-} satisfies { data: ApplicationKeyResponse[] };
+export const APPLICATION_KEYS_EXAMPLE = [
+  { id: ADDED_KEY_ID, created_at: KEY_ADDED_AT, expires_at: NEW_KEY_EXAMPLE.expires_at },
+  { id: EXAMPLE_IDS.apiKey, created_at: EXAMPLE_TIME, expires_at: null },
+] satisfies ApplicationKeyResponse[];
 
 export const REGENERATE_REQUEST_EXAMPLE = { expires_at: "2027-12-07T09:00:00Z" } satisfies z.input<typeof ApiKeyBody>;
 

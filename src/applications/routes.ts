@@ -24,6 +24,7 @@ import {
   ApplicationSchema,
   CreateApplicationBody,
   CreatedApplicationSchema,
+  NewApplicationSchema,
   UpdateApplicationBody,
 } from "./schema";
 import * as applications from "./service";
@@ -41,12 +42,13 @@ const create = createRoute({
   description:
     "Needs application:create. Permissions must suit the type (public: token:create and token:update; private: the token " +
     "permissions; management: the others), given either plainly for every container or as rules per container, not both. " +
-    "The answer holds the plaintext key, which is never shown again.",
+    "The answer holds the plaintext key, which is never shown again; with `create_key` false the application gets no key " +
+    "(no `key`, and `keys` empty).",
   middleware: [requirePermission("application:create"), json, idempotent] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(CreateApplicationBody, APPLICATION_REQUEST_EXAMPLE),
   responses: {
-    201: jsonContent(CreatedApplicationSchema, "The application, with its plaintext key", CREATED_APPLICATION_EXAMPLE),
+    201: jsonContent(NewApplicationSchema, "The application, with its plaintext key", CREATED_APPLICATION_EXAMPLE),
     ...problemResponses(400, 401, 403, 409, 413, 415, 503),
   },
 });
@@ -162,11 +164,30 @@ const listKeys = createRoute({
   tags,
   security,
   summary: "List the application's keys (never their plaintext)",
-  description: "Needs application:read. Each key's id, creation and expiry, newest first: the id is what revoking a key takes.",
+  description:
+    "Needs application:read. An array (as the original interface's clients read it, not a page) of each key's id, creation " +
+    "and expiry, newest first: the id is what revoking a key takes.",
   middleware: [requirePermission("application:read")] as const,
   request: { params: IdParams },
   responses: {
-    200: jsonContent(z.object({ data: z.array(ApplicationKeySchema) }), "The keys", APPLICATION_KEYS_EXAMPLE),
+    200: jsonContent(z.array(ApplicationKeySchema), "The keys", APPLICATION_KEYS_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404),
+  },
+});
+
+const KeyParams = IdParams.extend({ key_id: Uuid.openapi({ param: { name: "key_id", in: "path" } }) });
+
+const getKey = createRoute({
+  method: "get",
+  path: "/applications/{id}/keys/{key_id}",
+  tags,
+  security,
+  summary: "Get one of the application's keys (never its plaintext)",
+  description: "Needs application:read. The key's id, creation and expiry; a key of another application, or of another tenant, is a 404.",
+  middleware: [requirePermission("application:read")] as const,
+  request: { params: KeyParams },
+  responses: {
+    200: jsonContent(ApplicationKeySchema, "The key", APPLICATION_KEYS_EXAMPLE[0]),
     ...problemResponses(400, 401, 403, 404),
   },
 });
@@ -179,7 +200,7 @@ const revokeKey = createRoute({
   summary: "Revoke a key; it stops working with the next request",
   description: "Needs application:delete. The application and its other keys are left as they are; a key of another application is a 404.",
   middleware: [requirePermission("application:delete")] as const,
-  request: { params: IdParams.extend({ key_id: Uuid.openapi({ param: { name: "key_id", in: "path" } }) }) },
+  request: { params: KeyParams },
   responses: { 204: { description: "Revoked" }, ...problemResponses(400, 401, 403, 404) },
 });
 
@@ -205,8 +226,12 @@ export const applicationRoutes = createRouter()
     c.json(await applications.regenerateApplicationKey(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )
   .openapi(listKeys, async (c) =>
-    c.json({ data: await applications.listApplicationKeys(c.var.context, c.var.principal, c.req.valid("param").id) }, 200),
+    c.json(await applications.listApplicationKeys(c.var.context, c.var.principal, c.req.valid("param").id), 200),
   )
+  .openapi(getKey, async (c) => {
+    const { id, key_id } = c.req.valid("param");
+    return c.json(await applications.getApplicationKey(c.var.context, c.var.principal, id, key_id), 200);
+  })
   .openapi(revokeKey, async (c) => {
     const { id, key_id } = c.req.valid("param");
     await applications.revokeApplicationKey(c.var.context, c.var.principal, id, key_id);

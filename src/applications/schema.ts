@@ -78,14 +78,20 @@ export const CreateApplicationBody = z
     permissions: z.array(Permission).max(PERMISSIONS.length).default([]),
     rules: z.array(AccessRuleSchema).max(APPLICATIONS.maxRules).default([]),
     allowed_origins: AllowedOrigins,
+    create_key: z
+      .boolean({ error: "must be true or false" })
+      .default(true)
+      .openapi({ description: "false: the application gets no key (add one with POST /applications/{id}/keys)" }),
   })
   .openapi("CreateApplication");
 
-export const UpdateApplicationBody = CreateApplicationBody.extend({
-  type: CreateApplicationBody.shape.type.optional(),
-}).openapi("UpdateApplication");
+export const UpdateApplicationBody = CreateApplicationBody.omit({ create_key: true })
+  .extend({ type: CreateApplicationBody.shape.type.optional() })
+  .openapi("UpdateApplication");
 
 export type CreateApplication = z.infer<typeof CreateApplicationBody>;
+/** What an application is made of, whoever creates it. */
+export type ApplicationGrants = Omit<CreateApplication, "create_key">;
 export type UpdateApplication = z.infer<typeof UpdateApplicationBody>;
 
 export const ApplicationKeySchema = z
@@ -131,5 +137,11 @@ export const CreatedApplicationSchema = ApplicationSchema.extend({
   keys: z.array(ApplicationKeySchema),
 }).openapi("CreatedApplication");
 
+/** POST /applications: as CreatedApplicationSchema, without `key` and with no `keys` when `create_key` was false. */
+export const NewApplicationSchema = CreatedApplicationSchema.extend({
+  key: CreatedApplicationSchema.shape.key.optional(),
+}).openapi("NewApplication");
+
 export type ApplicationResponse = z.infer<typeof ApplicationSchema>;
 export type ApplicationKeyResponse = z.infer<typeof ApplicationKeySchema>;
+export type NewApplicationResponse = z.infer<typeof NewApplicationSchema>;

@@ -6,7 +6,15 @@ import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { addFieldError, ConflictError, type FieldErrors, NotFoundError, ValidationError } from "../errors";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { APPLICATIONS } from "../limits";
-import type { ApiKeyInput, ApplicationKeyResponse, ApplicationResponse, CreateApplication, UpdateApplication } from "./schema";
+import type {
+  ApiKeyInput,
+  ApplicationGrants,
+  ApplicationKeyResponse,
+  ApplicationResponse,
+  CreateApplication,
+  NewApplicationResponse,
+  UpdateApplication,
+} from "./schema";
 import type { ApplicationRow } from "./storage";
 import * as storage from "./storage";
 
@@ -86,20 +94,38 @@ function expiryOf(input: ApiKeyInput, now: number): number | null {
   return expiresAt;
 }
 
-/** Creates the application and its first key in one batch: both or neither. */
+/** Creates the application and, unless `create_key` is false, its first key in one batch: both or neither. */
 export async function createApplication(context: TenantContext, principal: Principal, input: CreateApplication) {
-  const created = await insertApplication(context, principal.applicationId, input);
+  const { create_key, ...grants } = input;
+  const created: NewApplicationResponse = create_key
+    ? await insertApplication(context, principal.applicationId, grants)
+    : await insertKeylessApplication(context, principal.applicationId, grants);
   const { key: _key, keys: _keys, ...application } = created;
   context.audit.describe({ entityId: created.id, event: { type: "application.created", data: { application } } });
   return created;
 }
 
 /** An application of the context's tenant, with its first key; `createdBy` is null for a tenant's own. */
-export async function insertApplication(context: TenantContext, createdBy: string | null, input: CreateApplication) {
+export async function insertApplication(context: TenantContext, createdBy: string | null, input: ApplicationGrants) {
+  const row = newApplicationRow(context, createdBy, input);
+  const key = await newKey(context.tenantId, row.id, row.createdAt);
+  await storage.insertApplication(context.control, row, key.row);
+  return withNewKey(toApplicationResponse(row), key.response);
+}
+
+/** An application without a key (`create_key` false): it gets one with POST /applications/{id}/keys. */
+async function insertKeylessApplication(context: TenantContext, createdBy: string, input: ApplicationGrants) {
+  const row = newApplicationRow(context, createdBy, input);
+  await storage.insertApplication(context.control, row, null);
+  return { ...toApplicationResponse(row), keys: [] };
+}
+
+/** The row of a new application, its grants checked against its type. */
+function newApplicationRow(context: TenantContext, createdBy: string | null, input: ApplicationGrants): ApplicationRow {
   const permissions = checkGrants(input.type, input.permissions, input.rules);
   checkAllowedOrigins(input.type, input.allowed_origins);
   const now = Date.now();
-  const row: ApplicationRow = {
+  return {
     id: crypto.randomUUID(),
     tenantId: context.tenantId,
     name: input.name,
@@ -114,9 +140,6 @@ export async function insertApplication(context: TenantContext, createdBy: strin
     expiresAt: null,
     authorizerKeyId: null,
   };
-  const key = await newKey(context.tenantId, row.id, now);
-  await storage.insertApplication(context.control, row, key.row);
-  return withNewKey(toApplicationResponse(row), key.response);
 }
 
 /** The application as answered when a key was just made for it: the only time the key is shown. */
@@ -219,10 +242,22 @@ export async function regenerateApplicationKey(context: TenantContext, principal
   return withNewKey(toApplicationResponse(row), key.response);
 }
 
+/** A key as it is shown after its creation: never its plaintext, which only its creation answered. */
+function toKeyResponse(row: { id: string; createdAt: number; expiresAt: number | null }): ApplicationKeyResponse {
+  return { id: row.id, created_at: isoTime(row.createdAt)!, expires_at: isoTime(row.expiresAt) };
+}
+
 export async function listApplicationKeys(context: TenantContext, _principal: Principal, id: string): Promise<ApplicationKeyResponse[]> {
   await findApplication(context, id);
   const rows = await storage.keysOfApplication(context.control, context.tenantId, id);
-  return rows.map((row) => ({ id: row.id, created_at: isoTime(row.createdAt)!, expires_at: isoTime(row.expiresAt) }));
+  return rows.map(toKeyResponse);
+}
+
+export async function getApplicationKey(context: TenantContext, _principal: Principal, id: string, keyId: string) {
+  await findApplication(context, id);
+  const row = await storage.findKey(context.control, context.tenantId, id, keyId);
+  if (!row) throw new NotFoundError(`Key ${keyId}`);
+  return toKeyResponse(row);
 }
 
 export async function revokeApplicationKey(context: TenantContext, _principal: Principal, id: string, keyId: string): Promise<void> {

@@ -10,9 +10,11 @@ export type ApiKeyRow = typeof apiKeys.$inferSelect;
 const application = (tenantId: string, id: string) => and(eq(applications.tenantId, tenantId), eq(applications.id, id));
 const keysOf = (tenantId: string, applicationId: string) => and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.applicationId, applicationId));
 
-/** The application and its first key, both or neither. */
-export async function insertApplication(db: Database, row: ApplicationRow, key: ApiKeyRow): Promise<void> {
-  await db.batch([db.insert(applications).values(row), db.insert(apiKeys).values(key)]);
+/** The application and its first key (when it gets one), both or neither. */
+export async function insertApplication(db: Database, row: ApplicationRow, key: ApiKeyRow | null): Promise<void> {
+  const application = db.insert(applications).values(row);
+  if (key === null) await application;
+  else await db.batch([application, db.insert(apiKeys).values(key)]);
 }
 
 export async function findApplication(db: Database, tenantId: string, id: string): Promise<ApplicationRow | undefined> {
@@ -74,12 +76,20 @@ export async function replaceKeys(
   return row;
 }
 
+const KEY_COLUMNS = { id: apiKeys.id, createdAt: apiKeys.createdAt, expiresAt: apiKeys.expiresAt };
+
 export function keysOfApplication(db: Database, tenantId: string, applicationId: string) {
-  return db
-    .select({ id: apiKeys.id, createdAt: apiKeys.createdAt, expiresAt: apiKeys.expiresAt })
+  return db.select(KEY_COLUMNS).from(apiKeys).where(keysOf(tenantId, applicationId)).orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+}
+
+/** One key of the application, never its hash. */
+export async function findKey(db: Database, tenantId: string, applicationId: string, keyId: string) {
+  const [row] = await db
+    .select(KEY_COLUMNS)
     .from(apiKeys)
-    .where(keysOf(tenantId, applicationId))
-    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+    .where(and(keysOf(tenantId, applicationId), eq(apiKeys.id, keyId)))
+    .limit(1);
+  return row;
 }
 
 /** Whether the key existed (and so was deleted). */

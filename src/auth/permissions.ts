@@ -26,6 +26,8 @@ export const MANAGEMENT_PERMISSIONS = [
   "webhook:update",
   "webhook:delete",
   "log:read",
+  "tenant:read",
+  "tenant:update",
 ] as const;
 
 export const PERMISSIONS = [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...MANAGEMENT_PERMISSIONS] as const;
@@ -68,6 +70,8 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "webhook:update": "Update webhooks",
   "webhook:delete": "Delete webhooks",
   "log:read": "Read and verify the audit log",
+  "tenant:read": "Read the caller's own tenant (GET /tenants/self)",
+  "tenant:update": "Rename the caller's own tenant (PUT /tenants/self)",
 };
 
 export function mayHold(type: ApplicationType, permission: string): boolean {

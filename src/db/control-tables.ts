@@ -1,4 +1,5 @@
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { auditColumns } from "./columns";
 
 /*
@@ -21,6 +22,9 @@ export const tenants = sqliteTable("tenants", {
   keysDerived: integer("keys_derived", { mode: "boolean" }).notNull().default(true),
   /** When the tenant was crypto-shredded: its keys are gone and the cron purges its rows, then this one. */
   shreddedAt: integer("shredded_at"),
+  /** The application that last renamed the tenant (PUT /tenants/self), and when. */
+  modifiedBy: text("modified_by"),
+  modifiedAt: integer("modified_at"),
 });
 
 /**
@@ -208,13 +212,16 @@ export const reactorFormulas = sqliteTable(
   (table) => [index("reactor_formulas_tenant_created").on(table.tenantId, table.createdAt, table.id)],
 );
 
+/** A reactor runs either a formula's code (formula_id) or its own (code): exactly one of the two is set. */
 export const reactors = sqliteTable(
   "reactors",
   {
     id: text("id").primaryKey(),
     tenantId: text("tenant_id").notNull(),
     name: text("name").notNull(),
-    formulaId: text("formula_id").notNull(),
+    formulaId: text("formula_id"),
+    /** The reactor's own code, checked by the sandbox when saved, as a formula's is. */
+    code: text("code"),
     /** Encrypted JSON object: reactor configuration often holds the partner's secrets. */
     configuration: text("configuration"),
     applicationId: text("application_id"),
@@ -223,6 +230,7 @@ export const reactors = sqliteTable(
   (table) => [
     index("reactors_tenant_created").on(table.tenantId, table.createdAt, table.id),
     index("reactors_tenant_formula").on(table.tenantId, table.formulaId),
+    check("reactors_formula_or_code", sql`(formula_id IS NULL) != (code IS NULL)`),
   ],
 );
 

@@ -51,6 +51,40 @@ export const idempotencyRecords = sqliteTable(
   ],
 );
 
+/**
+ * Async reactions (POST /reactors/{id}/react-async), one row per request, each run once by the
+ * reactor queue's consumer: pending → running (claimed) → completed or failed. Everything drawn from
+ * data is sealed under the tenant key, and the row is gone at `expires_at` (the cron purges it).
+ */
+export const reactorRequests = sqliteTable(
+  "reactor_requests",
+  {
+    tenantId: text("tenant_id").notNull(),
+    id: text("id").notNull(),
+    reactorId: text("reactor_id").notNull(),
+    /** The application whose key asked for the reaction. */
+    applicationId: text("application_id").notNull(),
+    status: text("status", { enum: ["pending", "running", "completed", "failed"] }).notNull(),
+    /** The args, detokenized and checked, with the values they revealed: sealed, and cleared once the run ends. */
+    args: text("args"),
+    /** The answer, sealed: `{tokens, raw}` when completed, the problem when failed. */
+    result: text("result"),
+    /** The tokens the request detokenized and how it showed them, sealed like idempotency_records.detokenized: a read checks them again. */
+    detokenized: text("detokenized"),
+    createdAt: integer("created_at").notNull(),
+    /** When the consumer claimed it: a run holds its claim for REACTOR_RUN_LEASE_MS. */
+    startedAt: integer("started_at"),
+    completedAt: integer("completed_at"),
+    /** The end of its retention, or earlier: the deadline of a card cvc it detokenized or answers. */
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.id] }),
+    index("reactor_requests_expires").on(table.expiresAt),
+    index("reactor_requests_open").on(table.tenantId, table.createdAt).where(sql`status IN ('pending', 'running')`),
+  ],
+);
+
 export const tokens = sqliteTable(
   "tokens",
   {

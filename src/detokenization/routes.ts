@@ -4,15 +4,17 @@ import { requireBody, requireContentType } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, problemResponses } from "../http/schemas";
 import { DETOKENIZE_REQUEST_EXAMPLE, DETOKENIZED_EXAMPLE } from "../tokens/examples";
-import { detokenizeJson } from "./service";
+import { detokenizeBody } from "./service";
 
 const DetokenizePayload = z
   .any()
   .refine((payload) => payload !== undefined, "is required")
   .openapi("DetokenizePayload", {
     description:
-      "Any JSON. Every `{{ <token id> }}` or `{{ <token id> | <filters> }}` in its strings is replaced by the token's data " +
-      "(at most 100 expressions).",
+      "Any JSON. Every `{{ <token id> }}` or `{{ <token id> | <filters> }}` in its strings is replaced by the token's data. " +
+      "In an object's `tokens` array, an entry that is a token id or `{{ token: <token id> }}` is replaced by the token: " +
+      "{id, type, tenant_id, data, containers, metadata, expires_at, created_by, created_at, modified_by, modified_at}, " +
+      "its data per the caller's token:use rule. At most 100 references in all.",
   });
 
 const detokenize = createRoute({
@@ -35,5 +37,5 @@ const detokenize = createRoute({
 
 /** `POST /detokenize`: the detokenization of a proxy body, answered to the caller instead of forwarded. */
 export const detokenizeRoutes = createRouter().openapi(detokenize, async (c) =>
-  c.json(await detokenizeJson(c.var.context, c.var.principal, c.req.valid("json")), 200),
+  c.json(await detokenizeBody(c.var.context, c.var.principal, c.req.valid("json")), 200),
 );

@@ -7,7 +7,7 @@ import { intentReference, useTokenIntents } from "../token-intents/use";
 import { ExpressionError } from "../tokens/errors";
 import { Evaluation, expressionProblem, WorkBudget } from "../tokens/expressions";
 import { normalTokenId, tokenIdProblem } from "../tokens/id-format";
-import { useTokens } from "../tokens/use";
+import { useTokens, useWholeTokens } from "../tokens/use";
 
 /** More expressions than this in one request is refused: each one is a token read and a render. */
 export const MAX_REFERENCES = TOKENS.maxReferences;
@@ -76,9 +76,9 @@ export async function detokenizeJson(
   context: TenantContext,
   principal: Principal | null,
   value: unknown,
-  { root = "body", forCaller = true }: { root?: string; forCaller?: boolean } = {},
+  { root = "body", forCaller = true, references = 0 }: { root?: string; forCaller?: boolean; references?: number } = {},
 ): Promise<unknown> {
-  const plan = planOf(value, root);
+  const plan = planOf(value, root, references);
   if (plan.tokenIds.size === 0 && plan.intentIds.size === 0) return value;
   const data = await reveal(context, principal, plan);
   const errors: FieldErrors = {};
@@ -90,11 +90,14 @@ export async function detokenizeJson(
   return substituted;
 }
 
-/** Parses every expression; refuses too many expressions and invalid ones before anything is read. */
-function planOf(value: unknown, root: string): Plan {
+/**
+ * Parses every expression; refuses too many expressions and invalid ones before anything is read.
+ * `references` is how many tokens the request reads besides (a token list's entries).
+ */
+function planOf(value: unknown, root: string, references: number): Plan {
   const plan: Plan = { texts: new Map(), tokenIds: new Set(), intentIds: new Set() };
   const errors: FieldErrors = {};
-  let count = 0;
+  let count = references;
   walkStrings(value, [], (text, path) => {
     if (!text.includes("{{")) return;
     let parsed = plan.texts.get(text);
@@ -164,6 +167,66 @@ function parseExpression(text: string, inside: string): Expression | string {
   const source = `{{ data ${rest.slice(bar)} }}`;
   const problem = expressionProblem(source);
   return problem === null ? { text, ...target, source } : `its filters ${problem}`;
+}
+
+/** `{{ token: <id> }}`, the original docs' full token expression: a token whole, as an entry of a token list only. */
+const FULL_TOKEN_EXPRESSION = /^\{\{\s*token\s*:\s*([^{}|]*?)\s*\}\}$/;
+
+/**
+ * POST /detokenize. A body `{"tokens": [...]}` is the original docs' token list: each entry that is a
+ * token id, or a full token expression `{{ token: <id> }}`, is answered with that token whole (as
+ * useWholeTokens shows it); every other value, the list's other entries and the body's other members,
+ * is detokenized as detokenizeJson does. The entries count against the references of one request.
+ */
+export async function detokenizeBody(context: TenantContext, principal: Principal, body: unknown): Promise<unknown> {
+  const list = tokenListOf(body);
+  // Awaited, not returned: workerd reports a rejection adopted one microtask late as unhandled.
+  if (list === null || list.references.size === 0) return await detokenizeJson(context, principal, body);
+  const errors: FieldErrors = {};
+  for (const [index, id] of list.references) {
+    const problem = tokenIdProblem(id);
+    if (problem !== null) addFieldError(errors, `tokens[${index}]`, `must be a token id or {{ token: <id> }}: the token id ${problem}`);
+  }
+  if (Object.keys(errors).length > 0) throw new ValidationError("Invalid entry in the token list", errors);
+  const others = list.entries.map((entry, index) => (list.references.has(index) ? null : entry));
+  const detokenized = (await detokenizeJson(
+    context,
+    principal,
+    { ...list.body, tokens: others },
+    { references: list.references.size },
+  )) as {
+    tokens: unknown[];
+  };
+  const tokens = await useWholeTokens(context, principal, [...list.references.values()]);
+  return {
+    ...detokenized,
+    tokens: detokenized.tokens.map((entry, index) => {
+      const id = list.references.get(index);
+      return id === undefined ? entry : tokens.get(id)!;
+    }),
+  };
+}
+
+interface TokenList {
+  body: Record<string, unknown>;
+  entries: unknown[];
+  /** The entries that name a token, by position: the id they name. */
+  references: Map<number, string>;
+}
+
+/** The body's token list, when the body is an object whose `tokens` is an array. */
+function tokenListOf(body: unknown): TokenList | null {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) return null;
+  const entries = (body as Record<string, unknown>).tokens;
+  if (!Array.isArray(entries)) return null;
+  const references = new Map<number, string>();
+  entries.forEach((entry, index) => {
+    if (typeof entry !== "string") return;
+    const full = FULL_TOKEN_EXPRESSION.exec(entry);
+    if (full) references.set(index, full[1]!);
+    else if (!entry.includes("{{")) references.set(index, entry);
+  });
+  return { body: body as Record<string, unknown>, entries, references };
 }
 
 /** What each expression reads: tokens' data by id, token intents by their reference. */

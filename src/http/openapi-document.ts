@@ -46,6 +46,7 @@ export const OPENAPI_OBJECT = {
     { name: "Reactor formulas", description: "The code reactors run: the official formulas and the tenant's own." },
     { name: "Reactors", description: "A formula with its configuration, run on request with detokenized arguments." },
     { name: "Applications", description: "Applications, their API keys, permissions and access rules." },
+    { name: "Tenants", description: "The caller's own tenant: read it and rename it." },
     {
       name: "Sessions",
       description: "Short-lived keys a public application's page creates and its server authorizes for chosen tokens.",
@@ -53,6 +54,7 @@ export const OPENAPI_OBJECT = {
     { name: "Webhooks", description: "Signed notifications of the tenant's events, sent to its URLs." },
     { name: "Audit log", description: "Who did what to which entity, in a hash chain that can be verified." },
     { name: "Operators", description: "The deployment operator's routes: tenants, their placement and their keys." },
+    { name: "Status", description: "Whether the vault answers, for clients and monitors: no key needed." },
   ],
 };
 

@@ -48,6 +48,19 @@ export const Cursor = z
 export const repeatable = <T extends z.ZodType>(item: T) =>
   z.preprocess((value) => (value === undefined ? [] : Array.isArray(value) ? value : [value]), z.array(item).max(100));
 
+/**
+ * The options of a body object that refuses members it does not know (`z.strictObject(shape,
+ * UNKNOWN_MEMBERS_REFUSED)`): a member the vault would not keep is a 400 naming it, never dropped.
+ */
+export const UNKNOWN_MEMBERS_REFUSED = {
+  error: (issue: { code?: string; keys?: string[] }) =>
+    issue.code === "unrecognized_keys"
+      ? `unknown field${issue.keys!.length > 1 ? "s" : ""}: ${issue.keys!.join(", ")}`
+      : issue.code === "invalid_type"
+        ? "must be a JSON object"
+        : undefined,
+};
+
 /** The name of an application, proxy, reactor, formula or tenant. */
 export const Name = z
   .string({ error: "is required" })

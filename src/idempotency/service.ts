@@ -27,6 +27,7 @@ import { ConflictError, type ShownToken } from "../errors";
 import { IDEMPOTENCY_WINDOW_MS } from "../limits";
 import { shownLessNow } from "../token-intents/use";
 import { CVC_PURGE_CHUNK, cvcDeadlineInReply, keysUnlessShredded, replyWithoutCvcs } from "../tokens/cvc";
+import { type Detokenized, detokenizedOf, earliestCvcDeadline } from "../tokens/use";
 import * as storage from "./storage";
 
 /** A response given before under the same key. */
@@ -67,14 +68,6 @@ export const sealingContext = (key: string) => `idempotency/${key}`;
 // Not under `idempotency/`: no idempotency key can make two of these contexts one.
 export const detokenizedContext = (key: string) => `idempotency-detokenized/${key}`;
 export const outcomeContext = (key: string) => `idempotency-outcome/${key}`;
-
-/** What a stored request detokenized for its caller (sealed: an alias id can be derived from data). */
-interface Detokenized {
-  /** How it showed each token, by id. */
-  tokens: Record<string, ShownToken["transform"]>;
-  /** What it showed held a card's cvc, which the answer may hold in any shape. */
-  cvc: boolean;
-}
 
 const CVC_WITHDRAWN = "it held a card's cvc, whose retention period has passed";
 
@@ -197,16 +190,9 @@ export async function rememberCommittedResponse(
 
 async function sealedResponse(context: TenantContext, key: string, status: number, body: string) {
   const keys = await context.keys();
-  const shown = [...context.revealed.tokens];
-  const detokenized: Detokenized | null =
-    shown.length === 0
-      ? null
-      : {
-          tokens: Object.fromEntries(shown.map(([id, token]) => [id, token.transform])),
-          cvc: shown.some(([, token]) => token.cvcExpiresAt !== null),
-        };
+  const detokenized = detokenizedOf(context.revealed);
   // A detokenized cvc may be anywhere in the answer, and must be gone from it when it is gone from its card.
-  const deadlines = [cvcDeadlineInReply(body, Date.now(), context.config), ...shown.map(([, token]) => token.cvcExpiresAt)].filter(
+  const deadlines = [cvcDeadlineInReply(body, Date.now(), context.config), earliestCvcDeadline(context.revealed)].filter(
     (deadline) => deadline !== null,
   );
   return {

@@ -3,6 +3,7 @@ import type { TenantKeys } from "../crypto/tenant-keys";
 import { detokenizedContext, outcomeContext, sealingContext } from "../idempotency/service";
 import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";
 import { configurationContext as reactorConfigurationContext } from "../reactors/configuration";
+import { reactionArgsContext, reactionDetokenizedContext, reactionResultContext } from "../reactors/reactions";
 import { sealingContext as tokenIntentContext } from "../token-intents/presentation";
 import { resealToken } from "../tokens/sealing";
 import * as tokenStorage from "../tokens/storage";
@@ -62,6 +63,15 @@ const SEALED_COLUMNS: SealedColumn[] = [
     column: "outcome",
     key: ["application_id", "key"],
     context: (row) => outcomeContext(row.key!),
+  },
+  { database: "data", table: "reactor_requests", column: "args", key: ["id"], context: (row) => reactionArgsContext(row.id!) },
+  { database: "data", table: "reactor_requests", column: "result", key: ["id"], context: (row) => reactionResultContext(row.id!) },
+  {
+    database: "data",
+    table: "reactor_requests",
+    column: "detokenized",
+    key: ["id"],
+    context: (row) => reactionDetokenizedContext(row.id!),
   },
 ];
 

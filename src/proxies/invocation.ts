@@ -39,8 +39,14 @@ interface Invocation {
  * and headers, run the request transform, forward through the egress policy, run the response
  * transform, and return the destination's response. Every failure is thrown as a ProblemError,
  * which the route answers as `proxy_error`; a transform's CustomHttpResponseError is the answer.
+ * `destinationAnswered` hears the destination's status as soon as it has one, so that whatever the
+ * pipeline answers from then on, the caller can be told the request reached the destination.
  */
-export async function invokeProxy(context: RequestContext, request: Request): Promise<Response> {
+export async function invokeProxy(
+  context: RequestContext,
+  request: Request,
+  destinationAnswered: (status: number) => void,
+): Promise<Response> {
   const { config } = context;
   if (!(HTTP_METHODS as readonly string[]).includes(request.method)) {
     throw new MethodNotAllowedError([...HTTP_METHODS]);
@@ -53,6 +59,7 @@ export async function invokeProxy(context: RequestContext, request: Request): Pr
       { allowInsecure: config.ALLOW_INSECURE_DESTINATIONS, timeoutMs: config.PROXY_TIMEOUT_MS },
       outgoing.init,
     );
+    destinationAnswered(response.status);
     return await answer(invocation, response);
   } catch (error) {
     if (error instanceof EgressTimeoutError) throw new DestinationTimeoutError(config.PROXY_TIMEOUT_MS);

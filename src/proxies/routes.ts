@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { requirePermission } from "../auth/middleware";
 import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
@@ -183,6 +183,15 @@ const ProxiedBody = z.unknown().openapi({
     "expressions are replaced by the token's data first (docs/tokens.md, Detokenization).",
 });
 
+/** Answered once the destination has answered, on the destination's answer and on a failure after it. */
+const DESTINATION_STATUS_HEADER = {
+  "SVC-PROXY-DESTINATION-STATUS": {
+    description:
+      "The status the destination answered. Absent when the request never reached the destination (the vault refused or failed it first)",
+    schema: { type: "integer" as const },
+  },
+};
+
 /** GET bodies are dropped; DELETE bodies are forwarded but unusual enough to leave undocumented. */
 const METHODS_WITH_BODY: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH"]);
 
@@ -210,6 +219,30 @@ function markSandboxed(headers: Headers): void {
 }
 
 /**
+ * The pipeline's answer, or its failure as proxy_error, with `{P}-PROXY-DESTINATION-STATUS` when the
+ * destination answered (a response transform that failed afterwards included: the request did reach
+ * it). The header is the vault's: a copy the destination or a transform sent is dropped.
+ */
+async function answerInvocation(c: Context<AppEnv>): Promise<Response> {
+  let destinationStatus: number | null = null;
+  let answer: Response;
+  try {
+    answer = await invokeProxy(c.var.request, c.req.raw, (status) => {
+      destinationStatus = status;
+    });
+  } catch (error) {
+    if (!(error instanceof Error)) throw error;
+    answer = proxyErrorResponse(error, c);
+  }
+  // Every answer here is one the vault built (a copy of the destination's, a problem, a transform's
+  // response), so its headers can change.
+  const header = c.var.config.headers.proxyDestinationStatus;
+  answer.headers.delete(header);
+  if (destinationStatus !== null) answer.headers.set(header, String(destinationStatus));
+  return answer;
+}
+
+/**
  * Invocation does its own authentication (the proxy key, then `{P}-API-KEY` when the proxy requires
  * it; an ephemeral proxy needs `{P}-API-KEY`), so it is mounted outside the authenticated API; every
  * failure answers as `proxy_error`.
@@ -223,7 +256,7 @@ proxyInvocationRoutes.on(
   sandboxAnswer,
   // Proxied bodies are read whole (to detokenize them), so they are bounded like the API's.
   limitBody,
-  (c) => invokeProxy(c.var.request, c.req.raw),
+  answerInvocation,
 );
 for (const method of HTTP_METHODS) {
   proxyInvocationRoutes.openAPIRegistry.registerPath({
@@ -237,21 +270,31 @@ for (const method of HTTP_METHODS) {
       "The proxy is chosen by the SVC-PROXY-KEY header or the svc-proxy-key query parameter. Without a proxy key, the " +
       "SVC-PROXY-URL header with SVC-API-KEY (token:use) makes an ephemeral proxy to that URL (when the deployment " +
       "enables it). `{path}` (optional, any depth) and the query string are appended to the destination URL. The " +
-      "destination's response is returned as it is.",
+      "destination's response is returned as it is, with the status it answered in SVC-PROXY-DESTINATION-STATUS; that " +
+      "header is also on a proxy_error given after the destination answered (a response transform that failed), and " +
+      "on no answer the destination did not reach.",
     request: {
       params: z.object({ path: z.string().openapi({ description: "Optional sub-path, any depth" }) }),
       ...(METHODS_WITH_BODY.has(method) ? optionalJsonBody(ProxiedBody, CARD_CHARGE_EXAMPLE) : {}),
     },
     responses: {
-      default: { description: "The destination's response, unchanged" },
+      default: { description: "The destination's response, unchanged", headers: DESTINATION_STATUS_HEADER },
       429: {
         description:
           "Too many calls with the caller's API key, or with the proxy key from this address when the proxy is called " +
           "anonymously: nothing was forwarded; retry after Retry-After",
         content: { "application/json": { schema: ProxyErrorSchema } },
       },
-      "4XX": { description: "A failure inside the vault", content: { "application/json": { schema: ProxyErrorSchema } } },
-      "5XX": { description: "A failure inside the vault", content: { "application/json": { schema: ProxyErrorSchema } } },
+      "4XX": {
+        description: "A failure inside the vault",
+        headers: DESTINATION_STATUS_HEADER,
+        content: { "application/json": { schema: ProxyErrorSchema } },
+      },
+      "5XX": {
+        description: "A failure inside the vault",
+        headers: DESTINATION_STATUS_HEADER,
+        content: { "application/json": { schema: ProxyErrorSchema } },
+      },
     },
   });
 }

@@ -1,5 +1,6 @@
 import { type FieldErrors, ValidationError } from "../errors";
 import { isPlainObject } from "../http/json";
+import { NAME_MAX_LENGTH, REACTORS } from "../limits";
 import type { ConfigurationElement, RequestParameter, ValueType } from "./schema";
 
 export type ConfigurationValue = string | number | boolean;
@@ -62,6 +63,34 @@ export function conformConfiguration(
   }
   for (const name of Object.keys(configuration)) {
     if (!declared.has(name)) errors[`${path}.${name}`] = ["is not declared by the formula's configuration"];
+  }
+  return { configuration: conformed, errors };
+}
+
+/**
+ * The configuration of a reactor with its own code, which no contract describes: an object of
+ * strings (the original interface's map of string to string), at most REACTORS.maxConfigurationEntries
+ * entries of at most REACTORS.configurationValueMaxLength characters, names as long as other names.
+ */
+export function conformCodeConfiguration(
+  configuration: Record<string, unknown>,
+  path = "configuration",
+): { configuration: Configuration; errors: FieldErrors } {
+  const errors: FieldErrors = {};
+  const conformed: Configuration = {};
+  const names = Object.keys(configuration);
+  if (names.length > REACTORS.maxConfigurationEntries) {
+    errors[path] = [`must hold at most ${REACTORS.maxConfigurationEntries} entries (it has ${names.length})`];
+    return { configuration: conformed, errors };
+  }
+  for (const name of names) {
+    const value = configuration[name];
+    const at = `${path}.${name}`;
+    if (name.length === 0 || name.length > NAME_MAX_LENGTH) errors[at] = [`names must be 1 to ${NAME_MAX_LENGTH} characters`];
+    else if (typeof value !== "string") errors[at] = ["must be a string"];
+    else if (value.length > REACTORS.configurationValueMaxLength) {
+      errors[at] = [`must be at most ${REACTORS.configurationValueMaxLength} characters`];
+    } else conformed[name] = value;
   }
   return { configuration: conformed, errors };
 }

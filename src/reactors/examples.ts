@@ -1,9 +1,10 @@
 import type { z } from "@hono/zod-openapi";
-import { EXAMPLE_IDS, exampleChangedBy, exampleCreatedBy } from "../http/examples";
+import { EXAMPLE_IDS, EXAMPLE_TIME, exampleChangedBy, exampleCreatedBy } from "../http/examples";
 import type {
   FormulaBody,
   FormulaResponse,
   ReactBody,
+  ReactionResult,
   ReactorBody,
   ReactorPatchBody,
   ReactorReplacementBody,
@@ -41,10 +42,15 @@ export const REPLACED_FORMULA_EXAMPLE = {
   ...exampleChangedBy(EXAMPLE_IDS.managementApplication),
 } satisfies FormulaResponse;
 
-/** A reactor of FORMULA_EXAMPLE, configured as its contract demands. */
+/**
+ * A reactor with its own code (the current interface), configured with strings: sent to the vault by
+ * test/foundation/platform.test.ts, so it must stay a reactor the vault accepts. A reactor of a formula
+ * sends `formula: {id}` instead of `code` and `runtime`.
+ */
 export const REACTOR_REQUEST_EXAMPLE = {
   name: "Card charger",
-  formula: { id: EXAMPLE_IDS.formula },
+  code: FORMULA_REQUEST_EXAMPLE.code,
+  runtime: { image: "node-bt" },
   configuration: { MERCHANT_ID: "merchant-8841" },
 } satisfies z.input<typeof ReactorBody>;
 
@@ -52,14 +58,16 @@ export const REACTOR_EXAMPLE = {
   id: EXAMPLE_IDS.reactor,
   tenant_id: EXAMPLE_IDS.tenant,
   name: REACTOR_REQUEST_EXAMPLE.name,
-  formula: FORMULA_EXAMPLE,
+  formula: null,
+  code: REACTOR_REQUEST_EXAMPLE.code,
+  runtime: REACTOR_REQUEST_EXAMPLE.runtime,
   configuration: REACTOR_REQUEST_EXAMPLE.configuration,
   application: null,
   application_id: null,
   ...exampleCreatedBy(EXAMPLE_IDS.managementApplication),
 } satisfies ReactorResponse;
 
-/** Without `formula`: the reactor keeps its own. */
+/** Without `formula` and `code`: the reactor keeps what it runs. */
 export const REACTOR_REPLACEMENT_EXAMPLE = {
   name: "Card charger",
   configuration: { MERCHANT_ID: "merchant-9920" },
@@ -83,3 +91,21 @@ export const REACT_RESULT_EXAMPLE = {
   tokens: null,
   raw: { charged: "4242", merchant: REACTOR_REQUEST_EXAMPLE.configuration.MERCHANT_ID },
 } satisfies ReactResult;
+
+/** The request id of the example async reaction. */
+const EXAMPLE_REACTION_ID = "3254626a-e1cf-4616-968f-e08a7ade4fce";
+
+export const REACTION_ACCEPTED_EXAMPLE = { asyncReactorRequestId: EXAMPLE_REACTION_ID };
+
+/** REACT_REQUEST_EXAMPLE sent to react-async, once the queue's consumer has run it. */
+export const REACTION_RESULT_EXAMPLE = {
+  id: EXAMPLE_REACTION_ID,
+  reactor_id: EXAMPLE_IDS.reactor,
+  status: "completed",
+  ...REACT_RESULT_EXAMPLE,
+  error: null,
+  response: null,
+  created_at: EXAMPLE_TIME,
+  completed_at: "2026-11-23T12:00:00.180Z",
+  expires_at: "2026-11-24T12:00:00.000Z",
+} satisfies ReactionResult;

@@ -15,13 +15,15 @@ import {
   paginated,
   problemResponses,
 } from "../http/schemas";
-import { idempotent } from "../idempotency/middleware";
+import { type AnswerCommitted, idempotent, idempotentWrite } from "../idempotency/middleware";
 import {
   FORMULA_EXAMPLE,
   FORMULA_REPLACEMENT_EXAMPLE,
   FORMULA_REQUEST_EXAMPLE,
   REACT_REQUEST_EXAMPLE,
   REACT_RESULT_EXAMPLE,
+  REACTION_ACCEPTED_EXAMPLE,
+  REACTION_RESULT_EXAMPLE,
   REACTOR_EXAMPLE,
   REACTOR_PATCH_EXAMPLE,
   REACTOR_REPLACEMENT_EXAMPLE,
@@ -30,10 +32,14 @@ import {
   REPLACED_REACTOR_EXAMPLE,
 } from "./examples";
 import * as formulas from "./formulas";
+import * as reactions from "./reactions";
 import {
   FormulaBody,
   FormulaSchema,
   ReactBody,
+  ReactionAcceptedSchema,
+  ReactionParams,
+  ReactionResultSchema,
   ReactorBody,
   ReactorPatchBody,
   ReactorReplacementBody,
@@ -131,12 +137,14 @@ const createReactor = createRoute({
   path: "/reactors",
   tags: reactorTags,
   security,
-  summary: "Create a reactor from a formula; its configuration must satisfy the formula's contract",
+  summary: "Create a reactor with its own code, or from a formula",
   description:
-    "The formula is an official one or the tenant's own, and not `coming_soon` (400 on `formula.id` otherwise). The " +
-    'configuration must hold every name the formula declares, of its type (converted only without loss: "123" to 123), ' +
-    "and nothing else; it is stored encrypted. Needs `reactor:create`; `bt` and the `tokenize` output act as the optional " +
-    "`application` (public or private).",
+    "A reactor runs exactly one of `code` (its own, checked by the sandbox like a formula's: 400 with line and column, at " +
+    'most 50,000 characters; `runtime` may only be `{"image": "node-bt"}`) and `formula` (an official one or the tenant\'s ' +
+    "own, not `coming_soon`). With code, the configuration is an object of strings; with a formula it must hold every " +
+    'name the formula declares, of its type (converted only without loss: "123" to 123), and nothing else. It is stored ' +
+    "encrypted. A member the vault does not keep is a 400. Needs `reactor:create`; `bt` and the `tokenize` output act as " +
+    "the optional `application` (public or private).",
   middleware: [requirePermission("reactor:create"), json, idempotent] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(ReactorBody, REACTOR_REQUEST_EXAMPLE),
@@ -153,7 +161,7 @@ const listReactors = createRoute({
   security,
   summary: "List reactors",
   description:
-    "Answers the tenant's reactors a page at a time, each with its formula, decrypted configuration and application. " +
+    "Answers the tenant's reactors a page at a time, each with its code (or formula), decrypted configuration and application. " +
     "Needs `reactor:read`; `id` (repeatable) and `name` (`*` is the only wildcard, case-insensitive) narrow the list.",
   middleware: [requirePermission("reactor:read")] as const,
   request: { query: ListQuery },
@@ -170,8 +178,8 @@ const getReactor = createRoute({
   security,
   summary: "Get a reactor",
   description:
-    "Answers the reactor with its formula, decrypted configuration and application (never the application's keys; null " +
-    "once it was deleted). Needs `reactor:read`; another tenant's reactor is a 404.",
+    "Answers the reactor with its code and runtime (or its formula), decrypted configuration and application (never the " +
+    "application's keys; null once it was deleted). Needs `reactor:read`; another tenant's reactor is a 404.",
   middleware: [requirePermission("reactor:read")] as const,
   request: { params: IdParams },
   responses: { 200: jsonContent(ReactorSchema, "The reactor", REACTOR_EXAMPLE), ...problemResponses(400, 401, 403, 404) },
@@ -182,10 +190,11 @@ const replaceReactor = createRoute({
   path: "/reactors/{id}",
   tags: reactorTags,
   security,
-  summary: "Replace a reactor (without formula it keeps its own)",
+  summary: "Replace a reactor (without formula and code it keeps what it runs)",
   description:
-    "Replaces the name, configuration and application with the body, checked as on creation (a member left out is " +
-    "removed). Needs `reactor:update`; another tenant's reactor is a 404, and a formula that changes during the save a 409.",
+    "Replaces the name, what it runs (`code` or `formula`), configuration and application with the body, checked as on " +
+    "creation (a member left out is removed; one the vault does not keep is a 400). Needs `reactor:update`; another " +
+    "tenant's reactor is a 404, and a formula that changes during the save a 409.",
   middleware: [requirePermission("reactor:update"), json] as const,
   request: { params: IdParams, ...jsonBody(ReactorReplacementBody, REACTOR_REPLACEMENT_EXAMPLE) },
   responses: {
@@ -201,8 +210,8 @@ const patchReactor = createRoute({
   security,
   summary: "Change some of a reactor's fields (JSON merge patch; null removes a configuration value or the application); answers 204",
   description:
-    "A member left out stays and `configuration` merges name by name; the merged reactor must still satisfy its " +
-    "formula's contract. Needs `reactor:update`; another tenant's reactor is a 404.",
+    "A member left out stays, `configuration` merges name by name, and `code` or `formula` replaces what the reactor runs; " +
+    "the merged reactor is checked as on creation. Needs `reactor:update`; another tenant's reactor is a 404.",
   middleware: [requirePermission("reactor:update"), requireContentType("application/merge-patch+json")] as const,
   request: { params: IdParams, ...mergePatchBody(ReactorPatchBody, REACTOR_PATCH_EXAMPLE) },
   responses: { 204: { description: "Patched" }, ...problemResponses(400, 401, 403, 404, 409, 413, 415) },
@@ -258,6 +267,52 @@ const react = createRoute({
   },
 });
 
+/** A retry of a react-async whose reaction was stored (with the claim's commit mark) but never answered: the same request id. */
+const answerCommittedReaction: AnswerCommitted = async (context, _principal, outcome) => ({
+  status: 202,
+  body: await reactions.answerCommittedReaction(context, outcome),
+});
+
+const reactAsync = createRoute({
+  method: "post",
+  path: "/reactors/{id}/react-async",
+  tags: reactorTags,
+  security,
+  summary: "Queue a reaction: answered at once with its request id, run on the reaction queue",
+  description:
+    "Checks the reaction as react does before its code runs (the reactor and its configuration; args detokenized with " +
+    "the caller's `token:use`, needed even when nothing is detokenized, and checked against the request parameters), then " +
+    "keeps it, its args encrypted, and queues it: 202 with `asyncReactorRequestId`. The code runs once, as react runs it; " +
+    "GET /reactors/{id}/results/{request_id} answers its status and result for a day. With `{P}-IDEMPOTENCY-KEY`, a retry " +
+    "answers the same request id and queues nothing. A tenant has at most 100 reactions waiting or running (429 beyond).",
+  middleware: [requirePermission("token:use"), json, idempotentWrite(answerCommittedReaction)] as const,
+  parameters: [IDEMPOTENCY_KEY_HEADER],
+  request: { params: IdParams, ...jsonBody(ReactBody, REACT_REQUEST_EXAMPLE) },
+  responses: {
+    202: jsonContent(ReactionAcceptedSchema, "The reaction is queued", REACTION_ACCEPTED_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404, 409, 413, 415, 503),
+  },
+});
+
+const reactionResult = createRoute({
+  method: "get",
+  path: "/reactors/{id}/results/{request_id}",
+  tags: reactorTags,
+  security,
+  summary: "The status and result of an async reaction",
+  description:
+    "Answers pending, running, completed (`tokens` and `raw`, as react answers them) or failed (`error`, the problem react " +
+    "would have answered). Needs `token:use`, and, when the reaction detokenized tokens, that the caller may use each of " +
+    "them now as it was shown (403 otherwise). Another tenant's reaction, one of another reactor and one past its " +
+    "retention (a day, or the deadline of a card cvc it detokenized) are a 404.",
+  middleware: [requirePermission("token:use")] as const,
+  request: { params: ReactionParams },
+  responses: {
+    200: jsonContent(ReactionResultSchema, "The reaction's status and result", REACTION_RESULT_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404),
+  },
+});
+
 export const reactorRoutes = createRouter()
   .openapi(createFormula, async (c) => c.json(await formulas.createFormula(c.var.context, c.var.principal, c.req.valid("json")), 201))
   .openapi(listFormulas, async (c) => c.json(await formulas.listFormulas(c.var.context, c.var.principal, c.req.valid("query")), 200))
@@ -285,4 +340,11 @@ export const reactorRoutes = createRouter()
   })
   .openapi(react, async (c) =>
     c.json(await reactors.react(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json").args), 200),
-  );
+  )
+  .openapi(reactAsync, async (c) =>
+    c.json(await reactions.reactAsync(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json").args), 202),
+  )
+  .openapi(reactionResult, async (c) => {
+    const { id, request_id } = c.req.valid("param");
+    return c.json(await reactions.getReaction(c.var.context, c.var.principal, id, request_id), 200);
+  });

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ApplicationSchema } from "../applications/schema";
-import { Name, Uuid } from "../http/schemas";
-import { NAME_MAX_LENGTH, REACTORS } from "../limits";
+import { Name, ProblemSchema, UNKNOWN_MEMBERS_REFUSED, Uuid } from "../http/schemas";
+import { NAME_MAX_LENGTH, REACTORS, SANDBOX } from "../limits";
 import { iconProblem } from "./icon";
 
 export const FORMULA_TYPES = ["official", "private"] as const;
@@ -10,6 +10,7 @@ export const VALUE_TYPES = ["string", "boolean", "number"] as const;
 export type ValueType = (typeof VALUE_TYPES)[number];
 
 const CONTRACT_MAX_ELEMENTS = REACTORS.maxContractElements;
+const REACTORS_CODE_MAX_LENGTH = SANDBOX.codeMaxLength;
 
 const Description = z
   .string({ error: "must be a string" })
@@ -130,28 +131,105 @@ export type FormulaResponse = z.infer<typeof FormulaSchema>;
 
 /** Configuration values are scalars; strings that convert losslessly are accepted for numbers and booleans. */
 const ConfigurationValue = z.union([z.string(), z.number(), z.boolean()], { error: "must be a string, number or boolean" });
-const Reference = (what: string) => z.object({ id: Uuid }, { error: `must be an object {"id": <${what} id>}` });
+/** `{"id": …}` naming a formula or an application: any other member would be dropped, so it is refused. */
+const Reference = (what: string) =>
+  z.strictObject(
+    { id: Uuid },
+    {
+      error: (issue: { code?: string; keys?: string[] }) =>
+        issue.code === "unrecognized_keys"
+          ? `unknown field${issue.keys!.length > 1 ? "s" : ""}: ${issue.keys!.join(", ")} (only the ${what}'s id is sent)`
+          : `must be an object {"id": <${what} id>}`,
+    },
+  );
 
-export const ReactorBody = z
-  .object({
-    name: Name,
-    formula: Reference("formula"),
-    configuration: z.record(z.string(), ConfigurationValue, { error: "must be an object" }).default({}),
-    application: Reference("application").nullish(),
-  })
-  .openapi("ReactorInput");
+/**
+ * The one runtime reactor code has here: the sandbox (Node 16 style CommonJS or an ES module, the
+ * modules docs/proxies.md lists, no packages to install). The original interface's other images and
+ * settings (node22, dependencies, timeout, …) would be dropped, so they are refused.
+ */
+export const RUNTIME_IMAGE = "node-bt";
+export const RuntimeSchema = z
+  .strictObject(
+    { image: z.literal(RUNTIME_IMAGE, { error: `must be "${RUNTIME_IMAGE}": reactor code runs in the vault's sandbox` }) },
+    {
+      error: (issue: { code?: string; keys?: string[] }) =>
+        issue.code === "unrecognized_keys"
+          ? `not supported: ${issue.keys!.join(", ")} (reactor code runs in the vault's sandbox, runtime "${RUNTIME_IMAGE}", with nothing to install)`
+          : issue.code === "invalid_type"
+            ? "must be a JSON object"
+            : undefined,
+    },
+  )
+  .openapi("ReactorRuntime");
+export type Runtime = z.infer<typeof RuntimeSchema>;
 
-/** PUT: as on creation, except that without `formula` the reactor keeps its formula (the original interface's update sends none). */
-export const ReactorReplacementBody = ReactorBody.extend({ formula: ReactorBody.shape.formula.optional() }).openapi("ReactorReplacement");
+const ReactorCode = z
+  .string({ error: "must be a string" })
+  .min(1, "must not be empty")
+  .openapi({
+    description: `The reactor's own code, instead of a formula: Node 16 style CommonJS (module.exports = async function (req) {…}), at most ${REACTORS_CODE_MAX_LENGTH} characters; checked by the sandbox when saved`,
+  });
+
+/** What a reactor runs: one of a formula and its own code. */
+const reactorMembers = {
+  name: Name,
+  formula: Reference("formula").optional(),
+  code: ReactorCode.optional(),
+  runtime: RuntimeSchema.nullish(),
+  configuration: z.record(z.string(), ConfigurationValue, { error: "must be an object" }).default({}),
+  application: Reference("application").nullish(),
+};
+
+/** A reactor runs either a formula or its own code: never both, and on creation one of them. */
+const oneProgram =
+  (required: boolean) =>
+  (body: { formula?: unknown; code?: unknown }, context: z.RefinementCtx): void => {
+    if (body.formula !== undefined && body.code !== undefined) {
+      context.addIssue({
+        code: "custom",
+        path: ["code"],
+        message: "cannot be sent with formula: a reactor runs either a formula or its own code",
+      });
+    } else if (required && body.formula === undefined && body.code === undefined) {
+      for (const [member, other] of [
+        ["formula", "code"],
+        ["code", "formula"],
+      ]) {
+        context.addIssue({
+          code: "custom",
+          path: [member!],
+          message: `is required without ${other}: a reactor runs either a formula or its own code`,
+        });
+      }
+    }
+  };
+
+export const ReactorBody = z.strictObject(reactorMembers, UNKNOWN_MEMBERS_REFUSED).superRefine(oneProgram(true)).openapi("ReactorInput");
+
+/**
+ * PUT: as on creation, except that without `formula` and `code` the reactor keeps what it runs (the
+ * original interface's update of a formula reactor sends neither).
+ */
+export const ReactorReplacementBody = z
+  .strictObject(reactorMembers, UNKNOWN_MEMBERS_REFUSED)
+  .superRefine(oneProgram(false))
+  .openapi("ReactorReplacement");
 
 /** RFC 7396: a member set to null is removed (a configuration value, or the application). */
 export const ReactorPatchBody = z
-  .object({
-    name: Name.optional(),
-    formula: Reference("formula").optional(),
-    configuration: z.record(z.string(), ConfigurationValue.nullable(), { error: "must be an object" }).optional(),
-    application: Reference("application").nullish(),
-  })
+  .strictObject(
+    {
+      name: Name.optional(),
+      formula: Reference("formula").optional(),
+      code: ReactorCode.optional(),
+      runtime: RuntimeSchema.nullish(),
+      configuration: z.record(z.string(), ConfigurationValue.nullable(), { error: "must be an object" }).optional(),
+      application: Reference("application").nullish(),
+    },
+    UNKNOWN_MEMBERS_REFUSED,
+  )
+  .superRefine(oneProgram(false))
   .openapi("ReactorPatch");
 
 export type ReactorInput = z.infer<typeof ReactorBody>;
@@ -163,7 +241,9 @@ export const ReactorSchema = z
     id: z.string(),
     tenant_id: z.string(),
     name: z.string(),
-    formula: FormulaSchema,
+    formula: FormulaSchema.nullable().openapi({ description: "The formula the reactor runs; null for a reactor with its own code" }),
+    code: z.string().nullable().openapi({ description: "The reactor's own code; null for a reactor of a formula" }),
+    runtime: RuntimeSchema.nullable().openapi({ description: "Where the reactor's own code runs; null for a reactor of a formula" }),
     configuration: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
     application: ApplicationSchema.nullable().openapi({ description: "The application whose key `bt` uses; null without one" }),
     application_id: z.string().nullable(),
@@ -174,9 +254,12 @@ export const ReactorSchema = z
 export type ReactorResponse = z.infer<typeof ReactorSchema>;
 
 export const ReactBody = z
-  .object({
-    args: z.record(z.string(), z.unknown(), { error: "must be an object" }).default({}),
-  })
+  .strictObject(
+    {
+      args: z.record(z.string(), z.unknown(), { error: "must be an object" }).default({}),
+    },
+    UNKNOWN_MEMBERS_REFUSED,
+  )
   .openapi("ReactRequest");
 
 export const ReactResultSchema = z
@@ -187,3 +270,42 @@ export const ReactResultSchema = z
   .openapi("ReactResult");
 
 export type ReactResult = z.infer<typeof ReactResultSchema>;
+
+/** The reactor and one of its async reactions. */
+export const ReactionParams = z.object({
+  id: Uuid.openapi({ param: { name: "id", in: "path" } }),
+  request_id: Uuid.openapi({ param: { name: "request_id", in: "path" } }),
+});
+
+/** What react-async answers at once, as the original interface names it. */
+export const ReactionAcceptedSchema = z
+  .object({
+    asyncReactorRequestId: z.string().openapi({ description: "Names the reaction in GET /reactors/{id}/results/{request_id}" }),
+  })
+  .openapi("AsyncReactResponse");
+
+export const REACTION_STATUSES = ["pending", "running", "completed", "failed"] as const;
+
+export const ReactionResultSchema = z
+  .object({
+    id: z.string().openapi({ description: "The request id react-async answered" }),
+    reactor_id: z.string(),
+    status: z.enum(REACTION_STATUSES).openapi({
+      description: "pending (queued), running, completed (`tokens` and `raw` as react answers them) or failed (`error`)",
+    }),
+    tokens: z.unknown().openapi({ description: "Completed: the `tokenize` output, tokenized like POST /tokenize; otherwise null" }),
+    raw: z.unknown().openapi({ description: "Completed: the `raw` output as returned by the code; otherwise null" }),
+    error: ProblemSchema.nullable().openapi({ description: "Failed: the problem react would have answered; otherwise null" }),
+    response: z
+      .object({ status: z.number().int(), headers: z.record(z.string(), z.string()), body: z.unknown() })
+      .nullable()
+      .openapi({ description: "Failed because the code threw CustomHttpResponseError: the response it chose; otherwise null" }),
+    created_at: z.string(),
+    completed_at: z.string().nullable(),
+    expires_at: z
+      .string()
+      .openapi({ description: "When the result is gone: a day after the request, or a detokenized card cvc's deadline" }),
+  })
+  .openapi("ReactionResult");
+
+export type ReactionResult = z.infer<typeof ReactionResultSchema>;

@@ -2,19 +2,28 @@ import type { ApplicationResponse } from "../applications/schema";
 import { applicationsById } from "../applications/service";
 import type { Principal } from "../auth/access";
 import { principalOf, requireActingApplication } from "../auth/service";
-import type { TenantContext } from "../context";
+import type { ScriptOwner, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { detokenizeJson } from "../detokenization/service";
-import { ConflictError, describeFieldErrors, NotFoundError, ValidationError } from "../errors";
+import { ConflictError, describeFieldErrors, type FieldErrors, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
-import type { ReactorResult } from "../sandbox";
+import { type ReactorResult, validateCode } from "../sandbox";
 import { tokenize } from "../tokens/creation";
 import { decryptConfiguration, encryptConfiguration } from "./configuration";
-import { type Configuration, conformArgs, conformConfiguration } from "./contract";
+import { type Configuration, conformArgs, conformCodeConfiguration, conformConfiguration } from "./contract";
 import { type FormulaRow, findFormula, nextVersion, toFormulaResponse } from "./formulas";
 import { ensureOfficialFormulas } from "./official/seed";
-import type { ReactorInput, ReactorPatch, ReactorReplacement, ReactorResponse, ReactResult } from "./schema";
+import {
+  type ConfigurationElement,
+  type ReactorInput,
+  type ReactorPatch,
+  type ReactorReplacement,
+  type ReactorResponse,
+  type ReactResult,
+  type RequestParameter,
+  RUNTIME_IMAGE,
+} from "./schema";
 import { scriptOwnerOf } from "./script-owner";
 import type { ReactorRow } from "./storage";
 import * as storage from "./storage";
@@ -22,14 +31,16 @@ import * as storage from "./storage";
 async function toReactorResponse(
   keys: TenantKeys,
   row: ReactorRow,
-  formula: FormulaRow,
+  formula: FormulaRow | null,
   application: ApplicationResponse | null,
 ): Promise<ReactorResponse> {
   return {
     id: row.id,
     tenant_id: row.tenantId,
     name: row.name,
-    formula: toFormulaResponse(formula),
+    formula: formula && toFormulaResponse(formula),
+    code: row.code,
+    runtime: row.code === null ? null : { image: RUNTIME_IMAGE },
     configuration: await decryptConfiguration(keys, row),
     application,
     application_id: row.applicationId,
@@ -57,33 +68,52 @@ async function usableFormula(context: TenantContext, formulaId: string): Promise
   return formula;
 }
 
-/** Everything the schema cannot decide alone: the formula, its configuration contract, the application. */
-async function checkInput(context: TenantContext, input: ReactorInput) {
-  const formula = await usableFormula(context, input.formula.id);
-  const contract = JSON.parse(formula.configuration);
-  const { configuration, errors } = conformConfiguration(contract, input.configuration);
+/** A reactor as it is to be saved: what it runs (exactly one of a formula and its own code) and with what. */
+type ReactorSave = Omit<ReactorInput, "formula" | "code"> &
+  ({ formula: { id: string }; code?: undefined } | { code: string; formula?: undefined });
+
+/**
+ * Everything the schema cannot decide alone: the formula and its configuration contract, or the
+ * reactor's code (checked by the sandbox) and its free configuration; the application.
+ */
+async function checkInput(context: TenantContext, input: ReactorSave) {
+  let formula: FormulaRow | null = null;
+  let conformed: { configuration: Configuration; errors: FieldErrors };
+  if (input.code !== undefined) {
+    validateCode(input.code, "code");
+    conformed = conformCodeConfiguration(input.configuration);
+  } else {
+    if (input.runtime) throw ValidationError.field("runtime", "applies only to a reactor with its own code");
+    formula = await usableFormula(context, input.formula.id);
+    conformed = conformConfiguration(JSON.parse(formula.configuration), input.configuration);
+  }
+  const { configuration, errors } = conformed;
   if (Object.keys(errors).length > 0) {
-    throw new ValidationError(
-      `The configuration does not satisfy the contract of formula ${formula.id}: ${Object.keys(errors).join(", ")}`,
-      errors,
-    );
+    const contract = formula ? `the contract of formula ${formula.id}` : "the rules of a reactor's own configuration (strings)";
+    throw new ValidationError(`The configuration does not satisfy ${contract}: ${Object.keys(errors).join(", ")}`, errors);
   }
   if (input.application) await requireActingApplication(context, input.application.id);
-  return { formula, configuration };
+  return { formula, code: input.code ?? null, configuration };
 }
 
 const formulaChanged = (formulaId: string) =>
   new ConflictError(`Reactor formula ${formulaId} changed while the reactor was being saved; retry`);
 
+/** The script of a reactor with its own code. */
+const ownScript = (row: { id: string; tenantId: string }): ScriptOwner => scriptOwnerOf(row);
+
+/** A reactor's own code is checked by the sandbox and published before the row holds it, so a saved reactor can always run. */
 export async function createReactor(context: TenantContext, principal: Principal, input: ReactorInput): Promise<ReactorResponse> {
-  const { formula, configuration } = await checkInput(context, input);
+  const { formula, code, configuration } = await checkInput(context, input as ReactorSave);
   const keys = await context.keys();
   const id = crypto.randomUUID();
+  if (code !== null) await context.sandbox.publish(ownScript({ id, tenantId: principal.tenantId }), code);
   const row: ReactorRow = {
     id,
     tenantId: principal.tenantId,
     name: input.name,
-    formulaId: formula.id,
+    formulaId: formula?.id ?? null,
+    code,
     configuration: await encryptConfiguration(keys, id, configuration),
     applicationId: input.application?.id ?? null,
     createdBy: principal.applicationId,
@@ -91,12 +121,12 @@ export async function createReactor(context: TenantContext, principal: Principal
     modifiedBy: null,
     modifiedAt: null,
   };
-  if (!(await storage.insertReactor(context.control, row, formula))) throw formulaChanged(formula.id);
+  if (!(await storage.insertReactor(context.control, row, formula))) throw formulaChanged(formula!.id);
   context.audit.describe({ entityId: id, event: { type: "reactor.created", data: reactorEventData(row) } });
   return toReactorResponse(keys, row, formula, await applicationOf(context, row));
 }
 
-/** A reactor as webhook events describe it: never its configuration. */
+/** A reactor as webhook events describe it: never its configuration or code. */
 function reactorEventData(row: ReactorRow): Record<string, unknown> {
   return {
     reactor: {
@@ -120,38 +150,46 @@ async function findReactor(context: TenantContext, id: string): Promise<ReactorR
 
 export async function getReactor(context: TenantContext, _principal: Principal, id: string): Promise<ReactorResponse> {
   const row = await findReactor(context, id);
-  const formula = await findFormula(context, row.formulaId);
+  const formula = row.formulaId === null ? null : await findFormula(context, row.formulaId);
   return toReactorResponse(await context.keys(), row, formula, await applicationOf(context, row));
 }
 
 export async function listReactors(context: TenantContext, _principal: Principal, filter: ListFilter): Promise<Page<ReactorResponse>> {
   const { rows, total } = await storage.reactorsPage(context.control, context.tenantId, filter);
-  const formulas = await storage.visibleFormulasAmong(context.control, context.tenantId, [...new Set(rows.map((row) => row.formulaId))]);
+  const formulaIds = [...new Set(rows.flatMap((row) => (row.formulaId === null ? [] : [row.formulaId])))];
+  const formulas = await storage.visibleFormulasAmong(context.control, context.tenantId, formulaIds);
   const formulaById = new Map(formulas.map((formula) => [formula.id, formula]));
   const applicationIds = rows.flatMap((row) => (row.applicationId === null ? [] : [row.applicationId]));
   const applicationById = await applicationsById(context, applicationIds);
   const keys = await context.keys();
   const data = await Promise.all(
     rows.map((row) =>
-      toReactorResponse(keys, row, formulaById.get(row.formulaId)!, (row.applicationId && applicationById.get(row.applicationId)) || null),
+      toReactorResponse(
+        keys,
+        row,
+        row.formulaId === null ? null : formulaById.get(row.formulaId)!,
+        (row.applicationId && applicationById.get(row.applicationId)) || null,
+      ),
     ),
   );
   return pageOf(data, total, filter.page, filter.size);
 }
 
-/** Saves the whole reactor, checked as on creation, against the formula version it was checked with. */
+/** Saves the whole reactor, checked as on creation; one of a formula against the formula version it was checked with. */
 async function saveReactor(
   context: TenantContext,
   principal: Principal,
   existing: ReactorRow,
-  input: ReactorInput,
+  input: ReactorSave,
 ): Promise<ReactorResponse> {
   const { id } = existing;
-  const { formula, configuration } = await checkInput(context, input);
+  const { formula, code, configuration } = await checkInput(context, input);
   const keys = await context.keys();
+  if (code !== null) await context.sandbox.publish(ownScript(existing), code);
   const changes = {
     name: input.name,
-    formulaId: formula.id,
+    formulaId: formula?.id ?? null,
+    code,
     configuration: await encryptConfiguration(keys, id, configuration),
     applicationId: input.application?.id ?? null,
     modifiedBy: principal.applicationId,
@@ -160,93 +198,152 @@ async function saveReactor(
   const row = await storage.updateReactor(context.control, context.tenantId, id, changes, formula);
   if (!row) {
     await findReactor(context, id);
-    throw formulaChanged(formula.id);
+    throw formulaChanged(formula!.id);
   }
+  // It runs a formula now: its own code's script goes.
+  if (code === null && existing.code !== null) await context.sandbox.unpublish(ownScript(existing));
   context.audit.describe({ event: { type: "reactor.updated", data: reactorEventData(row) } });
   return toReactorResponse(keys, row, formula, await applicationOf(context, row));
 }
 
-/** The original interface's update sends no formula: the reactor then keeps its own. */
+/** What the reactor runs now, as a body names it: without formula and code in a body, it keeps this. */
+const programOf = (row: ReactorRow): Pick<ReactorSave, "formula" | "code"> =>
+  row.code === null ? { formula: { id: row.formulaId! } } : { code: row.code };
+
+/** PUT: the body replaces the reactor; without formula and code (the original interface's update of a formula reactor) it keeps what it runs. */
 export async function replaceReactor(context: TenantContext, principal: Principal, id: string, input: ReactorReplacement) {
   const existing = await findReactor(context, id);
-  return saveReactor(context, principal, existing, { ...input, formula: input.formula ?? { id: existing.formulaId } });
+  const program = input.formula ? { formula: input.formula } : input.code !== undefined ? { code: input.code } : programOf(existing);
+  return saveReactor(context, principal, existing, { ...input, ...program } as ReactorSave);
 }
 
-/** RFC 7396 over the stored reactor: configuration merges per name (null removes one), the rest replaces. */
+/**
+ * RFC 7396 over the stored reactor: configuration merges per name (null removes one), the rest
+ * replaces; `formula` or `code` replaces what the reactor runs.
+ */
 export async function patchReactor(context: TenantContext, principal: Principal, id: string, patch: ReactorPatch) {
   const existing = await findReactor(context, id);
   const stored = await decryptConfiguration(await context.keys(), existing);
   const configuration = applyMergePatch(stored, patch.configuration ?? {}) as Configuration;
+  const program = patch.formula ? { formula: patch.formula } : patch.code !== undefined ? { code: patch.code } : programOf(existing);
   return saveReactor(context, principal, existing, {
     name: patch.name ?? existing.name,
-    formula: patch.formula ?? { id: existing.formulaId },
+    ...program,
+    runtime: patch.runtime,
     configuration,
     application: patch.application === undefined ? (existing.applicationId ? { id: existing.applicationId } : null) : patch.application,
-  });
+  } as ReactorSave);
 }
 
 export async function deleteReactor(context: TenantContext, _principal: Principal, id: string): Promise<void> {
-  if (!(await storage.deleteReactor(context.control, context.tenantId, id))) throw new NotFoundError(`Reactor ${id}`);
+  const deleted = await storage.deleteReactor(context.control, context.tenantId, id);
+  if (!deleted) throw new NotFoundError(`Reactor ${id}`);
+  if (deleted.code !== null) await context.sandbox.unpublish(ownScript({ id, tenantId: context.tenantId }));
   context.audit.describe({ event: { type: "reactor.deleted", data: { reactor: { id } } } });
 }
 
+/** A reactor ready to run: what it runs, its contract (a formula's; none for its own code) and its application. */
+export interface RunnableReactor {
+  reactor: ReactorRow;
+  /** The script: the formula's, or the reactor's own. */
+  owner: ScriptOwner;
+  code: string;
+  /** Null for a reactor with its own code: its configuration is handed over as stored. */
+  configurationContract: ConfigurationElement[] | null;
+  requestParameters: RequestParameter[];
+  /** Named in errors: whose contract the configuration no longer satisfies. */
+  formulaId: string | null;
+  application: Principal | null;
+}
+
 /**
- * Runs the reactor's formula next to the data: args are detokenized as the caller may use them,
- * checked against the request parameters, handed to the code with the configuration, and the code's
+ * Runs the reactor next to the data: args are detokenized as the caller may use them, checked
+ * against the request parameters, handed to the code with the configuration, and the code's
  * `tokenize` output is tokenized with the reactor's application, all or nothing.
  */
 export async function react(context: TenantContext, principal: Principal, id: string, args: Record<string, unknown>): Promise<ReactResult> {
-  const { reactor, formula, application } = await findRunnableReactor(context, id);
-  const configuration = await currentConfiguration(context, reactor, formula);
-  // Detokenized as the body's `args` member, so that errors name paths like args.card.number.
-  const detokenized = ((await detokenizeJson(context, principal, { args })) as { args: Record<string, unknown> }).args;
-  // A script of kind "reactor" always yields a ReactorResult.
-  const output = (await context.sandbox.run({
-    owner: scriptOwnerOf(formula),
-    code: formula.code,
-    input: { args: conformArgs(JSON.parse(formula.requestParameters), detokenized), configuration },
-    application,
-  })) as ReactorResult;
-  return { tokens: await tokenizeOutput(context, reactor, application, output.tokenize), raw: output.raw ?? null };
+  const { runnable, args: checked } = await prepareReaction(context, principal, id, args);
+  return runReaction(context, runnable, checked);
 }
 
-/** The reactor with its formula and the principal of its application, in one query: react is on the hot path. */
-async function findRunnableReactor(context: TenantContext, id: string) {
+/**
+ * What a reaction does before the code runs, in the caller's request: the reactor must be runnable
+ * and its configuration still fit, and the args are detokenized with the caller's token:use and
+ * checked against the request parameters.
+ */
+export async function prepareReaction(context: TenantContext, principal: Principal, id: string, args: Record<string, unknown>) {
+  const runnable = await findRunnableReactor(context, id);
+  await currentConfiguration(context, runnable);
+  // Detokenized as the body's `args` member, so that errors name paths like args.card.number.
+  const detokenized = ((await detokenizeJson(context, principal, { args })) as { args: Record<string, unknown> }).args;
+  return { runnable, args: conformArgs(runnable.requestParameters, detokenized) };
+}
+
+/** Runs the reactor's code on args already detokenized, and tokenizes its `tokenize` output. */
+export async function runReaction(context: TenantContext, runnable: RunnableReactor, args: Record<string, unknown>): Promise<ReactResult> {
+  const configuration = await currentConfiguration(context, runnable);
+  // A script of kind "reactor" always yields a ReactorResult.
+  const output = (await context.sandbox.run({
+    owner: runnable.owner,
+    code: runnable.code,
+    input: { args: conformArgs(runnable.requestParameters, args), configuration },
+    application: runnable.application,
+  })) as ReactorResult;
+  return { tokens: await tokenizeOutput(context, runnable, output.tokenize), raw: output.raw ?? null };
+}
+
+/** The reactor with what it runs and the principal of its application, in one query: react is on the hot path. */
+export async function findRunnableReactor(context: TenantContext, id: string): Promise<RunnableReactor> {
   await ensureOfficialFormulas(context);
   const found = await storage.runnableReactor(context.control, context.tenantId, id);
-  if (!found) throw new NotFoundError(`Reactor ${id}`);
+  if (!found || (found.reactor.formulaId !== null && found.formula === null)) throw new NotFoundError(`Reactor ${id}`);
   const { reactor, formula } = found;
-  if (formula.status === "coming_soon") {
+  if (formula?.status === "coming_soon") {
     throw new ConflictError(`Reactor formula ${formula.id} is coming_soon: its reactors cannot run until it is verified again`);
   }
   if (reactor.applicationId !== null && found.application === null) {
     throw new ConflictError(`Reactor ${reactor.id}'s application ${reactor.applicationId} no longer exists; update the reactor`);
   }
-  return { reactor, formula, application: found.application && principalOf(found.application) };
+  const application = found.application && principalOf(found.application);
+  if (!formula) {
+    const owner = ownScript(reactor);
+    return { reactor, owner, code: reactor.code!, configurationContract: null, requestParameters: [], formulaId: null, application };
+  }
+  return {
+    reactor,
+    owner: scriptOwnerOf(formula),
+    code: formula.code,
+    configurationContract: JSON.parse(formula.configuration),
+    requestParameters: JSON.parse(formula.requestParameters),
+    formulaId: formula.id,
+    application,
+  };
 }
 
 /**
  * The stored configuration, checked again against the formula as it is now: an official formula
  * changes with releases, and a reactor it no longer fits fails clearly instead of running half-configured.
  */
-async function currentConfiguration(context: TenantContext, reactor: ReactorRow, formula: FormulaRow): Promise<Configuration> {
+async function currentConfiguration(context: TenantContext, runnable: RunnableReactor): Promise<Configuration> {
+  const { reactor, configurationContract } = runnable;
   const stored = await decryptConfiguration(await context.keys(), reactor);
-  const { configuration, errors } = conformConfiguration(JSON.parse(formula.configuration), stored);
+  if (configurationContract === null) return stored;
+  const { configuration, errors } = conformConfiguration(configurationContract, stored);
   if (Object.keys(errors).length > 0) {
     throw new ConflictError(
-      `Reactor ${reactor.id}'s configuration no longer satisfies formula ${formula.id} (${describeFieldErrors(errors)}); update the reactor`,
+      `Reactor ${reactor.id}'s configuration no longer satisfies formula ${runnable.formulaId} (${describeFieldErrors(errors)}); update the reactor`,
     );
   }
   return configuration;
 }
 
-async function tokenizeOutput(context: TenantContext, reactor: ReactorRow, application: Principal | null, payload: unknown) {
+async function tokenizeOutput(context: TenantContext, runnable: RunnableReactor, payload: unknown) {
   if (payload === undefined || payload === null) return null;
-  if (!application) {
+  if (!runnable.application) {
     throw new ConflictError(
-      `The formula returned tokenize, but reactor ${reactor.id} has no application to tokenize with; set one with token:create`,
+      `The reactor returned tokenize, but reactor ${runnable.reactor.id} has no application to tokenize with; set one with token:create`,
     );
   }
   // Awaited, not handed on: workerd reports a promise that rejects before anyone awaits it as unhandled.
-  return await tokenize(context, application, payload);
+  return await tokenize(context, runnable.application, payload);
 }

@@ -128,8 +128,15 @@ export async function upsertOfficialFormulas(
 
 // Reactors
 
-/** Inserts the reactor, undone in the same transaction if the formula changed since it was checked; whether it stayed. */
-export async function insertReactor(db: Database, row: ReactorRow, formula: FormulaRow): Promise<boolean> {
+/**
+ * Inserts the reactor. One of a formula is undone in the same transaction if the formula changed
+ * since it was checked; whether it stayed.
+ */
+export async function insertReactor(db: Database, row: ReactorRow, formula: FormulaRow | null): Promise<boolean> {
+  if (!formula) {
+    await db.insert(reactors).values(row);
+    return true;
+  }
   const [, undone] = await db.batch([
     db.insert(reactors).values(row),
     db
@@ -149,37 +156,44 @@ export function reactorsPage(db: Database, tenantId: string, filter: ListFilter)
   return namedResourcesPage(db, reactors, tenantId, filter);
 }
 
-/** Saves the reactor only while the formula is the version it was checked against; undefined otherwise (or when it is gone). */
+/**
+ * Saves the reactor; one that runs a formula only while the formula is the version it was checked
+ * against. Undefined otherwise (or when it is gone).
+ */
 export async function updateReactor(
   db: Database,
   tenantId: string,
   id: string,
-  changes: Pick<ReactorRow, "name" | "formulaId" | "configuration" | "applicationId" | "modifiedBy" | "modifiedAt">,
-  formula: FormulaRow,
+  changes: Pick<ReactorRow, "name" | "formulaId" | "code" | "configuration" | "applicationId" | "modifiedBy" | "modifiedAt">,
+  formula: FormulaRow | null,
 ): Promise<ReactorRow | undefined> {
   const [row] = await db
     .update(reactors)
     .set(changes)
-    .where(and(reactor(tenantId, id), formulaUnchanged(formula)))
+    .where(and(reactor(tenantId, id), formula ? formulaUnchanged(formula) : undefined))
     .returning();
   return row;
 }
 
-export async function deleteReactor(db: Database, tenantId: string, id: string): Promise<boolean> {
-  const deleted = await db.delete(reactors).where(reactor(tenantId, id)).returning({ id: reactors.id });
-  return deleted.length > 0;
+/** Deletes the reactor; what it ran (its own code, if any), or undefined when there was no such reactor. */
+export async function deleteReactor(db: Database, tenantId: string, id: string): Promise<Pick<ReactorRow, "id" | "code"> | undefined> {
+  const [deleted] = await db.delete(reactors).where(reactor(tenantId, id)).returning({ id: reactors.id, code: reactors.code });
+  return deleted;
 }
 
-/** The reactor with its formula and its application's principal columns, in one query: react is on the hot path. */
+/**
+ * The reactor with its formula (null for one with its own code) and its application's principal
+ * columns, in one query: react is on the hot path.
+ */
 export async function runnableReactor(
   db: Database,
   tenantId: string,
   id: string,
-): Promise<{ reactor: ReactorRow; formula: FormulaRow; application: PrincipalColumns | null } | undefined> {
+): Promise<{ reactor: ReactorRow; formula: FormulaRow | null; application: PrincipalColumns | null } | undefined> {
   const [found] = await db
     .select({ reactor: reactors, formula: reactorFormulas, application: principalColumns })
     .from(reactors)
-    .innerJoin(reactorFormulas, and(eq(reactorFormulas.id, reactors.formulaId), visibleTo(reactors.tenantId)))
+    .leftJoin(reactorFormulas, and(eq(reactorFormulas.id, reactors.formulaId), visibleTo(reactors.tenantId)))
     .leftJoin(applications, and(eq(applications.tenantId, reactors.tenantId), eq(applications.id, reactors.applicationId)))
     .where(reactor(tenantId, id))
     .limit(1);

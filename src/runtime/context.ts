@@ -44,6 +44,10 @@ class BoundRequestContext implements RequestContext {
     return this.env.ROTATION_QUEUE;
   }
 
+  get reactionQueue(): Queue {
+    return this.env.REACTION_QUEUE;
+  }
+
   get keyRateLimit(): RateLimit {
     return this.env.KEY_RATE_LIMIT;
   }

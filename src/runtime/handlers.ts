@@ -10,6 +10,7 @@ import type { RequestContext } from "../context";
 import type { Bindings } from "../env";
 import { purgeExpiredReplyCvcs, purgeIdempotencyRecords } from "../idempotency/service";
 import { driveRotations, type RotationMessage, resumeRotations } from "../keys/rotation";
+import { runQueuedReaction, settleReactions } from "../reactors/reactions";
 import { purgeExpiredSessions } from "../sessions/service";
 import { purgeShreddedTenants } from "../tenants/shred";
 import { purgeExpiredIntentCvcs, purgeExpiredTokenIntents } from "../token-intents/service";
@@ -18,6 +19,14 @@ import { purgeExpiredTokens } from "../tokens/service";
 import { deliverWebhooks, recordDeadDeliveries } from "../webhooks/delivery";
 import type { WebhookDelivery } from "../webhooks/events";
 import { requestContextOf } from "./context";
+
+/**
+ * Queues whose every message is one piece of work with a context of its own (its audit trail, the
+ * values its errors may not repeat), recorded once the message is handled.
+ */
+const MESSAGE_CONSUMERS: Record<string, (context: RequestContext, message: Message<unknown>) => Promise<void>> = {
+  "token-vault-reactions": runQueuedReaction,
+};
 
 /** The queues this worker consumes (wrangler.toml), by name. */
 const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<never>) => Promise<void>> = {
@@ -28,7 +37,11 @@ const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<ne
   "token-vault-rotation": (context, batch) => driveRotations(context, batch as MessageBatch<RotationMessage>),
 };
 
-/** Every 15 minutes (wrangler.toml): purges what expired (tokens, token intents, sessions and their expiring applications) or was shredded, chains the audit entries left waiting, resumes stopped key rotations. */
+/**
+ * Every 15 minutes (wrangler.toml): purges what expired (tokens, token intents, sessions and their expiring applications, async
+ * reaction results) or was shredded, chains the audit entries left waiting, resumes stopped key rotations, and sends
+ * again (or fails) the async reactions that stalled.
+ */
 export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (controller, env, ctx) => {
   const context = requestContextOf(env, `cron/${controller.scheduledTime}`);
   context.audit.actor = { id: null, type: "system" };
@@ -44,12 +57,22 @@ export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (contr
     purgeOldLogs(context, controller.scheduledTime),
     purgeShreddedTenants(context),
     resumeRotations(context, controller.scheduledTime),
+    settleReactions(context, controller.scheduledTime),
   ]).then(() => recordEntries(context, context.audit.conclude(undefined, 200)));
   ctx.waitUntil(maintenance);
 };
 
 /** One batch of one of the queues above. */
 export const queue: ExportedHandlerQueueHandler<Bindings> = async (batch, env) => {
+  const consumeOne = MESSAGE_CONSUMERS[batch.queue];
+  if (consumeOne) {
+    for (const message of batch.messages) {
+      const context = requestContextOf(env, `queue/${batch.queue}/${crypto.randomUUID()}`);
+      await consumeOne(context, message);
+      await recordEntries(context, context.audit.conclude(undefined, 200));
+    }
+    return;
+  }
   const consume = CONSUMERS[batch.queue];
   if (!consume) throw new Error(`No consumer for queue ${batch.queue}`);
   await consume(requestContextOf(env, `queue/${batch.queue}/${crypto.randomUUID()}`), batch as MessageBatch<never>);

@@ -8,7 +8,7 @@
 import { ValidationError } from "../errors";
 import { CodeProblem, checkCode, MAX_CODE_LENGTH, parseCode } from "./tenant-code";
 
-export { CustomResponseError, ScriptFailedError, ScriptTimeoutError, TenantError } from "./errors";
+export { CustomResponseError, ScriptFailedError, ScriptInputTooLargeError, ScriptTimeoutError, TenantError } from "./errors";
 export type { ReactorResult, TransformResult } from "./outcome";
 
 /**

@@ -131,6 +131,16 @@ export async function copyIdempotencyRecords(source: D1Database, target: D1Datab
   });
 }
 
+/** Replaces the target's async reactions of the tenant (a day, at most 100 of them open) with the source's, a STEP at a time. */
+export async function copyReactorRequests(source: D1Database, target: D1Database, tenantId: string): Promise<void> {
+  await replaceInSteps(source, target, tenantId, {
+    table: "reactor_requests",
+    key: ["id"],
+    bytes: "coalesce(length(args), 0) + coalesce(length(result), 0) + coalesce(length(detokenized), 0)",
+    limits: STEP,
+  });
+}
+
 /**
  * Copies the tenant's audit entries after the last one the target holds, at most one STEP; whether
  * entries may remain. The log only grows at its end (retention trims its start, see
@@ -166,7 +176,7 @@ const AUDIT_TABLES = ["audit_log", "audit_chains", "audit_pending"];
 
 /** The tenant's row count in every table that holds tenant data. */
 export async function tenantRowCounts(d1: D1Database, tenantId: string): Promise<Record<string, number>> {
-  const tables = ["tokens", ...SIDE_TABLES, "token_intents", "idempotency_records", ...AUDIT_TABLES];
+  const tables = ["tokens", ...SIDE_TABLES, "token_intents", "idempotency_records", "reactor_requests", ...AUDIT_TABLES];
   const results = await d1.batch(
     tables.map((table) => d1.prepare(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = ?`).bind(tenantId)),
   );
@@ -192,7 +202,7 @@ export async function purgeTenantData(d1: D1Database, tenantId: string, limit: n
     .run();
   if (meta.changes === limit) return limit;
   await d1.batch(
-    ["idempotency_records", "audit_chains", "audit_pending"].map((table) =>
+    ["idempotency_records", "reactor_requests", "audit_chains", "audit_pending"].map((table) =>
       d1.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId),
     ),
   );

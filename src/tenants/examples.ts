@@ -1,5 +1,7 @@
+import type { z } from "@hono/zod-openapi";
 import { MANAGEMENT_PERMISSIONS } from "../auth/permissions";
 import { EXAMPLE_IDS, EXAMPLE_TIME, exampleCreatedBy } from "../http/examples";
+import type { TenantResponse, UpdateTenantBody } from "./schema";
 
 /*
  * Examples of the operator routes on tenants (the API reference page shows them, and
@@ -43,3 +45,22 @@ export const SHREDDED_TENANT_EXAMPLE = {
   derived_keys: false,
   remaining_rows: 12840,
 };
+
+/** The example tenant as its management key reads it (GET /tenants/self). */
+export const TENANT_EXAMPLE = {
+  id: EXAMPLE_IDS.tenant,
+  name: CREATE_TENANT_EXAMPLE.name,
+  created_by: null,
+  created_at: EXAMPLE_TIME,
+  modified_by: null,
+  modified_at: null,
+} satisfies TenantResponse;
+
+export const RENAME_TENANT_EXAMPLE = { name: "Acme Payments (production)" } satisfies z.input<typeof UpdateTenantBody>;
+
+export const RENAMED_TENANT_EXAMPLE = {
+  ...TENANT_EXAMPLE,
+  name: RENAME_TENANT_EXAMPLE.name,
+  modified_by: EXAMPLE_IDS.managementApplication,
+  modified_at: "2027-01-04T10:00:00.000Z",
+} satisfies TenantResponse;

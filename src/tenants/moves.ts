@@ -108,6 +108,7 @@ async function copyLastChanges(source: D1Database, target: D1Database, tenantId:
   }
   await copy.copyTokenIntents(source, target, tenantId);
   await copy.copyIdempotencyRecords(source, target, tenantId);
+  await copy.copyReactorRequests(source, target, tenantId);
   while (await copy.copyAuditEntries(source, target, tenantId));
   await copy.copyAuditChain(source, target, tenantId);
 }

@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { CreatedApplicationSchema } from "../applications/schema";
+import { requirePermission } from "../auth/middleware";
 import { requireContentType } from "../http/middleware";
 import { requireOperator } from "../http/operator";
 import { createRouter } from "../http/router";
@@ -8,11 +9,15 @@ import {
   CREATE_TENANT_EXAMPLE,
   CREATED_TENANT_EXAMPLE,
   MOVE_TENANT_EXAMPLE,
+  RENAME_TENANT_EXAMPLE,
+  RENAMED_TENANT_EXAMPLE,
   SHREDDED_TENANT_EXAMPLE,
+  TENANT_EXAMPLE,
   TENANT_MOVE_EXAMPLE,
 } from "./examples";
 import { moveTenant } from "./moves";
-import { createTenant } from "./service";
+import { TenantSchema, UpdateTenantBody } from "./schema";
+import { createTenant, getOwnTenant, renameOwnTenant } from "./service";
 import { shredTenant } from "./shred";
 
 /** The binding of a data database, as wrangler.toml names it. */
@@ -143,3 +148,36 @@ export const tenantRoutes = createRouter()
     c.var.request.audit.describe({ message: `to ${status.target}, ${status.phase}` });
     return c.json(status, 200);
   });
+
+const getSelf = createRoute({
+  method: "get",
+  path: "/tenants/self",
+  tags: ["Tenants"],
+  security: [{ ApiKey: [] }],
+  summary: "Get the caller's own tenant",
+  description: "Needs tenant:read (a management permission). The tenant of the calling key: its id, name and times.",
+  middleware: [requirePermission("tenant:read")] as const,
+  responses: { 200: jsonContent(TenantSchema, "The caller's tenant", TENANT_EXAMPLE), ...problemResponses(401, 403, 404) },
+});
+
+const updateSelf = createRoute({
+  method: "put",
+  path: "/tenants/self",
+  tags: ["Tenants"],
+  security: [{ ApiKey: [] }],
+  summary: "Rename the caller's own tenant",
+  description:
+    "Needs tenant:update (a management permission). `name` is all a tenant changes of itself: `settings` (the original " +
+    "interface's tenant settings) are not supported and refused with a 400.",
+  middleware: [requirePermission("tenant:update"), requireContentType("application/json")] as const,
+  request: jsonBody(UpdateTenantBody, RENAME_TENANT_EXAMPLE),
+  responses: {
+    200: jsonContent(TenantSchema, "The renamed tenant", RENAMED_TENANT_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404, 415),
+  },
+});
+
+/** The caller's own tenant, for its API keys: mounted among the authenticated routes, unlike the operators' above. */
+export const tenantSelfRoutes = createRouter()
+  .openapi(getSelf, async (c) => c.json(await getOwnTenant(c.var.context, c.var.principal), 200))
+  .openapi(updateSelf, async (c) => c.json(await renameOwnTenant(c.var.context, c.var.principal, c.req.valid("json")), 200));

@@ -1,10 +1,13 @@
 import { insertApplication } from "../applications/service";
+import type { Principal } from "../auth/access";
 import { MANAGEMENT_PERMISSIONS } from "../auth/permissions";
-import type { RequestContext } from "../context";
+import type { RequestContext, TenantContext } from "../context";
 import { sha256Hex, uuidFrom } from "../crypto/secrets";
+import { NotFoundError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { newTenantKeys } from "../keys/service";
 import { placementForNewTenant, requireDataBinding } from "./directory";
+import type { TenantResponse, UpdateTenant } from "./schema";
 import * as storage from "./storage";
 
 /**
@@ -26,6 +29,38 @@ export async function createTenant(context: RequestContext, input: { name: strin
     allowed_origins: [],
   });
   return { tenant: { id: tenant.id, name, database, created_at: isoTime(tenant.createdAt)! }, application };
+}
+
+function toTenantResponse(row: storage.TenantRow): TenantResponse {
+  return {
+    id: row.id,
+    name: row.name,
+    created_by: null,
+    created_at: isoTime(row.createdAt)!,
+    modified_by: row.modifiedBy,
+    modified_at: isoTime(row.modifiedAt),
+  };
+}
+
+/** The caller's own tenant (GET /tenants/self). */
+export async function getOwnTenant(context: TenantContext, _principal: Principal): Promise<TenantResponse> {
+  const row = await storage.findLiveTenant(context.control, context.tenantId);
+  // A key outlives its tenant's shredding by a credential cache's time to live at most.
+  if (!row) throw new NotFoundError(`Tenant ${context.tenantId}`);
+  context.audit.describe({ entityId: row.id });
+  return toTenantResponse(row);
+}
+
+/** Renames the caller's own tenant (PUT /tenants/self): the name is all a tenant may change of itself. */
+export async function renameOwnTenant(context: TenantContext, principal: Principal, input: UpdateTenant): Promise<TenantResponse> {
+  const row = await storage.renameTenant(context.control, context.tenantId, {
+    name: input.name,
+    modifiedBy: principal.applicationId,
+    modifiedAt: Date.now(),
+  });
+  if (!row) throw new NotFoundError(`Tenant ${context.tenantId}`);
+  context.audit.describe({ entityId: row.id, message: "renamed" });
+  return toTenantResponse(row);
 }
 
 /** Bootstrap keys this isolate has made usable (settled only: see ensureBootstrap). */

@@ -1,7 +1,33 @@
-import { count, eq } from "drizzle-orm";
+import { and, count, eq, isNull } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { tenantMoves, tenants } from "../db/control-tables";
 import { insertKeyRecord, type KeyRecord } from "../keys/storage";
+
+export type TenantRow = typeof tenants.$inferSelect;
+
+/** A tenant that has not been shredded; undefined otherwise. */
+export async function findLiveTenant(db: Database, tenantId: string): Promise<TenantRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(tenants)
+    .where(and(eq(tenants.id, tenantId), isNull(tenants.shreddedAt)))
+    .limit(1);
+  return row;
+}
+
+/** Renames a tenant that has not been shredded; undefined when there is none. */
+export async function renameTenant(
+  db: Database,
+  tenantId: string,
+  changes: Pick<TenantRow, "name" | "modifiedBy" | "modifiedAt">,
+): Promise<TenantRow | undefined> {
+  const [row] = await db
+    .update(tenants)
+    .set(changes)
+    .where(and(eq(tenants.id, tenantId), isNull(tenants.shreddedAt)))
+    .returning();
+  return row;
+}
 
 /** The tenant with its first data keys, in one batch. */
 export async function insertTenant(db: Database, tenant: typeof tenants.$inferInsert, keys: KeyRecord): Promise<void> {

@@ -123,7 +123,7 @@ interface CommittedCreate {
 
 /** The audit of one token a call created: the event, or a note that an existing token was returned. */
 function createdTokenEntry({ token, row }: Created) {
-  return token.deduplicated
+  return token._extras.deduplicated
     ? { entityId: token.id, message: "deduplicated, the existing token returned" }
     : { entityId: token.id, event: { type: "token.created", data: tokenEventData(row) } };
 }
@@ -271,7 +271,7 @@ function presentCreated(
     answered.map(async ({ row, created, data }) => {
       const transform = createdTransform(principal, row, created && sentData);
       const token = await present(principal, row, transform, data ?? (() => decryptData(keys, row)));
-      return { token: { ...token, deduplicated: !created }, row };
+      return { token: { ...token, _extras: { deduplicated: !created } }, row };
     }),
   );
 }

@@ -43,10 +43,10 @@ export const CARD_TOKEN_EXAMPLE = {
   ...exampleChangedBy(EXAMPLE_IDS.application),
 } satisfies TokenResponse;
 
-export const CREATED_CARD_TOKEN_EXAMPLE = { ...CARD_TOKEN_EXAMPLE, deduplicated: false } satisfies CreatedTokenResponse;
+export const CREATED_CARD_TOKEN_EXAMPLE = { ...CARD_TOKEN_EXAMPLE, _extras: { deduplicated: false } } satisfies CreatedTokenResponse;
 
 /** The same card sent again with deduplicate_token: the existing token, nothing new stored. */
-export const DEDUPLICATED_CARD_TOKEN_EXAMPLE = { ...CARD_TOKEN_EXAMPLE, deduplicated: true } satisfies CreatedTokenResponse;
+export const DEDUPLICATED_CARD_TOKEN_EXAMPLE = { ...CARD_TOKEN_EXAMPLE, _extras: { deduplicated: true } } satisfies CreatedTokenResponse;
 
 /** A renewed card: `data` merges, so the number stays; `metadata` merges, so customer_id stays. */
 export const CARD_TOKEN_PATCH_EXAMPLE = {
@@ -58,7 +58,7 @@ export const PATCHED_CARD_TOKEN_EXAMPLE = {
   ...CARD_TOKEN_EXAMPLE,
   data: { ...CARD_TOKEN_EXAMPLE.data, ...CARD_TOKEN_PATCH_EXAMPLE.data },
   metadata: { ...CARD_TOKEN_EXAMPLE.metadata, ...CARD_TOKEN_PATCH_EXAMPLE.metadata },
-  deduplicated: false,
+  _extras: { deduplicated: false },
 } satisfies UpdatedTokenResponse;
 
 /** Sent to the vault by test/foundation/platform.test.ts: a plain value, a typed request and an array. */
@@ -81,7 +81,7 @@ const TOKENIZED_SSN_EXAMPLE = {
   mask: "{{ data | reveal_last: 4 }}",
   expires_at: null,
   ...exampleChangedBy(EXAMPLE_IDS.application),
-  deduplicated: false,
+  _extras: { deduplicated: false },
 } satisfies CreatedTokenResponse;
 
 /** Fingerprints are keyed by type: this one differs from the card token's, though the number is the same. */
@@ -98,7 +98,7 @@ const TOKENIZED_CARD_NUMBER_EXAMPLE = {
   mask: "{{ data | reveal_last: 4 }}",
   expires_at: null,
   ...exampleChangedBy(EXAMPLE_IDS.application),
-  deduplicated: false,
+  _extras: { deduplicated: false },
 } satisfies CreatedTokenResponse;
 
 /** TOKENIZE_REQUEST_EXAMPLE tokenized: the plain value by its token's id, each request by its token. */

@@ -56,7 +56,7 @@ const countCreatedTokens: MiddlewareHandler<AppEnv> = async (c, next) => {
 const answerCommittedCreate: AnswerCommitted = async (context, principal, outcome, body) => {
   const converted = typeof body === "object" && body !== null && "token_intent_id" in body;
   const token = await creation.answerCommittedToken(context, principal, outcome, !converted);
-  return { status: token.deduplicated ? 200 : 201, body: token };
+  return { status: token._extras.deduplicated ? 200 : 201, body: token };
 };
 
 const answerCommittedTokenize: AnswerCommitted = async (context, principal, outcome, payload) => ({
@@ -73,7 +73,8 @@ const create = createRoute({
   description:
     "Needs token:create on every container of the token; members left out take the type's defaults (container, fingerprint " +
     "expression, mask, search indexes). The answer shows the data as the caller's token:create transform does. With " +
-    "`deduplicate_token`, the oldest live token of the same type and fingerprint where the caller holds token:create is answered instead, with 200; " +
+    "`deduplicate_token`, the oldest live token of the same type and fingerprint where the caller holds token:create is answered instead, with 200 " +
+    "and `_extras.deduplicated` true; " +
     "public and session keys may not send it (400), and are never shown a fingerprint. " +
     "With `token_intent_id` instead of `type` and `data`, a private key converts a token intent: the token gets the intent's type " +
     "and data (a card without its cvc) and the other members given, the intent is deleted with it, and the answer shows the token " +
@@ -187,7 +188,7 @@ export const tokenRoutes = createRouter()
       "token_intent_id" in body
         ? await convertTokenIntent(c.var.context, c.var.principal, body)
         : await creation.createToken(c.var.context, c.var.principal, body);
-    return c.json(token, token.deduplicated ? 200 : 201);
+    return c.json(token, token._extras.deduplicated ? 200 : 201);
   })
   .openapi(list, async (c) => c.json(await tokens.listTokens(c.var.context, c.var.principal, c.req.valid("query")), 200))
   .openapi(get, async (c) => c.json(await tokens.getToken(c.var.context, c.var.principal, c.req.valid("param").id), 200))

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { PageQuery, repeatable } from "../http/schemas";
+import { DATE_TIME_FORMS, parseDateTime } from "../http/date-times";
+import { PageQuery, repeatable, UNKNOWN_MEMBERS_REFUSED } from "../http/schemas";
 import { TOKENS } from "../limits";
 import { ContainerPath } from "./containers";
 import { EXPRESSION_MAX_LENGTH, expressionProblem } from "./expressions";
@@ -13,14 +14,7 @@ const METADATA_KEY_MAX_LENGTH = TOKENS.metadataKeyMaxLength;
 const METADATA_VALUE_MAX_LENGTH = TOKENS.metadataValueMaxLength;
 
 /** Unknown members are refused: a misspelt `search_indexes` must not silently create an unindexed token. */
-export const strict = {
-  error: (issue: { code?: string; keys?: string[] }) =>
-    issue.code === "unrecognized_keys"
-      ? `unknown field${issue.keys!.length > 1 ? "s" : ""}: ${issue.keys!.join(", ")}`
-      : issue.code === "invalid_type"
-        ? "must be a JSON object"
-        : undefined,
-};
+export const strict = UNKNOWN_MEMBERS_REFUSED;
 
 export const TokenTypeSchema = z.enum(TOKEN_TYPES, { error: `must be one of ${TOKEN_TYPES.join(", ")}` });
 
@@ -84,11 +78,26 @@ const SearchIndexes = z
   .array(Expression, { error: "must be an array of expressions" })
   .max(MAX_SEARCH_INDEXES, `must hold at most ${MAX_SEARCH_INDEXES} expressions`);
 
+/** A time to come, in either form parseDateTime reads; normalised to ISO 8601 in UTC. */
 const FutureTime = z
-  .string({ error: "must be an ISO 8601 date-time" })
-  .pipe(z.iso.datetime({ offset: true, error: "must be an ISO 8601 date-time with a time zone, e.g. 2030-01-01T00:00:00Z" }))
-  .refine((time) => Date.parse(time) > Date.now(), "must be in the future")
-  .openapi({ type: "string", format: "date-time", description: "ISO 8601 with a time zone, in the future" });
+  .string({ error: `must be ${DATE_TIME_FORMS}` })
+  .transform((text, ctx) => {
+    const time = parseDateTime(text);
+    if (time === null) {
+      ctx.addIssue({ code: "custom", message: `must be ${DATE_TIME_FORMS}` });
+      return z.NEVER;
+    }
+    if (time <= Date.now()) {
+      ctx.addIssue({ code: "custom", message: "must be in the future" });
+      return z.NEVER;
+    }
+    return new Date(time).toISOString();
+  })
+  .openapi({
+    type: "string",
+    description:
+      "In the future: ISO 8601 with a time zone (2030-08-26T19:23:57-07:00), or the original docs' form (8/26/2030 7:23:57 PM -07:00)",
+  });
 
 /**
  * A chosen token id: a literal id, or an alias expression over `data` whose rendered value must
@@ -144,7 +153,7 @@ export const TOKEN_REQUEST_MEMBERS = {
 /** A token's data, checked against its type's rules (a token intent's too): an issue per refused member, never echoing it. */
 export const TokenData = JsonValue.refine((data) => data !== undefined, "is required").openapi({
   description:
-    "`card`: {number, expiration_month, expiration_year, cvc?}; `bank`: {routing_number, account_number}; a string for the other typed types; any JSON value but null for type token",
+    "`card`: {number, expiration_month?, expiration_year? (both or neither), cvc?}; `bank`: {routing_number, account_number}; a string for the other typed types; any JSON value but null for type token",
 });
 
 /** Adds an issue under `data` for each member the type's rules refuse. */
@@ -226,8 +235,12 @@ export const TokenSchema = z
 
 export type TokenResponse = z.infer<typeof TokenSchema>;
 
+/** How a create or update answered the token (the current interface's `_extras`; response only). */
+const extrasOf = (deduplicated: string) =>
+  z.object({ deduplicated: z.boolean().openapi({ description: deduplicated }) }).openapi({ description: "How the token was answered" });
+
 export const CreatedTokenSchema = TokenSchema.extend({
-  deduplicated: z.boolean().openapi({ description: "True when an existing token was returned instead of a new one" }),
+  _extras: extrasOf("True when an existing token was returned instead of a new one"),
 }).openapi("CreatedToken");
 
 export type CreatedTokenResponse = z.infer<typeof CreatedTokenSchema>;
@@ -244,9 +257,7 @@ export const UpdatedTokenSchema = TokenSchema.partial({
   fingerprint_expression: true,
   mask: true,
 })
-  .extend({
-    deduplicated: z.boolean().openapi({ description: "True when an existing token was returned and this token left as it was" }),
-  })
+  .extend({ _extras: extrasOf("True when an existing token was returned and this token left as it was") })
   .openapi("UpdatedToken");
 
 export type UpdatedTokenResponse = z.infer<typeof UpdatedTokenSchema>;

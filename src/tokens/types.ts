@@ -45,16 +45,17 @@ export const TOKEN_TYPE_RULES: Record<TokenType, TokenTypeRules> = {
     defaultSearchIndexes: [],
   },
   card: {
-    refuse: (data) =>
-      refuseMembers(data, {
+    // The expiry is optional, as the current docs have it, but whole: a month means nothing without its year.
+    refuse: (data) => [
+      ...refuseMembers(data, {
         number: { required: true, refuse: refuseCardNumber },
         expiration_month: {
-          required: true,
+          required: false,
           refuse: (month) =>
             Number.isInteger(month) && (month as number) >= 1 && (month as number) <= 12 ? null : "must be an integer from 1 to 12",
         },
         expiration_year: {
-          required: true,
+          required: false,
           refuse: (year) =>
             Number.isInteger(year) && (year as number) >= 1000 && (year as number) <= 9999 ? null : "must be a four-digit integer",
         },
@@ -63,6 +64,8 @@ export const TOKEN_TYPE_RULES: Record<TokenType, TokenTypeRules> = {
           refuse: (cvc) => (typeof cvc === "string" && /^\d{3,4}$/.test(cvc) ? null : "must be a string of 3 or 4 digits"),
         },
       }),
+      ...refuseHalfOf(data, ["expiration_month", "expiration_year"]),
+    ],
     container: "/pci/high/",
     fingerprintExpression: "{{ data.number }}",
     // Never the cvc; the expiry is not a secret on its own.
@@ -71,7 +74,8 @@ export const TOKEN_TYPE_RULES: Record<TokenType, TokenTypeRules> = {
       expiration_month: "{{ data.expiration_month }}",
       expiration_year: "{{ data.expiration_year }}",
     },
-    defaultSearchIndexes: null,
+    // None by default, as for type token; the current docs let a card take any (`{{ data.number | last4 }}`).
+    defaultSearchIndexes: [],
   },
   bank: {
     refuse: (data) =>
@@ -171,6 +175,15 @@ function refuseMembers(data: unknown, members: Record<string, MemberRule>): Refu
     refusals.push({ path: [name], message: "is not a member of this type" });
   }
   return refusals;
+}
+
+/** Members that go together: when some are given (not null), each missing one is refused. */
+function refuseHalfOf(data: unknown, members: string[]): Refusal[] {
+  if (data === null || typeof data !== "object" || Array.isArray(data)) return [];
+  const given = (name: string) => (data as Record<string, unknown>)[name] != null;
+  const present = members.filter(given);
+  if (present.length === 0 || present.length === members.length) return [];
+  return members.filter((name) => !given(name)).map((name) => ({ path: [name], message: `is required with ${present.join(" and ")}` }));
 }
 
 /** Luhn mod 10: every second digit from the right is doubled. */

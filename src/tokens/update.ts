@@ -80,7 +80,7 @@ export async function updateToken(
       const transform = accessTo(principal, "token:update", definition.containers, row.id) ?? "redact";
       const updated = await present(principal, sealed.row, transform, () => definition.data);
       context.audit.describe({ event: { type: "token.updated", data: tokenEventData(sealed.row) } });
-      return principal.applicationType === "public" ? publicUpdateAnswer(updated) : { ...updated, deduplicated: false };
+      return principal.applicationType === "public" ? publicUpdateAnswer(updated) : { ...updated, _extras: { deduplicated: false } };
     }
     const current = await findLiveToken(context, id, Date.now());
     // Re-sealed by a data-key rotation, or its cvc dropped by the cron: neither is a change of the
@@ -111,7 +111,7 @@ async function tokenToUpdate(context: TenantContext, principal: Principal, id: s
 /** A public key's update answers under redact, whatever its rule: the token's identity, metadata and times. */
 function publicUpdateAnswer(token: TokenResponse): UpdatedTokenResponse {
   const { id, type, tenant_id, metadata, expires_at, created_by, created_at, modified_by, modified_at } = token;
-  return { id, type, tenant_id, metadata, expires_at, created_by, created_at, modified_by, modified_at, deduplicated: false };
+  return { id, type, tenant_id, metadata, expires_at, created_by, created_at, modified_by, modified_at, _extras: { deduplicated: false } };
 }
 
 /**
@@ -181,7 +181,7 @@ function definedMembers(patch: UpdateToken): Partial<UpdateToken> {
 async function presentDuplicate(keys: TenantKeys, principal: Principal, row: TokenRow): Promise<UpdatedTokenResponse> {
   const transform = accessTo(principal, "token:read", containersOf(row), row.id);
   const token = await present(principal, row, transform ?? "redact", () => decryptData(keys, row));
-  if (transform !== null) return { ...token, deduplicated: true };
+  if (transform !== null) return { ...token, _extras: { deduplicated: true } };
   const { metadata: _metadata, search_indexes: _indexes, fingerprint_expression: _expression, mask: _mask, ...redacted } = token;
-  return { ...redacted, deduplicated: true };
+  return { ...redacted, _extras: { deduplicated: true } };
 }

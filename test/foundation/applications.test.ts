@@ -317,7 +317,7 @@ describe("applications: POST /applications/{id}/regenerate", () => {
     expectProblem(await call("GET", "/applications/key", { key: second.body.key }), 401);
     expect((await call("GET", "/applications/key", { key: reply.body.key })).body.id).toBe(app.id);
     const keys = await call("GET", `/applications/${app.id}/keys`, { key: tenant.managementKey });
-    expect(keys.body.data.map((key: { id: string }) => key.id)).toEqual([reply.body.keys[0].id]);
+    expect(keys.body.map((key: { id: string }) => key.id)).toEqual([reply.body.keys[0].id]);
   });
 
   it("regenerating the caller's own application revokes the calling key too; the answered key takes over", async () => {
@@ -398,7 +398,7 @@ describe("permissions: GET /permissions?application_type=", () => {
   it("lists the management permissions for management", async () => {
     const tenant = await seedTenant();
     const reply = await call("GET", "/permissions?application_type=management", { key: tenant.managementKey });
-    expect(reply.body).toHaveLength(17);
+    expect(reply.body).toHaveLength(19);
     expect(reply.body[0]).toEqual({
       type: "application:create",
       description: "Create applications and their keys",
@@ -408,7 +408,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(27);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(29);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {

@@ -39,7 +39,7 @@ describe("authentication", () => {
     });
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "proxy:create", application_types: ["management"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "session:authorize", application_types: ["private"] }));
-    expect(reply.body).toHaveLength(27);
+    expect(reply.body).toHaveLength(29);
   });
 });
 
@@ -54,6 +54,7 @@ describe("every application route needs a key and its permission", () => {
     ["DELETE", `/applications/${ID}`, "application:delete"],
     ["POST", `/applications/${ID}/keys`, "application:create"],
     ["GET", `/applications/${ID}/keys`, "application:read"],
+    ["GET", `/applications/${ID}/keys/${KEY_ID}`, "application:read"],
     ["DELETE", `/applications/${ID}/keys/${KEY_ID}`, "application:delete"],
   ])("%s %s: 401 without a key, 403 naming %s without the permission", async (method, path, permission) => {
     const body = method === "POST" || method === "PUT" ? { name: "x", type: "public" } : undefined;
@@ -77,8 +78,8 @@ describe("API keys", () => {
 
     const listed = await call("GET", `/applications/${app.id}/keys`, { key: tenant.managementKey });
     expect(listed.status).toBe(200);
-    expect(listed.body.data).toHaveLength(2);
-    for (const key of listed.body.data) expect(Object.keys(key).sort()).toEqual(["created_at", "expires_at", "id"]);
+    expect(listed.body).toHaveLength(2);
+    for (const key of listed.body) expect(Object.keys(key).sort()).toEqual(["created_at", "expires_at", "id"]);
     expect(JSON.stringify(listed.body)).not.toContain(created.body.key);
   });
 
@@ -89,7 +90,7 @@ describe("API keys", () => {
     expect((await call("GET", "/permissions", { key: app.key })).status).toBe(200);
 
     const keys = await call("GET", `/applications/${app.id}/keys`, { key: tenant.managementKey });
-    const firstKeyId = keys.body.data.find((key: { id: string }) => key.id !== second.body.id).id;
+    const firstKeyId = keys.body.find((key: { id: string }) => key.id !== second.body.id).id;
     expect((await call("DELETE", `/applications/${app.id}/keys/${firstKeyId}`, { key: tenant.managementKey })).status).toBe(204);
 
     expectProblem(await call("GET", "/permissions", { key: app.key }), 401);
@@ -102,7 +103,7 @@ describe("API keys", () => {
     const other = await seedTenant();
     const app = await createApplication(owner, { type: "private", permissions: ["token:read"] });
     const keys = await call("GET", `/applications/${app.id}/keys`, { key: owner.managementKey });
-    expectProblem(await call("DELETE", `/applications/${app.id}/keys/${keys.body.data[0].id}`, { key: other.managementKey }), 404);
+    expectProblem(await call("DELETE", `/applications/${app.id}/keys/${keys.body[0].id}`, { key: other.managementKey }), 404);
     expect((await call("GET", "/permissions", { key: app.key })).status).toBe(200);
   });
 

@@ -74,7 +74,7 @@ describe("credential lookups reused by an isolate", () => {
     const keys = await callConfigured(LONG, "GET", `/applications/${app.id}/keys`, {
       headers: { "SVC-API-KEY": tenant.managementKey },
     });
-    const revoked = await callConfigured(LONG, "DELETE", `/applications/${app.id}/keys/${keys.body.data[0].id}`, {
+    const revoked = await callConfigured(LONG, "DELETE", `/applications/${app.id}/keys/${keys.body[0].id}`, {
       headers: { "SVC-API-KEY": tenant.managementKey },
     });
     expect(revoked.status).toBe(204);

@@ -103,7 +103,7 @@ describe("idempotency: a request killed while it held its key", () => {
       ssn: { type: "social_security_number", data: SSN, deduplicate_token: true },
     };
     const written = await tokenizeKilledAfterWrite(tenant, "deduplicated", LEASE_RAN_OUT, payload);
-    expect(written.card).toMatchObject({ id: existing.id, deduplicated: true });
+    expect(written.card).toMatchObject({ id: existing.id, _extras: { deduplicated: true } });
 
     const retry = await retryTokenize(tenant, "deduplicated", payload);
     expect(retry.status, retry.text).toBe(201);
@@ -119,7 +119,7 @@ describe("idempotency: a request killed while it held its key", () => {
 
     const retry = await retryTokenize(tenant, "raced", payload);
     expect(retry.status, retry.text).toBe(201);
-    expect(retry.body.card).toMatchObject({ id: winner.id, deduplicated: true });
+    expect(retry.body.card).toMatchObject({ id: winner.id, _extras: { deduplicated: true } });
   });
 
   it("a token the attempt created and that was deleted since: the retry is a 409 saying the request was processed, and writes nothing", async () => {

@@ -221,7 +221,7 @@ describe("OpenAPI", () => {
     for (const route of new Set(routes)) expect(documented, route).toContain(route);
   });
 
-  it("shows examples the vault accepts (a card token, a tokenize body, a search, a proxy with a transform, a formula) and the proxy_error shape", async () => {
+  it("shows examples the vault accepts (a card token, a tokenize body, a search, a proxy with a transform, a formula, a reactor with code) and the proxy_error shape", async () => {
     const document = (await call("GET", "/openapi.json")).body;
     const tenant = await seedTokenTenant();
     const examples: [string, string][] = [
@@ -230,6 +230,7 @@ describe("OpenAPI", () => {
       ["/tokens/search", tenant.key],
       ["/proxies", tenant.managementKey],
       ["/reactor-formulas", tenant.managementKey],
+      ["/reactors", tenant.managementKey],
     ];
     for (const [path, key] of examples) {
       const example = document.paths[path].post.requestBody.content["application/json"].example;

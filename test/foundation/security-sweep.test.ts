@@ -5,7 +5,7 @@ import { expectDocumentedReply } from "../support/documented-replies";
 import { BASE, call, createApplication, type Reply, seedTenant, type Tenant } from "../support/harness";
 import { type DocumentedOperation, documentedOperations } from "../support/openapi";
 import { createProxy } from "../support/proxies";
-import { createFormula, createReactor } from "../support/reactors";
+import { createFormula, createReactor, reactAsync } from "../support/reactors";
 import { readReply } from "../support/reply.mjs";
 import { createIntent, INTENT_PERMISSIONS } from "../support/token-intents";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
@@ -43,6 +43,7 @@ const VALID_BODIES: Record<string, unknown> = {
   "PUT /reactors/{id}": { name: "renamed", configuration: {} },
   "PATCH /reactors/{id}": { name: "renamed" },
   "POST /reactors/{id}/react": { args: {} },
+  "POST /reactors/{id}/react-async": { args: {} },
   "POST /applications/{id}/keys": {},
   "POST /applications/{id}/regenerate": {},
   "PUT /webhooks/{id}": { name: "renamed", url: "https://example.com/hook", events: ["token.created"] },
@@ -53,6 +54,9 @@ const KEY_OF_TYPE = new Map([["POST /sessions", /requires a public application's
 
 /** Routes every valid key may call: they only show the caller what it already is or may hold. */
 const ANY_VALID_KEY = new Set(["GET /applications/key", "GET /permissions"]);
+
+/** Routes that need no key at all: they tell only that the vault answers, and read no key they are sent. */
+const NO_KEY = new Set(["GET /ping"]);
 
 let operations: Operation[] = [];
 let owner: TokenTenant;
@@ -80,6 +84,8 @@ beforeAll(async () => {
   const proxy = await createProxy(owner);
   const formula = await createFormula(owner);
   const reactor = await createReactor(owner, formula.id);
+  const reaction = await reactAsync(owner.key, reactor.id, {});
+  expect(reaction.status, JSON.stringify(reaction.body)).toBe(202);
   // The loopback receiver: the owner's token events are delivered there, never to the network.
   const webhook = await createWebhook(owner, { url: receiver().url });
   await createWebhook(owner, { url: receiver().url });
@@ -89,10 +95,11 @@ beforeAll(async () => {
     tokens: token.id,
     "token-intents": intent.id,
     applications: application.id,
-    keys: keys.body.data[0].id,
+    keys: keys.body[0].id,
     proxies: proxy.id,
     "reactor-formulas": formula.id,
     reactors: reactor.id,
+    requests: reaction.body.asyncReactorRequestId,
     webhooks: webhook.id,
     proxy: "charges",
     tenants: owner.tenantId,
@@ -145,7 +152,7 @@ describe("security sweep over every route of the OpenAPI document", () => {
   });
 
   it("answers 401 without a key", async () => {
-    for (const operation of operations) {
+    for (const operation of operations.filter((candidate) => !NO_KEY.has(name(candidate)))) {
       const reply = await send(operation, ownedPath(operation.path), {});
       expect(reply.status, name(operation)).toBe(401);
       expect(reply.body.detail ?? reply.body.proxy_error?.detail, name(operation)).toMatch(/SVC-(API|OPERATOR|PROXY)-KEY/);
@@ -158,7 +165,9 @@ describe("security sweep over every route of the OpenAPI document", () => {
   });
 
   it("answers 403 naming the permission to a key whose application holds none", async () => {
-    for (const operation of operations.filter((candidate) => !candidate.operator && !ANY_VALID_KEY.has(name(candidate)))) {
+    for (const operation of operations.filter(
+      (candidate) => !candidate.operator && !ANY_VALID_KEY.has(name(candidate)) && !NO_KEY.has(name(candidate)),
+    )) {
       const key = invokesProxy(operation) ? ownerPowerless : powerless;
       const reply = await send(operation, ownedPath(operation.path), { "SVC-API-KEY": key, ...proxyKeyFor(operation) });
       expect(reply.status, name(operation)).toBe(403);
@@ -174,6 +183,22 @@ describe("security sweep over every route of the OpenAPI document", () => {
       expect(operation, route).toBeDefined();
       const reply = await send(operation!, path, { "SVC-API-KEY": powerless });
       expect(reply.status, `${method} ${path}`).toBe(200);
+    }
+  });
+
+  it("answers the routes that need no key the same with or without one, naming no tenant", async () => {
+    for (const route of NO_KEY) {
+      const operation = operations.find((candidate) => name(candidate) === route);
+      expect(operation, route).toBeDefined();
+      const path = route.split(" ")[1]!;
+      const replies = await Promise.all(
+        ([{}, { "SVC-API-KEY": owner.key }, { "SVC-API-KEY": "key_unknown" }] as Record<string, string>[]).map((headers) =>
+          send(operation!, path, headers),
+        ),
+      );
+      expect(replies.map((reply) => reply.status)).toEqual([200, 200, 200]);
+      expect(new Set(replies.map((reply) => reply.text)).size, route).toBe(1);
+      expect(replies[0]!.text).not.toContain(owner.tenantId);
     }
   });
 

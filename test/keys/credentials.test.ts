@@ -20,7 +20,7 @@ describe("expiring API keys", () => {
     expect((await call("GET", "/applications", { key: created.body.key })).status).toBe(200);
 
     const listed = await call("GET", `/applications/${tenant.managementApplicationId}/keys`, { key: tenant.managementKey });
-    expect(listed.body.data).toContainEqual({ id: created.body.id, created_at: expect.any(String), expires_at: expiresAt.toISOString() });
+    expect(listed.body).toContainEqual({ id: created.body.id, created_at: expect.any(String), expires_at: expiresAt.toISOString() });
 
     await until(expiresAt.getTime());
     const refused = await call("GET", "/applications", { key: created.body.key });
@@ -63,7 +63,7 @@ describe("expiring API keys", () => {
     });
     expectProblem(malformed, 400);
     const keys = await call("GET", `/applications/${app.body.id}/keys`, { key: tenant.managementKey });
-    expect(keys.body.data).toHaveLength(2);
+    expect(keys.body).toHaveLength(2);
   });
 });
 

@@ -117,7 +117,7 @@ describe("npx token-vault", () => {
     expect(listed.stdout).not.toContain(added.key);
     const revoked = await cli(["keys", "revoke", application.id, added.id], { api });
     expect(revoked.stdout.trim()).toBe(`Key ${added.id} revoked.`);
-    expect((await json(["keys", "list", application.id], { api })).data.map((key: { id: string }) => key.id)).not.toContain(added.id);
+    expect((await json(["keys", "list", application.id], { api })).map((key: { id: string }) => key.id)).not.toContain(added.id);
     refused(await cli(["keys", "list", crypto.randomUUID()], { api }), /^token-vault: 404 /);
   });
 

@@ -12,7 +12,7 @@ import { createToken, seedTokenTenant } from "../support/tokens";
 const SCOPE = { tenantId: "tenant", now: 0, containers: ["/pii/"], blindIndexes: new Map<string, string>() };
 const WINDOW = { limit: 20, offset: 0, countLimit: 100 };
 const HOSTILE = `x'); DELETE FROM tokens; --`;
-const DATA_TYPES = /t\.type IN \('token', 'social_security_number', 'employer_id_number'\)/g;
+const DATA_TYPES = /t\.type IN \('token', 'social_security_number', 'employer_id_number', 'card'\)/g;
 
 describe("the compiler", () => {
   it("no value of the query is ever part of the SQL text", () => {

@@ -21,7 +21,7 @@ describe("rule 2 (extra): a deduplicated create shows no more than a read would"
     const guess = { number: VISA, expiration_month: 1, expiration_year: 2030 };
     const reply = await call("POST", "/tokens", { key: browser.key, body: { type: "card", data: guess, deduplicate_token: true } });
     expect(reply.status, reply.text).toBe(200);
-    expect(reply.body.deduplicated).toBe(true);
+    expect(reply.body._extras.deduplicated).toBe(true);
     // The data only: ids and the fingerprint are random text that may hold "864" by chance.
     expect(JSON.stringify(reply.body.data ?? null)).not.toContain("864");
     expect(reply.body.data?.expiration_month).not.toBe(7);
@@ -39,7 +39,7 @@ describe("rule 2 (extra): a deduplicated create shows no more than a read would"
       key: creator.key,
       body: { type: "token", data: { email: profile.email }, fingerprint_expression: "{{ data.email }}", deduplicate_token: true },
     });
-    expect(reply.body.deduplicated).toBe(true);
+    expect(reply.body._extras.deduplicated).toBe(true);
     expect(reply.text).not.toContain(profile.ssn);
   });
 });

@@ -53,18 +53,7 @@ describe("rule 8: a public key updates only the tokens its own application creat
     const updated = await patch(browser.key, own.body.id, { data: ATTACKER_BANK, metadata: { step: "2" } });
     expect(updated.status, updated.text).toBe(200);
     expect(Object.keys(updated.body).sort()).toEqual(
-      [
-        "created_at",
-        "created_by",
-        "deduplicated",
-        "expires_at",
-        "id",
-        "metadata",
-        "modified_at",
-        "modified_by",
-        "tenant_id",
-        "type",
-      ].sort(),
+      ["_extras", "created_at", "created_by", "expires_at", "id", "metadata", "modified_at", "modified_by", "tenant_id", "type"].sort(),
     );
     expect(updated.body.metadata).toEqual({ step: "2" });
   });

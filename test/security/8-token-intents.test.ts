@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { callConfigured } from "../support/configured";
 import { dataDatabaseOf } from "../support/context";
 import { call, callRoute, createApplication, expectProblem, rowCounts } from "../support/harness";
+import { createFormula, createReactor, react } from "../support/reactors";
 import { createSession } from "../support/sessions";
 import { CARD, convertIntent, createIntent, INTENT_PERMISSIONS, seedIntentTenant, storedIntents } from "../support/token-intents";
 
@@ -219,6 +220,27 @@ describe("rule 8: tenants and conversions", () => {
     }
     expect(await tokenCount(tenant.tenantId)).toBe(3);
     expect(await storedIntents(tenant.tenantId)).toBe(0);
+  });
+
+  it("a react replayed by its idempotency key answers an intent's data only while the intent lives: after its conversion, a 409", async () => {
+    const tenant = await seedIntentTenant();
+    const formula = await createFormula(tenant, { code: "module.exports = async (req) => ({ raw: req.args });" });
+    const reactor = await createReactor(tenant, formula.id);
+    const caller = await createApplication(tenant, { type: "private", permissions: ["token:use"] });
+    const intent = await createIntent(tenant.browserKey);
+    const args = { number: `{{ token_intent: ${intent.id} | json: '$.data.number' }}` };
+    const idempotent = { "SVC-IDEMPOTENCY-KEY": `react-${intent.id}` };
+    const first = await react(caller.key, reactor.id, args, idempotent);
+    expect(first.status, first.text).toBe(200);
+    expect(first.text).toContain(CARD.number);
+    const replayed = await react(caller.key, reactor.id, args, idempotent);
+    expect(replayed.headers.get("SVC-Idempotent-Replayed")).toBe("true");
+    expect(replayed.text).toContain(CARD.number);
+
+    expect((await convertIntent(tenant.serverKey, intent.id)).status).toBe(201);
+    const withheld = expectProblem(await react(caller.key, reactor.id, args, idempotent), 409);
+    expect(withheld.detail).toContain(`Token intent ${intent.id} does not exist`);
+    expect(JSON.stringify(withheld)).not.toContain(CARD.number);
   });
 
   it("a conversion that fails leaves the intent: a taken id, a refused container", async () => {

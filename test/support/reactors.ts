@@ -51,6 +51,36 @@ export async function createReactor(
   return reply.body;
 }
 
+/** POST /reactors with its own code that must succeed; returns the reactor. */
+export async function createCodeReactor(
+  tenant: Tenant,
+  code: string,
+  options: { configuration?: Record<string, unknown>; applicationId?: string; name?: string } = {},
+): Promise<any> {
+  const reply = await call("POST", "/reactors", {
+    key: tenant.managementKey,
+    body: {
+      name: options.name ?? "coded",
+      code,
+      configuration: options.configuration ?? {},
+      ...(options.applicationId ? { application: { id: options.applicationId } } : {}),
+    },
+  });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  return reply.body;
+}
+
+/** A tenant with a reactor running its own `code`, and a private application that may react (token:use everywhere). */
+export async function codeReactorRunning(
+  code: string,
+  options: { configuration?: Record<string, unknown>; applicationId?: string; tenant?: Tenant } = {},
+) {
+  const tenant = options.tenant ?? (await seedTenant());
+  const reactor = await createCodeReactor(tenant, code, { configuration: options.configuration, applicationId: options.applicationId });
+  const caller = await createApplication(tenant, { type: "private", permissions: ["token:use"] });
+  return { tenant, reactor, caller };
+}
+
 /** POST /reactors/{id}/react with the caller's key. */
 export function react(key: string, reactorId: string, args: unknown, headers: Record<string, string> = {}) {
   return call("POST", `/reactors/${reactorId}/react`, { key, body: { args }, headers });
@@ -66,6 +96,27 @@ export async function reactorRunning(
   const reactor = await createReactor(tenant, formula.id, { configuration: options.configuration, applicationId: options.applicationId });
   const caller = await createApplication(tenant, { type: "private", permissions: ["token:use"] });
   return { tenant, formula, reactor, caller };
+}
+
+/** POST /reactors/{id}/react-async with the caller's key. */
+export function reactAsync(key: string, reactorId: string, args: unknown, headers: Record<string, string> = {}) {
+  return call("POST", `/reactors/${reactorId}/react-async`, { key, body: { args }, headers });
+}
+
+/** GET /reactors/{id}/results/{request_id} with the caller's key. */
+export function reactionResult(key: string, reactorId: string, requestId: string) {
+  return call("GET", `/reactors/${reactorId}/results/${requestId}`, { key });
+}
+
+/** The result once the queue consumer has run the reaction (completed or failed): it runs a moment after the request. */
+export async function settledReaction(key: string, reactorId: string, requestId: string, timeoutMs = 30_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const reply = await reactionResult(key, reactorId, requestId);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    if (reply.body.status === "completed" || reply.body.status === "failed" || Date.now() > deadline) return reply.body;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /**

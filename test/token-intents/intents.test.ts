@@ -212,7 +212,7 @@ describe("converting an intent into a token (POST /tokens {token_intent_id})", (
       containers: ["/pci/cards/"],
       metadata: { order: "42" },
       data: { number: CARD.number, expiration_month: 12, expiration_year: 2030 },
-      deduplicated: false,
+      _extras: { deduplicated: false },
     });
     expect(reply.body.data).not.toHaveProperty("cvc");
     expect(reply.body.id).not.toBe(intent.id);
@@ -261,7 +261,7 @@ describe("converting an intent into a token (POST /tokens {token_intent_id})", (
     const intent = await createIntent(tenant.browserKey);
     const reply = await convertIntent(tenant.serverKey, intent.id, { deduplicate_token: true });
     expect(reply.status, reply.text).toBe(200);
-    expect(reply.body).toMatchObject({ id: existing.id, deduplicated: true });
+    expect(reply.body).toMatchObject({ id: existing.id, _extras: { deduplicated: true } });
     expect(await storedIntents(tenant.tenantId)).toBe(0);
   });
 
@@ -277,13 +277,16 @@ describe("converting an intent into a token (POST /tokens {token_intent_id})", (
     expect(await storedIntents(tenant.tenantId)).toBe(1);
   });
 
-  it("search_indexes follow the intent's type: an SSN intent takes them, a card intent refuses them", async () => {
+  it("search_indexes follow the intent's type: token and card intents take them, a bank intent refuses them", async () => {
     const tenant = await seedIntentTenant();
-    const ssn = await createIntent(tenant.browserKey, { type: "token", data: "private note" });
-    const converted = await convertIntent(tenant.serverKey, ssn.id, { search_indexes: ["{{ data }}"] });
+    const note = await createIntent(tenant.browserKey, { type: "token", data: "private note" });
+    const converted = await convertIntent(tenant.serverKey, note.id, { search_indexes: ["{{ data }}"] });
     expect(converted.status, converted.text).toBe(201);
     const card = await createIntent(tenant.browserKey);
-    const refused = expectProblem(await convertIntent(tenant.serverKey, card.id, { search_indexes: ["{{ data.number }}"] }), 400);
+    const indexed = await convertIntent(tenant.serverKey, card.id, { search_indexes: ["{{ data.number | last4 }}"] });
+    expect(indexed.status, indexed.text).toBe(201);
+    const bank = await createIntent(tenant.browserKey, { type: "bank", data: { routing_number: "021000021", account_number: "1234567890" } });
+    const refused = expectProblem(await convertIntent(tenant.serverKey, bank.id, { search_indexes: ["{{ data.account_number }}"] }), 400);
     expect(Object.keys(refused.errors!)).toEqual(["search_indexes"]);
   });
 

@@ -93,7 +93,7 @@ describe("bank tokens", () => {
     expect(other.id).not.toBe(first.id);
     const again = await call("POST", "/tokens", { key, body: { type: "bank", data: { ...BANK }, deduplicate_token: true } });
     expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ id: first.id, deduplicated: true });
+    expect(again.body).toMatchObject({ id: first.id, _extras: { deduplicated: true } });
   });
 
   it("are found by type:bank", async () => {

@@ -138,3 +138,106 @@ describe("POST /detokenize", () => {
     expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "401", "403", "413", "415", "429"]);
   });
 });
+
+describe("POST /detokenize: the original docs' token list", () => {
+  it("answers {tokens: [id, id]} with the tokens, their data under the caller's token:use rule", async () => {
+    const tenant = await seedTokenTenant();
+    const name = await createToken(tenant.key, { type: "token", data: "secret data", metadata: { source: "web" } });
+    const card = await createToken(tenant.key, { type: "card", data: CARD });
+    const reply = await detokenize(tenant.key, { tokens: [name.id, card.id] });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(reply.body).toEqual({
+      tokens: [
+        {
+          id: name.id,
+          type: "token",
+          tenant_id: tenant.tenantId,
+          data: "secret data",
+          containers: ["/general/high/"],
+          metadata: { source: "web" },
+          expires_at: null,
+          created_by: name.created_by,
+          created_at: name.created_at,
+          modified_by: name.modified_by,
+          modified_at: name.modified_at,
+        },
+        expect.objectContaining({ id: card.id, type: "card", data: CARD }),
+      ],
+    });
+  });
+
+  it("takes the docs' full token expressions {{ token: <id> }} in the list the same way", async () => {
+    const tenant = await seedTokenTenant();
+    const name = await createToken(tenant.key, { type: "token", data: "Ada" });
+    const reply = await detokenize(tenant.key, { tokens: [`{{ token: ${name.id} }}`, `{{token:${name.id}}}`] });
+    expect(reply.body.tokens.map((token: { id: string; data: unknown }) => [token.id, token.data])).toEqual([
+      [name.id, "Ada"],
+      [name.id, "Ada"],
+    ]);
+  });
+
+  it("detokenizes the list's data-only expressions and the body's other members as before", async () => {
+    const tenant = await seedTokenTenant();
+    const name = await createToken(tenant.key, { type: "token", data: "Ada" });
+    const reply = await detokenize(tenant.key, {
+      tokens: [name.id, `{{ ${name.id} | upcase }}`, 7, null],
+      greeting: `Hi {{ ${name.id} }}`,
+    });
+    expect(reply.body).toEqual({ tokens: [expect.objectContaining({ id: name.id, data: "Ada" }), "ADA", 7, null], greeting: "Hi Ada" });
+  });
+
+  it("shows each token's data masked under a masking use rule, and never its fingerprint or expressions", async () => {
+    const tenant = await seedTokenTenant();
+    const card = await createToken(tenant.key, { type: "card_number", data: VISA });
+    const masked = await createApplication(tenant, {
+      type: "private",
+      rules: [{ priority: 1, container: "/", transform: "mask", permissions: ["token:use"] }],
+    });
+    const [token] = (await detokenize(masked.key, { tokens: [card.id] })).body.tokens;
+    expect(token.data).toBe("XXXXXXXXXXXX4242");
+    for (const member of ["fingerprint", "fingerprint_expression", "search_indexes", "mask"]) expect(token).not.toHaveProperty(member);
+  });
+
+  it("needs token:use on every container of each listed token (403), and shows nothing of it", async () => {
+    const tenant = await seedTokenTenant();
+    const card = await createToken(tenant.key, { type: "card_number", data: VISA });
+    const general = await createApplication(tenant, {
+      type: "private",
+      rules: [{ priority: 1, container: "/general/", transform: "reveal", permissions: ["token:use"] }],
+    });
+    const problem = expectProblem(await detokenize(general.key, { tokens: [card.id] }), 403);
+    expect(JSON.stringify(problem)).not.toContain(VISA);
+  });
+
+  it("refuses an unknown, expired or another tenant's token (400 naming it), and an entry that is no token id", async () => {
+    const tenant = await seedTokenTenant();
+    const other = await seedTokenTenant();
+    const theirs = await createToken(other.key, { type: "token", data: "theirs" });
+    const expired = await createToken(tenant.key, { type: "token", data: "old" });
+    await expireToken(expired.id);
+    for (const id of ["00000000-0000-4000-8000-000000000000", theirs.id, expired.id]) {
+      const problem = expectProblem(await detokenize(tenant.key, { tokens: [id] }), 400);
+      expect(problem.detail).toContain(id);
+      expect(JSON.stringify(problem)).not.toContain("theirs");
+    }
+    const malformed = expectProblem(await detokenize(tenant.key, { tokens: ["ab", "{{ token: a/b }}"] }), 400);
+    expect(Object.keys(malformed.errors!).sort()).toEqual(["tokens[0]", "tokens[1]"]);
+  });
+
+  it("counts listed tokens against the 100 references of one request", async () => {
+    const tenant = await seedTokenTenant();
+    const name = await createToken(tenant.key, { type: "token", data: "Ada" });
+    const listed = (count: number) => Array.from({ length: count }, () => name.id);
+    expect((await detokenize(tenant.key, { tokens: listed(100) })).body.tokens).toHaveLength(100);
+    expect(expectProblem(await detokenize(tenant.key, { tokens: listed(101) }), 400).detail).toContain("100");
+    const mixed = { tokens: listed(60), other: Array.from({ length: 41 }, () => `{{ ${name.id} }}`) };
+    expect(expectProblem(await detokenize(tenant.key, mixed), 400).detail).toContain("100");
+  });
+
+  it("leaves a tokens member that is not an array, and a list nested deeper, as any other JSON", async () => {
+    const tenant = await seedTokenTenant();
+    const name = await createToken(tenant.key, { type: "token", data: "Ada" });
+    expect((await detokenize(tenant.key, { tokens: name.id })).body).toEqual({ tokens: name.id });
+    expect((await detokenize(tenant.key, { inner: { tokens: [name.id] } })).body).toEqual({ inner: { tokens: [name.id] } });
+  });
+});

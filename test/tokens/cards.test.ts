@@ -63,13 +63,62 @@ describe("card tokens", () => {
     expect(await refusedCard([CARD])).toEqual({ data: ["must be an object for type card"] });
   });
 
-  it("a missing required member is a 400 at its path", async () => {
-    expect(await refusedCard({ cvc: "123" })).toEqual({
-      "data.number": ["is required for type card"],
-      "data.expiration_month": ["is required for type card"],
-      "data.expiration_year": ["is required for type card"],
+  it("a missing number is a 400 at its path", async () => {
+    expect(await refusedCard({ cvc: "123" })).toEqual({ "data.number": ["is required for type card"] });
+  });
+
+  it("need no expiry, as the current docs say: a card of a number alone is stored, and masked to its last four and no expiry", async () => {
+    const tenant = await seedTokenTenant();
+    const revealed = await createToken(tenant.key, { type: "card", data: { number: CARD.number } });
+    expect(revealed.data).toEqual({ number: CARD.number });
+    const { cvc: _, expiration_month: _month, expiration_year: _year, ...numberOnly } = CARD;
+    expect((await createToken(tenant.key, { type: "card", data: { ...numberOnly, cvc: "123" } })).data).toEqual({
+      ...numberOnly,
+      cvc: "123",
     });
-    expect(await refusedCard({ ...CARD, expiration_year: null })).toEqual({ "data.expiration_year": ["is required for type card"] });
+    const plain = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    expect((await call("GET", `/tokens/${revealed.id}`, { key: plain.key })).body.data).toEqual({
+      number: "XXXXXXXXXXXX4242",
+      expiration_month: null,
+      expiration_year: null,
+    });
+  });
+
+  it("take an expiry whole: a month without a year, or a year without a month, is a 400 naming the one missing", async () => {
+    expect(await refusedCard({ ...CARD, expiration_year: null })).toEqual({
+      "data.expiration_year": ["is required with expiration_month for type card"],
+    });
+    const { expiration_month: _, ...withoutMonth } = CARD;
+    expect(await refusedCard(withoutMonth)).toEqual({ "data.expiration_month": ["is required with expiration_year for type card"] });
+  });
+
+  it("a patch may remove the expiry whole, never half of it", async () => {
+    const { key } = await seedTokenTenant();
+    const token = await createToken(key, { type: "card", data: CARD });
+    const half = await call("PATCH", `/tokens/${token.id}`, {
+      key,
+      body: { data: { expiration_month: null } },
+      contentType: "application/merge-patch+json",
+    });
+    expect(expectProblem(half, 400).errors).toEqual({ "data.expiration_month": ["is required with expiration_year for type card"] });
+    const whole = await call("PATCH", `/tokens/${token.id}`, {
+      key,
+      body: { data: { expiration_month: null, expiration_year: null } },
+      contentType: "application/merge-patch+json",
+    });
+    expect(whole.status, JSON.stringify(whole.body)).toBe(200);
+    expect(whole.body.data).toEqual({ number: CARD.number, cvc: CARD.cvc });
+  });
+
+  it("card_exp on a card without an expiry is a 400 naming the expression, never a value", async () => {
+    const { key } = await seedTokenTenant();
+    const token = await createToken(key, { type: "card", data: { number: CARD.number } });
+    const problem = expectProblem(
+      await call("POST", "/detokenize", { key, body: { expiry: `{{ ${token.id} | card_exp: 'MM/YY' }}` } }),
+      400,
+    );
+    expect(problem.errors?.expiry?.[0]).toContain("card_exp needs a card whose expiration_month is a whole number");
+    expect(JSON.stringify(problem)).not.toContain(CARD.number);
   });
 
   it("a member of the wrong JSON type is a 400 at its path: the number and cvc are strings, the month and year integers", async () => {
@@ -111,7 +160,7 @@ describe("card tokens", () => {
     const first = await createToken(key, { type: "card", data: CARD });
     const again = await call("POST", "/tokens", { key, body: { type: "card", data: { ...CARD, cvc: "999" }, deduplicate_token: true } });
     expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ id: first.id, deduplicated: true, fingerprint: first.fingerprint, data: CARD });
+    expect(again.body).toMatchObject({ id: first.id, _extras: { deduplicated: true }, fingerprint: first.fingerprint, data: CARD });
     const otherCard = await createToken(key, { type: "card", data: { ...CARD, number: "5555555555554444" }, deduplicate_token: true });
     expect(otherCard.id).not.toBe(first.id);
     expect(otherCard.fingerprint).not.toBe(first.fingerprint);
@@ -121,7 +170,7 @@ describe("card tokens", () => {
     const { key } = await seedTokenTenant();
     const number = await createToken(key, { type: "card_number", data: CARD.number });
     const card = await createToken(key, { type: "card", data: CARD, deduplicate_token: true });
-    expect(card).toMatchObject({ deduplicated: false });
+    expect(card).toMatchObject({ _extras: { deduplicated: false } });
     expect(card.id).not.toBe(number.id);
     expect(card.fingerprint).not.toBe(number.fingerprint);
   });
@@ -135,15 +184,27 @@ describe("card tokens", () => {
     expect(found.body.data.map((token: { id: string }) => token.id)).toEqual([card.id]);
   });
 
-  it("take no search indexes, so data: never finds them", async () => {
+  it("have no search indexes by default, so data: does not find them", async () => {
     const { key } = await seedTokenTenant();
-    await createToken(key, { type: "card", data: CARD });
+    const card = await createToken(key, { type: "card", data: CARD });
+    expect(card.search_indexes).toEqual([]);
     const byData = await call("POST", "/tokens/search", { key, body: { query: `data:${CARD.number}` } });
     expect(byData.body.pagination.total_items).toBe(0);
-    const indexed = await call("POST", "/tokens", { key, body: { type: "card", data: CARD, search_indexes: ["{{ data.number }}"] } });
-    expect(expectProblem(indexed, 400).errors).toEqual({
-      search_indexes: ["are only allowed on types token, social_security_number, employer_id_number"],
+  });
+
+  it("take search_indexes, as the current docs say, which data: then finds", async () => {
+    const { key } = await seedTokenTenant();
+    const indexed = await call("POST", "/tokens", {
+      key,
+      body: { type: "card", data: CARD, search_indexes: ["{{ data.number }}", "{{ data.number | last4 }}"] },
     });
+    expect(indexed.status, JSON.stringify(indexed.body)).toBe(201);
+    expect(indexed.body.search_indexes).toEqual(["{{ data.number }}", "{{ data.number | last4 }}"]);
+    await createToken(key, { type: "card", data: { ...CARD, number: "5555555555554444" } });
+    for (const value of [CARD.number, "4242"]) {
+      const found = await call("POST", "/tokens/search", { key, body: { query: `data:${value}` } });
+      expect(found.body.data.map((token: { id: string }) => token.id)).toEqual([indexed.body.id]);
+    }
   });
 
   it("are checked member by member on PATCH too", async () => {

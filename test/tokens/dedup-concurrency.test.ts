@@ -6,7 +6,7 @@ import { seedTokenTenant } from "../support/tokens";
 /*
  * Deduplication is enforced by the database: the insert of a deduplicating token refuses a live
  * duplicate in the same statement, so of concurrent deduplicating creates of one value exactly one
- * inserts and every other caller gets that token with deduplicated: true.
+ * inserts and every other caller gets that token with _extras: { deduplicated: true }.
  */
 
 const CONCURRENT = 20;
@@ -49,7 +49,7 @@ describe("deduplication under concurrency", () => {
         expect(ids.size, `round ${round}`).toBe(1);
         expect(replies.filter((reply) => reply.status === 201)).toHaveLength(1);
         const others = replies.filter((reply) => reply.status !== 201);
-        expect(others.every((reply) => reply.status === 200 && reply.body.deduplicated === true)).toBe(true);
+        expect(others.every((reply) => reply.status === 200 && reply.body._extras.deduplicated === true)).toBe(true);
       }
       expect(await storedTokensOfType(tenant.tenantId, "social_security_number")).toBe(ROUNDS);
       const search = await call("POST", "/tokens/search", { key, body: { query: `data:${ssnOf(0)}` } });

@@ -116,6 +116,48 @@ describe("expiry", () => {
     }
   });
 
+  it("expires_at takes the original docs' form, 8/26/2030 7:23:57 PM -07:00, on create and on PATCH", async () => {
+    const { key } = await seedTokenTenant();
+    const token = await createToken(key, { type: "token", data: "x", expires_at: "8/26/2030 7:23:57 PM -07:00" });
+    expect(token.expires_at).toBe("2030-08-27T02:23:57.000Z");
+    const midnight = await createToken(key, { type: "token", data: "y", expires_at: "12/31/2099 12:00:00 AM +00:00" });
+    expect(midnight.expires_at).toBe("2099-12-31T00:00:00.000Z");
+    const noon = await createToken(key, { type: "token", data: "z", expires_at: "01/02/2099 12:30:00 PM +05:30" });
+    expect(noon.expires_at).toBe("2099-01-02T07:00:00.000Z");
+    const patched = await patchToken(key, token.id, { expires_at: "1/1/2031 1:02:03 PM +01:00" });
+    expect(patched.body.expires_at).toBe("2031-01-01T12:02:03.000Z");
+  });
+
+  it("the docs' form is read strictly: anything else in its shape is a 400, never a guess", async () => {
+    const { key } = await seedTokenTenant();
+    for (const expires_at of [
+      "2/30/2099 7:23:57 PM -07:00",
+      "13/26/2099 7:23:57 PM -07:00",
+      "8/26/2099 13:23:57 PM -07:00",
+      "8/26/2099 0:23:57 AM -07:00",
+      "8/26/2099 7:60:57 PM -07:00",
+      "8/26/2099 7:23:57 pm -07:00",
+      "8/26/2099 7:23:57 PM",
+      "8/26/2099 7:23:57 PM -15:00",
+      "8/26/2099 7:23:57 PM -0700",
+      "8/26/99 7:23:57 PM -07:00",
+      "26/8/2099 7:23:57 PM -07:00",
+      "8/26/2099 7:23 PM -07:00",
+      " 8/26/2099 7:23:57 PM -07:00",
+      "Aug 26 2099 19:23:57 GMT-0700",
+      "2099",
+      "tomorrow",
+    ]) {
+      const problem = expectProblem(await call("POST", "/tokens", { key, body: { type: "token", data: "x", expires_at } }), 400);
+      expect(problem.errors?.expires_at?.[0], expires_at).toContain("must be an ISO 8601 date-time with a time zone");
+    }
+    const past = expectProblem(
+      await call("POST", "/tokens", { key, body: { type: "token", data: "x", expires_at: "8/26/2001 7:23:57 PM -07:00" } }),
+      400,
+    );
+    expect(past.errors?.expires_at).toEqual(["must be in the future"]);
+  });
+
   it("a token is readable until it expires, and its expiry is returned in UTC", async () => {
     const { key } = await seedTokenTenant();
     const token = await createToken(key, { type: "token", data: "x", expires_at: "2099-06-01T12:00:00+02:00" });

@@ -67,8 +67,22 @@ describe("deduplication", () => {
     const before = await rowCounts();
     const reply = await call("POST", "/tokens", { key, body: { type: "card_number", data: VISA, deduplicate_token: true } });
     expect(reply.status).toBe(200);
-    expect(reply.body).toMatchObject({ id: original.id, data: VISA, deduplicated: true });
+    expect(reply.body).toMatchObject({ id: original.id, data: VISA, _extras: { deduplicated: true } });
     expect(await rowCounts()).toEqual(before);
+  });
+
+  it("answers whether it deduplicated in _extras, as the current interface does, and nowhere else", async () => {
+    const { key } = await seedTokenTenant();
+    const created = await call("POST", "/tokens", { key, body: { type: "card_number", data: VISA, deduplicate_token: true } });
+    const again = await call("POST", "/tokens", { key, body: { type: "card_number", data: VISA, deduplicate_token: true } });
+    const tokenized = await call("POST", "/tokenize", { key, body: [{ type: "card_number", data: VISA, deduplicate_token: true }] });
+    expect([created.status, again.status]).toEqual([201, 200]);
+    expect([created.body._extras, again.body._extras, tokenized.body[0]._extras]).toEqual([
+      { deduplicated: false },
+      { deduplicated: true },
+      { deduplicated: true },
+    ]);
+    for (const token of [created.body, again.body, tokenized.body[0]]) expect(token).not.toHaveProperty("deduplicated");
   });
 
   it("without deduplicate_token, equal data creates another token", async () => {
@@ -76,7 +90,7 @@ describe("deduplication", () => {
     const original = await createToken(key, { type: "card_number", data: VISA });
     const again = await createToken(key, { type: "card_number", data: VISA, deduplicate_token: false });
     expect(again.id).not.toBe(original.id);
-    expect(again.deduplicated).toBe(false);
+    expect(again._extras.deduplicated).toBe(false);
   });
 
   it("fingerprints are per type: the same content of another type has another fingerprint and is not a duplicate", async () => {
@@ -85,7 +99,7 @@ describe("deduplication", () => {
     const routing = await createToken(key, { type: "us_bank_routing_number", data: "011000015", deduplicate_token: true });
     expect(routing.fingerprint).not.toBe(account.fingerprint);
     expect(routing.id).not.toBe(account.id);
-    expect(routing.deduplicated).toBe(false);
+    expect(routing._extras.deduplicated).toBe(false);
     const ssn = await createToken(key, { type: "social_security_number", data: "123-45-6789" });
     const ein = await createToken(key, { type: "employer_id_number", data: "123456789" });
     expect(ein.fingerprint).not.toBe(ssn.fingerprint);
@@ -126,14 +140,14 @@ describe("deduplication", () => {
     const original = await createToken(tenant.key, { type: "card_number", data: VISA });
     const masking = await createApplication(tenant, { type: "private", permissions: ["token:create", "token:read"] });
     const reply = await call("POST", "/tokens", { key: masking.key, body: { type: "card_number", data: VISA, deduplicate_token: true } });
-    expect(reply.body).toMatchObject({ id: original.id, data: "XXXXXXXXXXXX4242", deduplicated: true });
+    expect(reply.body).toMatchObject({ id: original.id, data: "XXXXXXXXXXXX4242", _extras: { deduplicated: true } });
     // Without token:read the existing token's data is redacted: only its fingerprint matched.
     const creating = await createApplication(tenant, { type: "private", permissions: ["token:create"] });
     const redacted = await call("POST", "/tokens", {
       key: creating.key,
       body: { type: "card_number", data: VISA, deduplicate_token: true },
     });
-    expect(redacted.body).toMatchObject({ id: original.id, deduplicated: true });
+    expect(redacted.body).toMatchObject({ id: original.id, _extras: { deduplicated: true } });
     expect(redacted.body.data).toBeUndefined();
   });
 
@@ -148,6 +162,6 @@ describe("deduplication", () => {
     });
     expect(reply.status, JSON.stringify(reply.body)).toBe(201);
     expect(reply.body[1].id).toBe(reply.body[0].id);
-    expect(reply.body[1].deduplicated).toBe(true);
+    expect(reply.body[1]._extras.deduplicated).toBe(true);
   });
 });

@@ -93,7 +93,7 @@ describe("chosen token ids", () => {
     const first = await createToken(key, { id: "retry-safe", type: "token", data: "same" });
     const again = await create(key, { id: "retry-safe", type: "token", data: "same", deduplicate_token: true });
     expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ id: first.id, deduplicated: true });
+    expect(again.body).toMatchObject({ id: first.id, _extras: { deduplicated: true } });
   });
 
   it("two tenants may use the same id, each seeing, changing and deleting only its own token", async () => {

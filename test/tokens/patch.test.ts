@@ -176,10 +176,14 @@ describe("PATCH /tokens/{id}", () => {
     expect(expectProblem(await patchToken(reader.key, token.id, { metadata: { a: "b" } }), 403).detail).toContain("token:update");
   });
 
-  it("answers the updated token with deduplicated: false", async () => {
+  it("answers the updated token with _extras: { deduplicated: false }", async () => {
     const { key } = await seedTokenTenant();
     const token = await createToken(key, { type: "token", data: "x" });
-    expect((await patchToken(key, token.id, { data: "y" })).body).toMatchObject({ id: token.id, data: "y", deduplicated: false });
+    expect((await patchToken(key, token.id, { data: "y" })).body).toMatchObject({
+      id: token.id,
+      data: "y",
+      _extras: { deduplicated: false },
+    });
   });
 });
 
@@ -191,7 +195,7 @@ describe("PATCH /tokens/{id} with deduplicate_token", () => {
     const before = await rowCounts();
     const reply = await patchToken(key, patched.id, { data: "same", deduplicate_token: true });
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);
-    expect(reply.body).toMatchObject({ id: existing.id, data: "same", metadata: { who: "existing" }, deduplicated: true });
+    expect(reply.body).toMatchObject({ id: existing.id, data: "same", metadata: { who: "existing" }, _extras: { deduplicated: true } });
     expect(await rowCounts()).toEqual(before);
     expect((await call("GET", `/tokens/${patched.id}`, { key })).body).toMatchObject({ data: "other", modified_at: patched.modified_at });
   });
@@ -208,14 +212,14 @@ describe("PATCH /tokens/{id} with deduplicate_token", () => {
     const { key } = await seedTokenTenant();
     const token = await createToken(key, { type: "token", data: "x" });
     const reply = await patchToken(key, token.id, { data: "unique", deduplicate_token: true });
-    expect(reply.body).toMatchObject({ id: token.id, data: "unique", deduplicated: false });
+    expect(reply.body).toMatchObject({ id: token.id, data: "unique", _extras: { deduplicated: false } });
   });
 
   it("the token itself is not its own duplicate", async () => {
     const { key } = await seedTokenTenant();
     const token = await createToken(key, { type: "token", data: "x" });
     const reply = await patchToken(key, token.id, { metadata: { a: "b" }, deduplicate_token: true });
-    expect(reply.body).toMatchObject({ id: token.id, metadata: { a: "b" }, deduplicated: false });
+    expect(reply.body).toMatchObject({ id: token.id, metadata: { a: "b" }, _extras: { deduplicated: false } });
   });
 
   it("without deduplicate_token an update may make two tokens equal", async () => {
@@ -223,7 +227,7 @@ describe("PATCH /tokens/{id} with deduplicate_token", () => {
     const existing = await createToken(key, { type: "token", data: "same" });
     const patched = await createToken(key, { type: "token", data: "other" });
     const reply = await patchToken(key, patched.id, { data: "same", deduplicate_token: false });
-    expect(reply.body).toMatchObject({ id: patched.id, data: "same", fingerprint: existing.fingerprint, deduplicated: false });
+    expect(reply.body).toMatchObject({ id: patched.id, data: "same", fingerprint: existing.fingerprint, _extras: { deduplicated: false } });
   });
 
   it("a duplicate the caller may not read is answered without data, metadata, expressions or mask", async () => {
@@ -233,7 +237,7 @@ describe("PATCH /tokens/{id} with deduplicate_token", () => {
     const own = (await call("POST", "/tokens", { key: writer.key, body: { type: "token", data: "mine" } })).body;
     const reply = await patchToken(writer.key, own.id, { data: "same", deduplicate_token: true });
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);
-    expect(reply.body).toMatchObject({ id: existing.id, type: "token", containers: ["/general/high/"], deduplicated: true });
+    expect(reply.body).toMatchObject({ id: existing.id, type: "token", containers: ["/general/high/"], _extras: { deduplicated: true } });
     for (const member of ["data", "metadata", "fingerprint_expression", "search_indexes", "mask"])
       expect(reply.body).not.toHaveProperty(member);
   });
@@ -247,7 +251,7 @@ describe("PATCH /tokens/{id} with deduplicate_token", () => {
     });
     const own = (await call("POST", "/tokens", { key: scoped.key, body: { type: "token", data: "x", containers: ["/mine/"] } })).body;
     const reply = await patchToken(scoped.key, own.id, { data: "same", deduplicate_token: true });
-    expect(reply.body).toMatchObject({ id: own.id, data: "same", deduplicated: false });
+    expect(reply.body).toMatchObject({ id: own.id, data: "same", _extras: { deduplicated: false } });
   });
 
   it("deduplicate_token must be true, false or null", async () => {

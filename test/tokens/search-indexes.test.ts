@@ -65,7 +65,7 @@ describe("search indexes", () => {
     expect(ofFirst.filter((index) => ofSecond.includes(index))).toEqual([]);
   });
 
-  it("search indexes are refused on types other than social_security_number, employer_id_number and token", async () => {
+  it("search indexes are refused on types other than social_security_number, employer_id_number, token and card", async () => {
     const { key } = await seedTokenTenant();
     for (const body of [
       { type: "card_number", data: VISA },
@@ -73,7 +73,7 @@ describe("search indexes", () => {
       { type: "us_bank_routing_number", data: "011000015" },
     ]) {
       const problem = expectProblem(await call("POST", "/tokens", { key, body: { ...body, search_indexes: ["{{ data }}"] } }), 400);
-      expect(problem.errors?.search_indexes?.[0]).toBe("are only allowed on types token, social_security_number, employer_id_number");
+      expect(problem.errors?.search_indexes?.[0]).toBe("are only allowed on types token, social_security_number, employer_id_number, card");
     }
   });
 

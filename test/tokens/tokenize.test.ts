@@ -68,11 +68,11 @@ describe("POST /tokenize", () => {
     const reply = await call("POST", "/tokenize", { key, body: { card: { type: "card_number", data: VISA, metadata: { a: "b" } } } });
     expect(Object.keys(reply.body.card).sort()).toEqual(
       [
+        "_extras",
         "containers",
         "created_at",
         "created_by",
         "data",
-        "deduplicated",
         "expires_at",
         "fingerprint",
         "fingerprint_expression",
@@ -86,7 +86,12 @@ describe("POST /tokenize", () => {
         "type",
       ].sort(),
     );
-    expect(reply.body.card).toMatchObject({ tenant_id: tenantId, created_by: applicationId, metadata: { a: "b" }, deduplicated: false });
+    expect(reply.body.card).toMatchObject({
+      tenant_id: tenantId,
+      created_by: applicationId,
+      metadata: { a: "b" },
+      _extras: { deduplicated: false },
+    });
     expect(await read(key, reply.body.card.id)).toEqual(expect.objectContaining({ id: reply.body.card.id, data: VISA }));
   });
 

@@ -232,7 +232,7 @@ describe("token types", () => {
       created_by: tenant.applicationId,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       modified_by: tenant.applicationId,
-      deduplicated: false,
+      _extras: { deduplicated: false },
     });
     expect(token.modified_at).toBe(token.created_at);
   });
