@@ -285,7 +285,10 @@ describe("converting an intent into a token (POST /tokens {token_intent_id})", (
     const card = await createIntent(tenant.browserKey);
     const indexed = await convertIntent(tenant.serverKey, card.id, { search_indexes: ["{{ data.number | last4 }}"] });
     expect(indexed.status, indexed.text).toBe(201);
-    const bank = await createIntent(tenant.browserKey, { type: "bank", data: { routing_number: "021000021", account_number: "1234567890" } });
+    const bank = await createIntent(tenant.browserKey, {
+      type: "bank",
+      data: { routing_number: "021000021", account_number: "1234567890" },
+    });
     const refused = expectProblem(await convertIntent(tenant.serverKey, bank.id, { search_indexes: ["{{ data.account_number }}"] }), 400);
     expect(Object.keys(refused.errors!)).toEqual(["search_indexes"]);
   });
