@@ -33,15 +33,22 @@ export const idempotent: MiddlewareHandler<AppEnv> = idempotentRoute(null);
 /**
  * `idempotent` for a route whose one write goes in a batch of the tenant's data database (POST /tokens,
  * /tokenize): the batch carries the commit mark, and `answerCommitted` answers from it when the
- * attempt that wrote stopped before its answer was saved.
+ * attempt that wrote stopped before its answer was saved. A request for which `answersAgain` holds is
+ * answered from the mark even when its answer was saved: that answer may show what the caller may no
+ * longer see.
  */
-export const idempotentWrite = (answerCommitted: AnswerCommitted): MiddlewareHandler<AppEnv> => idempotentRoute(answerCommitted);
+export const idempotentWrite = (
+  answerCommitted: AnswerCommitted,
+  answersAgain: (body: unknown) => boolean = () => false,
+): MiddlewareHandler<AppEnv> => idempotentRoute({ answerCommitted, answersAgain });
 
 /**
  * The request is identified by method, path and body; the body gate has already held it to valid
  * UTF-8, so its text is its bytes.
  */
-function idempotentRoute(answerCommitted: AnswerCommitted | null): MiddlewareHandler<AppEnv> {
+function idempotentRoute(
+  write: { answerCommitted: AnswerCommitted; answersAgain: (body: unknown) => boolean } | null,
+): MiddlewareHandler<AppEnv> {
   const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
     const { config, context, principal } = c.var;
     const key = c.req.header(config.headers.idempotencyKey);
@@ -55,7 +62,8 @@ function idempotentRoute(answerCommitted: AnswerCommitted | null): MiddlewareHan
       key,
       requestHash: await requestHashOf(c.req.method, path, body),
       request: `${c.req.method} ${path}`,
-      commitsWithWrite: answerCommitted !== null,
+      commitsWithWrite: write !== null,
+      answeredFromMark: write?.answersAgain(parsedOrNull(body)),
     });
     const replayed = (replay: Replay) =>
       new Response(replay.body || null, {
@@ -68,15 +76,24 @@ function idempotentRoute(answerCommitted: AnswerCommitted | null): MiddlewareHan
     if ("replay" in claimed) return replayed(claimed.replay);
     if ("committed" in claimed) {
       // Only a route with answerCommitted claims keys whose records carry a commit mark.
-      const answer = await answerCommitted!(context, principal, claimed.committed, JSON.parse(body));
+      const answer = await write!.answerCommitted(context, principal, claimed.committed, JSON.parse(body));
       const answered = { status: answer.status, body: JSON.stringify(answer.body) };
       await rememberCommittedResponse(context, claimed.scope, answered.status, answered.body);
       return replayed(answered);
     }
-    if (answerCommitted) context.markCommitWith(commitMarkOf(context, claimed.claim));
+    if (write) context.markCommitWith(commitMarkOf(context, claimed.claim));
     await next();
     await rememberResponse(context, claimed.claim, c.res.status, c.res.status >= 500 ? "" : await c.res.clone().text());
   };
   honouring.add(middleware);
   return middleware;
+}
+
+/** The body's JSON, or null when it is none (the route's own validation answers that). */
+function parsedOrNull(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return null;
+  }
 }

@@ -23,7 +23,7 @@ import type { Principal } from "../auth/access";
 import type { CommitMark, RequestContext, TenantContext } from "../context";
 import { sha256Hex } from "../crypto/secrets";
 import type { TenantKeys } from "../crypto/tenant-keys";
-import { ConflictError, type ShownToken } from "../errors";
+import { ConflictError } from "../errors";
 import { IDEMPOTENCY_WINDOW_MS } from "../limits";
 import { shownLessNow } from "../token-intents/use";
 import { CVC_PURGE_CHUNK, cvcDeadlineInReply, keysUnlessShredded, replyWithoutCvcs } from "../tokens/cvc";
@@ -45,6 +45,8 @@ export interface IdempotentRequest {
   request: string;
   /** Its write carries the record's commit mark in its own batch (the `idempotentWrite` middleware). */
   commitsWithWrite: boolean;
+  /** A committed write is answered again from its mark, as a fresh request would be now, even when its answer was saved. */
+  answeredFromMark?: boolean;
 }
 
 /** The key, held by this request since `claimedAt`: its answer and its commit mark are kept only while it still is. */
@@ -96,7 +98,9 @@ export async function claimIdempotencyKey(
   if (!record || record.requestHash !== requestHash) {
     throw new ConflictError("This idempotency key was already used with a different request");
   }
-  if (record.status !== null) return { replay: await replayOf(context, principal, record, now) };
+  if (record.status !== null && !(request.answeredFromMark && record.outcome !== null)) {
+    return { replay: await replayOf(context, principal, record, now) };
+  }
   if (record.outcome !== null) {
     const keys = await context.keys();
     return { committed: JSON.parse(await keys.decrypt(record.outcome, outcomeContext(request.key))), scope };

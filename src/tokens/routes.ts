@@ -52,12 +52,21 @@ const countCreatedTokens: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
+/** A conversion of a token intent (POST /tokens with token_intent_id): its answer shows data the caller did not send. */
+const isConversion = (body: unknown): boolean => typeof body === "object" && body !== null && "token_intent_id" in body;
+
 /** POST /tokens answered again from its commit mark: as the attempt that wrote the token would have answered. */
 const answerCommittedCreate: AnswerCommitted = async (context, principal, outcome, body) => {
-  const converted = typeof body === "object" && body !== null && "token_intent_id" in body;
-  const token = await creation.answerCommittedToken(context, principal, outcome, !converted);
+  const token = await creation.answerCommittedToken(context, principal, outcome, !isConversion(body));
   return { status: token._extras.deduplicated ? 200 : 201, body: token };
 };
+
+/**
+ * POST /tokens: the write carries the commit mark. A conversion is always answered again from it, as a
+ * fresh request would be shown now, never from its saved answer: that shows the intent's card, which a
+ * token deleted since, or a token:read rule narrowed since, would no longer show.
+ */
+const idempotentCreate = idempotentWrite(answerCommittedCreate, isConversion);
 
 const answerCommittedTokenize: AnswerCommitted = async (context, principal, outcome, payload) => ({
   status: 201,
@@ -79,7 +88,7 @@ const create = createRoute({
     "With `token_intent_id` instead of `type` and `data`, a private key converts a token intent: the token gets the intent's type " +
     "and data (a card without its cvc) and the other members given, the intent is deleted with it, and the answer shows the token " +
     "as the caller's token:read rule would too. An unknown, expired, deleted, converted or another tenant's intent is a 404.",
-  middleware: [requirePermission("token:create"), json, idempotentWrite(answerCommittedCreate)] as const,
+  middleware: [requirePermission("token:create"), json, idempotentCreate] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(CreateOrConvertTokenBody, CARD_TOKEN_REQUEST_EXAMPLE),
   responses: {
