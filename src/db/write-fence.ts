@@ -43,9 +43,11 @@ function fenceStatement(d1: D1Database, { tenantId, writtenAt }: WriteFence): D1
 /**
  * Runs the statements as one batch behind the fence: their results, or a TenantMovingError (503)
  * when the tenant is fenced, or a WriteTooLateError (503) when the write began too long ago; either
- * way nothing was written.
+ * way nothing was written. Without a fence (the control database's own rows, which no move fences),
+ * a plain batch.
  */
-export async function fencedBatch(d1: D1Database, fence: WriteFence, statements: D1PreparedStatement[]): Promise<D1Result[]> {
+export async function fencedBatch(d1: D1Database, fence: WriteFence | null, statements: D1PreparedStatement[]): Promise<D1Result[]> {
+  if (fence === null) return d1.batch(statements);
   try {
     return (await d1.batch([fenceStatement(d1, fence), ...statements])).slice(1);
   } catch (error) {
