@@ -89,7 +89,7 @@ export async function keepDeadEntries(context: RequestContext, batch: MessageBat
       items.map(({ entry }) => entry),
     );
   }
-  batch.ackAll();
+  for (const message of batch.messages) message.ack();
 }
 
 /**
