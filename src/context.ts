@@ -12,6 +12,7 @@
 import type { AuditTrail } from "./audit/trail";
 import type { TenantKeys } from "./crypto/tenant-keys";
 import type { Database } from "./db/client";
+import type { WriteFence } from "./db/write-fence";
 import type { Config } from "./env";
 import type { ProblemError, RevealedValues } from "./errors";
 
@@ -74,6 +75,11 @@ export interface TenantContext extends RequestContext {
   allowStaleReads(): void;
   /** Refuses a write to the tenant's data while a move switches it to another database (503, Retry-After). */
   requireWritable(): void;
+  /**
+   * What a batch writing the tenant's data at `writtenAt` (the time its rows are stamped with) carries,
+   * so that the database refuses it once a move has fenced the tenant there (src/db/write-fence.ts).
+   */
+  writeFence(writtenAt: number): WriteFence;
   /** Where this request left the data database, for the caller to send back; null when it did not read it. */
   bookmark(): string | null;
   /** The tenant's data keys, loaded on first use and kept for the rest of the request. */

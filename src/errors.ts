@@ -135,6 +135,21 @@ export class TenantMovingError extends ProblemError {
   }
 }
 
+/** A write reached the data database too long after it began (src/db/write-fence.ts): nothing was written. */
+export class WriteTooLateError extends ProblemError {
+  constructor(maxAgeMs: number) {
+    super(
+      503,
+      "Service Unavailable",
+      `The write reached the database more than ${maxAgeMs / 1000} s after it began; nothing was written; retry`,
+      undefined,
+      {
+        "Retry-After": "1",
+      },
+    );
+  }
+}
+
 /** The deployment is misconfigured: reported as 500 with the reason, which names no secret value. */
 export class ConfigurationError extends ProblemError {
   constructor(detail: string) {

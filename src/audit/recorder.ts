@@ -2,8 +2,7 @@ import type { RequestContext } from "../context";
 import { chunked, jsonBytes, sizedChunks } from "../db/chunks";
 import { settleWithin } from "../deadline";
 import { type AuditEntry, byTenant } from "./entry";
-import * as storage from "./storage";
-import { chainDatabase } from "./writer";
+import { keepWaitingEntries } from "./writer";
 
 /**
  * Cloudflare Queues takes at most 128 KB in one message, and 100 messages and 256 KB in one
@@ -104,8 +103,9 @@ async function logUnrecorded(context: RequestContext, entries: AuditEntry[]): Pr
 
 /**
  * Sends the entries to the audit queue. When the queue cannot take them (or has not within
- * SEND_DEADLINE_MS), they are written straight to audit_pending in each tenant's database, for the
- * writer or the cron to chain; when that fails too, UnrecordedEntriesError names the entries
+ * SEND_DEADLINE_MS), they are written straight to audit_pending in each tenant's database (the
+ * control database's while a move blocks the tenant: keepWaitingEntries), for the writer or the cron
+ * to chain; when that fails too, UnrecordedEntriesError names the entries
  * neither took (a queue consumer's batch is then retried). One tenant's database failing does not
  * keep the others' entries out of theirs.
  */
@@ -125,7 +125,7 @@ export async function recordEntries(context: RequestContext, entries: AuditEntry
     let spillError: unknown;
     for (const [tenantId, pending] of byTenant(unsent, (entry) => entry.tenant_id)) {
       try {
-        await storage.keepPending(await chainDatabase(context, tenantId), pending);
+        await keepWaitingEntries(context, tenantId, pending);
       } catch (tenantError) {
         console.error(
           `audit: audit_pending of tenant ${tenantId} refused ${pending.length} entries too (${(tenantError as Error).message})`,

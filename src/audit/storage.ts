@@ -3,13 +3,14 @@
  * plain D1 statements; an append inserts its entries in one statement that reads them from one JSON
  * parameter, since a multi-row VALUES would bind more parameters than D1 allows. That parameter is
  * one value, which D1 bounds too: callers append chunks (src/db/chunks.ts), sized by
- * `loggedBytes`, and keepPending cuts its own.
+ * `loggedBytes`, and keepPending's by pendingChunks.
  */
 import { and, desc, eq, gte, lt, type SQL } from "drizzle-orm";
 import { chunked, jsonBytes } from "../db/chunks";
 import type { Database } from "../db/client";
 import { auditLog } from "../db/data-tables";
 import { selectPage } from "../db/pages";
+import { fencedBatch, type WriteFence } from "../db/write-fence";
 import { CHAINED_COLUMNS, type ChainedEntry, chainedValues } from "./chain";
 import type { AuditEntry } from "./entry";
 
@@ -72,6 +73,8 @@ export interface SealedHead {
  */
 export async function append(
   d1: D1Database,
+  /** The tenant's write fence; null in the control database, which no move fences. */
+  fence: WriteFence | null,
   tenantId: string,
   chain: Chain | null,
   entries: ChainedEntry[],
@@ -80,7 +83,7 @@ export async function append(
   /** Ids of audit_pending rows these entries chain, removed in the same batch. */
   pendingIds: string[],
 ): Promise<void> {
-  await d1.batch([
+  await fencedBatch(d1, fence, [
     // One statement for every entry: each statement of a batch costs D1 a round of its own.
     ...(entries.length > 0
       ? [d1.prepare(INSERT_ENTRIES).bind(JSON.stringify(entries.map((entry) => [...chainedValues(entry), entry.hash])))]
@@ -124,19 +127,29 @@ function headMove(d1: D1Database, tenantId: string, chain: Chain | null, head: S
   ];
 }
 
+/** The entries cut into the chunks keepPending takes, each one D1 value. */
+export function pendingChunks(entries: AuditEntry[]): Generator<AuditEntry[]> {
+  return chunked(entries, (entry) => jsonBytes(pendingRow(entry)) + 1);
+}
+
+const pendingRow = (entry: AuditEntry) => JSON.stringify([entry.tenant_id, entry.id, JSON.stringify(entry), entry.created_at]);
+
 /**
- * Keeps entries the queue could not take (or gave up on) until the writer or the cron chains them:
- * a statement per chunk, each on its own. An entry kept already is left as it is, so a chunk that
- * fails is kept again whole by the retry, and the chunks before it are not doubled.
+ * Keeps a chunk of entries (pendingChunks) the queue could not take (or gave up on) until the writer
+ * or the cron chains them, in one statement behind the tenant's write fence (null: in the control
+ * database). An entry kept already is left as it is, so a chunk that fails is kept again whole by
+ * the retry, and the chunks before it are not doubled.
  */
-export async function keepPending(d1: D1Database, entries: AuditEntry[]): Promise<void> {
-  const rows = entries.map((entry) => JSON.stringify([entry.tenant_id, entry.id, JSON.stringify(entry), entry.created_at]));
-  for (const chunk of chunked(rows, (row) => jsonBytes(row) + 1)) {
-    await d1
-      .prepare(INSERT_PENDING)
-      .bind(`[${chunk.join(",")}]`)
-      .run();
-  }
+export async function keepPending(d1: D1Database, fence: WriteFence | null, chunk: AuditEntry[]): Promise<void> {
+  await fencedBatch(d1, fence, [d1.prepare(INSERT_PENDING).bind(`[${chunk.map(pendingRow).join(",")}]`)]);
+}
+
+/** Removes the tenant's entries from audit_pending, once they were kept or chained elsewhere. */
+export async function removePending(d1: D1Database, tenantId: string, ids: string[]): Promise<void> {
+  await d1
+    .prepare("DELETE FROM audit_pending WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))")
+    .bind(tenantId, JSON.stringify(ids))
+    .run();
 }
 
 const INSERT_PENDING = `INSERT OR IGNORE INTO audit_pending (tenant_id, id, entry, created_at)

@@ -20,11 +20,13 @@
  * Entries the queue refused wait in audit_pending; each chunk chains up to PENDING_PER_APPEND of
  * the tenant's with its own entries, as many as the chunk has room for, and removes them in the
  * same batch; the cron chains those of tenants that see no traffic, chunk by chunk for up to
- * PENDING_DRAIN_MS.
+ * PENDING_DRAIN_MS. Every batch written to a tenant's data database passes its write fence
+ * (src/db/write-fence.ts), so none lands in a database a move has left behind.
  */
-import type { RequestContext } from "../context";
+import type { RequestContext, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { CHUNK_ROWS, chunked, fitting } from "../db/chunks";
+import type { WriteFence } from "../db/write-fence";
 import { ConfigurationError, NotFoundError, TenantMovingError } from "../errors";
 import { enqueueWebhookEvents } from "../webhooks/events";
 import { type ChainedEntry, extend, GENESIS, headMac } from "./chain";
@@ -76,23 +78,37 @@ export async function writeAuditBatch(context: RequestContext, batch: MessageBat
 
 /**
  * The audit dead-letter queue's consumer: entries the writer gave up on wait in audit_pending for
- * the next append or the cron. A tenant still moving has them delivered again later.
+ * the next append or the cron, a moving tenant's too (keepWaitingEntries). None is left to a retry:
+ * the queue after the dead-letter one is none, and Queues drops what its last delivery retries.
  */
 export async function keepDeadEntries(context: RequestContext, batch: MessageBatch<AuditMessage>): Promise<void> {
-  const delays = new Map<Message<AuditMessage>, number>();
   for (const [tenantId, items] of byTenant(carried(batch), ({ entry }) => entry.tenant_id)) {
+    await keepWaitingEntries(
+      context,
+      tenantId,
+      items.map(({ entry }) => entry),
+    );
+  }
+  for (const message of batch.messages) message.ack();
+}
+
+/**
+ * Keeps entries in the tenant's audit_pending for the writer or the cron to chain, a chunk at a
+ * time, each chunk looking up where (as appendEntries does, for the same reason). While a move
+ * blocks or fences the tenant, the chunk goes to the control database's audit_pending instead: no
+ * move copies or purges that, and the cron hands its entries over to the tenant's chain once the
+ * tenant can be written again (chainPendingEntries).
+ */
+export async function keepWaitingEntries(context: RequestContext, tenantId: string, entries: AuditEntry[]): Promise<void> {
+  for (const chunk of storage.pendingChunks(entries)) {
     try {
-      const d1 = await chainDatabase(context, tenantId);
-      await storage.keepPending(
-        d1,
-        items.map(({ entry }) => entry),
-      );
+      const place = await chainPlace(context, tenantId);
+      await storage.keepPending(place.d1, fenceOf(place), chunk);
     } catch (error) {
       if (!(error instanceof TenantMovingError)) throw error;
-      for (const { message } of items) delays.set(message, movingRetrySeconds(context));
+      await storage.keepPending(context.control.$client, null, chunk);
     }
   }
-  settle(batch, delays);
 }
 
 /** Every entry of the batch with the message that carries it. */
@@ -124,7 +140,7 @@ export async function chainPendingEntries(context: RequestContext): Promise<void
         const waiting: string[] = [];
         for (const tenantId of tenants) {
           if (Date.now() >= deadline) break;
-          if (await chainWaiting(context, tenantId)) waiting.push(tenantId);
+          if (await chainWaiting(context, d1, tenantId)) waiting.push(tenantId);
         }
         tenants = waiting;
       }
@@ -132,11 +148,26 @@ export async function chainPendingEntries(context: RequestContext): Promise<void
   );
 }
 
-/** Chains a chunk of the tenant's entries waiting in audit_pending; whether there were any (more may wait). */
-async function chainWaiting(context: RequestContext, tenantId: string): Promise<boolean> {
+/**
+ * Chains a chunk of the tenant's entries waiting in `d1`'s audit_pending; whether there were any
+ * (more may wait). Entries kept in the control database while the tenant moved (keepWaitingEntries)
+ * are appended to the tenant's chain where it is now, then removed: a crash between leaves them to be
+ * appended again, which skips entries already in the log.
+ */
+async function chainWaiting(context: RequestContext, d1: D1Database, tenantId: string): Promise<boolean> {
   try {
     const writer = await chainWriter(context, tenantId);
-    return writer !== null && (await appendChunk(context, writer, tenantId, [], CHUNK_ROWS)) > 0;
+    if (writer === null) return false;
+    if (writer.d1 === d1) return (await appendChunk(context, writer, tenantId, [], CHUNK_ROWS)) > 0;
+    const { pending } = await storage.chainState(d1, tenantId, [], CHUNK_ROWS);
+    if (pending.length === 0) return false;
+    await appendEntries(context, tenantId, pending);
+    await storage.removePending(
+      d1,
+      tenantId,
+      pending.map(({ id }) => id),
+    );
+    return true;
   } catch (error) {
     console.warn(`audit: the entries of tenant ${tenantId} waiting in audit_pending wait for the next run: ${(error as Error).message}`);
     return false;
@@ -161,14 +192,19 @@ export async function appendEntries(context: RequestContext, tenantId: string, e
   }
 }
 
+/** Where the tenant's chain is written and its keys. */
+interface ChainWriter extends ChainPlace {
+  keys: TenantKeys;
+}
+
 /** Where the tenant's chain is written and its keys; null for a tenant that was shredded. */
-async function chainWriter(context: RequestContext, tenantId: string): Promise<{ d1: D1Database; keys: TenantKeys } | null> {
-  const d1 = await chainDatabase(context, tenantId);
+async function chainWriter(context: RequestContext, tenantId: string): Promise<ChainWriter | null> {
+  const place = await chainPlace(context, tenantId);
   const keys = await context.keysOf(tenantId).catch((error: unknown) => {
     if (error instanceof NotFoundError) return null;
     throw error;
   });
-  return keys && { d1, keys };
+  return keys && { ...place, keys };
 }
 
 /**
@@ -178,11 +214,12 @@ async function chainWriter(context: RequestContext, tenantId: string): Promise<{
  */
 async function appendChunk(
   context: RequestContext,
-  { d1, keys }: { d1: D1Database; keys: TenantKeys },
+  writer: ChainWriter,
   tenantId: string,
   entries: AuditEntry[],
   pendingLimit: number,
 ): Promise<number> {
+  const { d1, keys } = writer;
   const given = new Set(entries.map(({ id }) => id));
   const used = { rows: entries.length, bytes: entries.reduce((bytes, entry) => bytes + storage.loggedBytes(entry), 0) };
   let raised: AuditEntry[] = entries;
@@ -210,6 +247,7 @@ async function appendChunk(
     try {
       await storage.append(
         d1,
+        fenceOf(writer),
         tenantId,
         chain,
         chained,
@@ -248,19 +286,30 @@ async function sealHead(keys: TenantKeys, tenantId: string, chain: storage.Chain
   return { ...head, mac: await headMac(keys, head) };
 }
 
+/** The database holding a tenant's log, and the tenant whose write fence its batches pass (null: the control database's own). */
+interface ChainPlace {
+  d1: D1Database;
+  tenant: TenantContext | null;
+}
+
+/** The fence a batch written to the chain's place now passes. */
+const fenceOf = ({ tenant }: ChainPlace): WriteFence | null => tenant?.writeFence(Date.now()) ?? null;
+
 /**
- * The database holding the tenant's log: its data database, or the control database for the
- * deployment's own entries. While a move blocks the tenant's writes, a TenantMovingError: the
- * queue delivers the entries again once the tenant has moved.
+ * Where the tenant's log is: its data database, or the control database for the deployment's own
+ * entries. While a move blocks the tenant's writes, a TenantMovingError, as when the data database's
+ * write fence refuses a batch: the entries wait (the queue delivers them again, or keepWaitingEntries
+ * keeps them in the control database).
  */
-export async function chainDatabase(context: RequestContext, tenantId: string): Promise<D1Database> {
-  if (tenantId === DEPLOYMENT_TENANT) return context.control.$client;
+async function chainPlace(context: RequestContext, tenantId: string): Promise<ChainPlace> {
+  const control = { d1: context.control.$client, tenant: null };
+  if (tenantId === DEPLOYMENT_TENANT) return control;
   const tenant = await context.forTenant(tenantId).catch((error: unknown) => {
     // A tenant the directory no longer knows: its last entries stay in the control database.
     if (error instanceof ConfigurationError) return null;
     throw error;
   });
-  if (tenant === null) return context.control.$client;
+  if (tenant === null) return control;
   tenant.requireWritable();
-  return context.dataDatabase(tenant.dataBinding);
+  return { d1: context.dataDatabase(tenant.dataBinding), tenant };
 }

@@ -268,3 +268,13 @@ export const auditPending = sqliteTable(
   },
   (table) => [primaryKey({ columns: [table.tenantId, table.id] })],
 );
+
+/**
+ * The write fence (src/db/write-fence.ts): a tenant is here while a move blocks its writes to this
+ * database, and after the move left it. Every write batch of the tenant's data checks this table in
+ * the batch itself, so the database refuses a write that arrives once the move has fenced it.
+ */
+export const writeFences = sqliteTable("write_fences", {
+  tenantId: text("tenant_id").primaryKey(),
+  fencedAt: integer("fenced_at").notNull(),
+});

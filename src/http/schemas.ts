@@ -134,7 +134,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   413: "Body too large",
   415: "Unsupported content type",
   429: "Too many requests with this API key (or with this public key from this address): nothing was done; retry after Retry-After",
-  503: "The tenant is being moved to another database; retry after Retry-After",
+  503: "The tenant is being moved to another database (or a write reached it too late): nothing was written; retry after Retry-After",
 };
 
 /** A required JSON body, with an example the API reference page shows (and fills in for "Try it out"). */

@@ -133,7 +133,8 @@ export async function reencryptBatch(
     // isolate runs one thing at a time, so each rest lets the requests waiting on it run.
     const resealed: { token: SealedToken; readCiphertext: string }[] = [];
     for (const row of chunk) resealed.push({ token: await pace(() => resealToken(keys, row)), readCiphertext: row.ciphertext });
-    reencrypted += await pace(() => replaceTokens(tenant.db.$client, resealed));
+    // A re-sealed token keeps its modified_at; moves and rotations exclude each other, so only the fence matters here.
+    reencrypted += await pace(() => replaceTokens(tenant.db.$client, tenant.writeFence(Date.now()), resealed));
   }
   return { found, reencrypted, stopped: false };
 }

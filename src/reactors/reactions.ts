@@ -96,7 +96,7 @@ export async function reactAsync(
   const committed = mark && (await mark.statement(d1, { requestId: id }));
   let inserted: boolean;
   try {
-    inserted = await storage.insertReaction(d1, row, REACTORS.maxOpenAsyncReactions, committed ? [committed] : []);
+    inserted = await storage.insertReaction(d1, context.writeFence(now), row, REACTORS.maxOpenAsyncReactions, committed ? [committed] : []);
   } catch (error) {
     throw mark?.refusalOf(error) ?? error;
   }

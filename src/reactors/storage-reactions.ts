@@ -1,6 +1,7 @@
 import { and, asc, eq, lt } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { reactorRequests } from "../db/data-tables";
+import { fencedBatch, type WriteFence } from "../db/write-fence";
 
 /** An async reaction as the data database holds it (src/db/data-tables.ts, reactor_requests). */
 export type ReactionRow = typeof reactorRequests.$inferSelect;
@@ -10,10 +11,12 @@ const reaction = (tenantId: string, id: string) => and(eq(reactorRequests.tenant
 /**
  * Inserts a pending reaction unless the tenant already has `maxOpen` waiting or running, in one
  * statement (so concurrent requests cannot all slip under the bound), in one batch with the
- * idempotency claim's commit mark when there is one. Whether it was inserted.
+ * idempotency claim's commit mark when there is one, behind the write fence (a move copies the
+ * tenant's reactions last, once the fence is up). Whether it was inserted.
  */
 export async function insertReaction(
   d1: D1Database,
+  fence: WriteFence,
   row: ReactionRow,
   maxOpen: number,
   commitMarks: D1PreparedStatement[],
@@ -25,7 +28,7 @@ export async function insertReaction(
        WHERE (SELECT count(*) FROM reactor_requests WHERE tenant_id = ?1 AND status IN ('pending', 'running')) < ?9`,
     )
     .bind(row.tenantId, row.id, row.reactorId, row.applicationId, row.args, row.detokenized, row.createdAt, row.expiresAt, maxOpen);
-  const [inserted] = await d1.batch([insert, ...commitMarks]);
+  const [inserted] = await fencedBatch(d1, fence, [insert, ...commitMarks]);
   return inserted!.meta.changes === 1;
 }
 

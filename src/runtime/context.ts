@@ -8,6 +8,7 @@ import { AuditTrail } from "../audit/trail";
 import type { CommitMark, RequestContext, ScriptHost, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { CONTROL_BINDING, type Database, dataBindings, databaseOf, sessionOf } from "../db/client";
+import type { WriteFence } from "../db/write-fence";
 import { type Bindings, type Config, configOf } from "../env";
 import { ConfigurationError, RevealedValues, TenantMovingError } from "../errors";
 import { tenantKeysOf } from "../keys/service";
@@ -135,7 +136,15 @@ class BoundTenantContext extends BoundRequestContext implements TenantContext {
   }
 
   requireWritable(): void {
-    if (this.writesBlocked) throw new TenantMovingError(this.tenantId, Math.ceil((2 * this.config.CREDENTIAL_CACHE_TTL_MS) / 1000) + 1);
+    if (this.writesBlocked) throw new TenantMovingError(this.tenantId, this.#movingRetrySeconds());
+  }
+
+  writeFence(writtenAt: number): WriteFence {
+    return { tenantId: this.tenantId, writtenAt, retryAfterSeconds: this.#movingRetrySeconds() };
+  }
+
+  #movingRetrySeconds(): number {
+    return Math.ceil((2 * this.config.CREDENTIAL_CACHE_TTL_MS) / 1000) + 1;
   }
 
   bookmark(): string | null {

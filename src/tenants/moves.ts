@@ -6,15 +6,19 @@
  *   copying   tokens are copied in steps by id, then the audit log in steps by seq (data-copy.ts); the tenant
  *             keeps reading and writing the source
  *   blocked   writes answer 503 (Retry-After) and the audit writer holds the tenant's entries back
- *             (the queue delivers them later): after one credential time to live every isolate has
- *             seen the block, the changes since the copy began are copied, tokens deleted meanwhile
+ *             (the queue delivers them later): after one credential time to live most isolates have
+ *             seen the block; the source database is fenced (src/db/write-fence.ts), so a write still
+ *             under way either committed already or is refused; the changes since the copy began
+ *             (less the fence's bound on a write's age) are copied, tokens deleted meanwhile
  *             are removed, the audit entries appended since and the chain's head are copied, row
  *             counts are verified and the directory is switched
  *   switched  writes still wait one more time to live, for isolates that held the old placement;
- *             then the source copy is purged and the move row goes
+ *             then the source copy is purged and the move row goes. The fence stays in the source,
+ *             refusing writes that arrive late, until a move brings the tenant back there.
  */
 import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
+import { lowerFence, raiseFence, WRITE_MAX_AGE_MS } from "../db/write-fence";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { findRotation } from "../keys/storage";
 import * as copy from "./data-copy";
@@ -22,6 +26,14 @@ import { requireDataBinding } from "./directory";
 import * as storage from "./storage";
 
 const ID_PAGE = 500;
+
+/**
+ * How far before the copy began the last copy looks for changes. A write stamps its rows when it
+ * begins and may commit later, but the fence refuses one that reaches the database more than
+ * WRITE_MAX_AGE_MS after its stamp by the database's clock; as much again covers the worker's clock
+ * (copyStartedAt) running ahead of the database's.
+ */
+const CHANGED_SINCE_MARGIN_MS = 2 * WRITE_MAX_AGE_MS;
 
 export interface MoveInput {
   database: string;
@@ -62,13 +74,18 @@ export async function moveTenant(context: RequestContext, tenantId: string, inpu
       if (move.phase === "blocked") credentialsChanged();
     } else if (move.phase === "blocked") {
       await waitUntil(move.phaseStartedAt + ttl);
-      await copyLastChanges(source, target, tenantId, move.copyStartedAt);
+      // The block is seen through caches; the fence is what the source database itself enforces, so
+      // no write the last copy misses can land there after it (src/db/write-fence.ts).
+      await raiseFence(source, tenantId, Date.now());
+      await copyLastChanges(source, target, tenantId, move.copyStartedAt - CHANGED_SINCE_MARGIN_MS);
       const [from, to] = await Promise.all([copy.tenantRowCounts(source, tenantId), copy.tenantRowCounts(target, tenantId)]);
       if (JSON.stringify(from) !== JSON.stringify(to)) {
         throw new ConflictError(
           `Row counts differ after the copy (source ${JSON.stringify(from)}, target ${JSON.stringify(to)}); call again`,
         );
       }
+      // The target may hold the fence of an earlier move away from it; from now on it is the tenant's database.
+      await lowerFence(target, tenantId);
       const now = Date.now();
       await storage.switchPlacement(control, tenantId, move.target, now);
       move = { ...move, phase: "switched", phaseStartedAt: now };

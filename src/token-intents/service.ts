@@ -55,7 +55,7 @@ export async function createTokenIntent(
   const mark = context.takeCommitMark();
   const committed: CommittedIntent = { id };
   try {
-    await storage.insertIntent(d1, row, mark ? [await mark.statement(d1, committed)] : []);
+    await storage.insertIntent(d1, context.writeFence(now), row, mark ? [await mark.statement(d1, committed)] : []);
   } catch (error) {
     throw mark?.refusalOf(error) ?? error;
   }
@@ -93,7 +93,9 @@ export async function getTokenIntent(context: TenantContext, principal: Principa
 
 export async function deleteTokenIntent(context: TenantContext, id: string): Promise<void> {
   context.requireWritable();
-  if (!(await storage.deleteIntent(context.db, context.tenantId, id, Date.now()))) throw new NotFoundError(`Token intent ${id}`, GONE);
+  const now = Date.now();
+  if (!(await storage.deleteIntent(context.db.$client, context.writeFence(now), id, now)))
+    throw new NotFoundError(`Token intent ${id}`, GONE);
   context.audit.describe({ event: { type: "token-intent.deleted", data: { token_intent: { id } } } });
 }
 

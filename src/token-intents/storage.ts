@@ -1,14 +1,15 @@
 import { and, eq, gt } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { tokenIntents } from "../db/data-tables";
+import { fencedBatch, type WriteFence } from "../db/write-fence";
 
 /* Token intents in the tenant's data database: every query is scoped by tenant first, and sees only live intents. */
 
 export type TokenIntentRow = typeof tokenIntents.$inferSelect;
 
-/** Inserts the intent, with the statements `also` (an idempotency claim's commit mark) in the same batch. */
-export async function insertIntent(d1: D1Database, row: TokenIntentRow, also: D1PreparedStatement[]): Promise<void> {
-  await d1.batch([
+/** Inserts the intent behind the tenant's write fence, with the statements `also` (an idempotency claim's commit mark) in the same batch. */
+export async function insertIntent(d1: D1Database, fence: WriteFence, row: TokenIntentRow, also: D1PreparedStatement[]): Promise<void> {
+  await fencedBatch(d1, fence, [
     d1
       .prepare(
         `INSERT INTO token_intents (tenant_id, id, type, ciphertext, created_by, created_at, expires_at, cvc_expires_at)
@@ -42,13 +43,12 @@ export async function liveIntents(d1: D1Database, tenantId: string, ids: string[
   return results;
 }
 
-/** Deletes the live intent: whether it existed. */
-export async function deleteIntent(db: Database, tenantId: string, id: string, now: number): Promise<boolean> {
-  const deleted = await db
-    .delete(tokenIntents)
-    .where(and(eq(tokenIntents.tenantId, tenantId), eq(tokenIntents.id, id), gt(tokenIntents.expiresAt, now)))
-    .returning({ id: tokenIntents.id });
-  return deleted.length === 1;
+/** Deletes the live intent behind the tenant's write fence: whether it existed. */
+export async function deleteIntent(d1: D1Database, fence: WriteFence, id: string, now: number): Promise<boolean> {
+  const [deleted] = await fencedBatch(d1, fence, [
+    d1.prepare("DELETE FROM token_intents WHERE tenant_id = ? AND id = ? AND expires_at > ?").bind(fence.tenantId, id, now),
+  ]);
+  return deleted!.meta.changes === 1;
 }
 
 /**

@@ -244,7 +244,10 @@ async function createTokens(
     const committed = mark && (await mark.statement(d1, committedCreate(outcomes, sealed, deduplicating, now)));
     let written: number;
     try {
-      written = await insertTokens(d1, inserted, chosenIds, now, { first: from?.consuming(d1, now), last: committed ? [committed] : [] });
+      written = await insertTokens(d1, context.writeFence(now), inserted, chosenIds, now, {
+        first: from?.consuming(d1, now),
+        last: committed ? [committed] : [],
+      });
     } catch (error) {
       if (isTakenIdError(error)) throw new ConflictError("A chosen token id was taken by another request meanwhile; nothing was created");
       throw mark?.refusalOf(error) ?? error;

@@ -56,7 +56,7 @@ export async function deleteToken(context: TenantContext, principal: Principal, 
   const now = Date.now();
   const row = await findLiveToken(context, id, now);
   requireOnTokenContainers(principal, "token:delete", containersOf(row), row.id);
-  if (!(await writes.deleteToken(context.db.$client, context.tenantId, row.id, now))) throw new NotFoundError(`Token ${id}`);
+  if (!(await writes.deleteToken(context.db.$client, context.writeFence(now), row.id, now))) throw new NotFoundError(`Token ${id}`);
   context.audit.describe({ event: { type: "token.deleted", data: { token: { id: row.id } } } });
 }
 

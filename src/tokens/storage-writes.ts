@@ -1,11 +1,13 @@
 import { getTableColumns, getTableName, type Table } from "drizzle-orm";
 import { tokenContainers, tokenMetadata, tokenSearchIndex, tokens } from "../db/data-tables";
+import { fencedBatch, type WriteFence } from "../db/write-fence";
 import type { TokenRow } from "./storage";
 
 /*
  * The write side of tokens, as prepared D1 statements for one batch (one transaction). Rows travel
  * as one JSON parameter per table and are unpacked by json_each, so a tokenize of 100 tokens is
- * four statements, and D1's limit of 100 bound parameters per statement never applies.
+ * four statements, and D1's limit of 100 bound parameters per statement never applies. Every batch
+ * passes the tenant's write fence (src/db/write-fence.ts): a move's last copy must see what it wrote.
  */
 
 /** A token row and the rows of its side tables, which make each search term an index lookup. */
@@ -47,16 +49,17 @@ export const TOKEN_SIDE_TABLE_NAMES = SIDE_TABLES.map((table) => getTableName(ta
  */
 export async function insertTokens(
   d1: D1Database,
+  fence: WriteFence,
   sealed: SealedToken[],
   chosenIds: string[],
   now: number,
   { first = [], last = [] }: { first?: D1PreparedStatement[]; last?: D1PreparedStatement[] } = {},
 ): Promise<number> {
   if (sealed.length === 0) {
-    await d1.batch([...first, ...last]);
+    await fencedBatch(d1, fence, [...first, ...last]);
     return 0;
   }
-  const results = await d1.batch([...first, ...insertStatements(d1, sealed, chosenIds, now), ...last]);
+  const results = await fencedBatch(d1, fence, [...first, ...insertStatements(d1, sealed, chosenIds, now), ...last]);
   return results[first.length + tokensStatement(chosenIds)]?.meta.changes ?? 0;
 }
 
@@ -155,15 +158,19 @@ export function isTakenIdError(error: unknown): boolean {
  * deleted or changed since it was read is left alone (the update then reports no change). The side
  * statements check for the new ciphertext, whose random IV makes it unique to this write.
  */
-export async function replaceToken(d1: D1Database, token: SealedToken, readCiphertext: string): Promise<boolean> {
-  return (await replaceTokens(d1, [{ token, readCiphertext }])) === 1;
+export async function replaceToken(d1: D1Database, fence: WriteFence, token: SealedToken, readCiphertext: string): Promise<boolean> {
+  return (await replaceTokens(d1, fence, [{ token, readCiphertext }])) === 1;
 }
 
 /** Replaces several tokens as replaceToken does, in one batch: how many were replaced. */
-export async function replaceTokens(d1: D1Database, replacements: { token: SealedToken; readCiphertext: string }[]): Promise<number> {
+export async function replaceTokens(
+  d1: D1Database,
+  fence: WriteFence,
+  replacements: { token: SealedToken; readCiphertext: string }[],
+): Promise<number> {
   if (replacements.length === 0) return 0;
   const batches = replacements.map(({ token, readCiphertext }) => replaceStatements(d1, token, readCiphertext));
-  const results = await d1.batch(batches.flat());
+  const results = await fencedBatch(d1, fence, batches.flat());
   let offset = 0;
   let replaced = 0;
   for (const statements of batches) {
@@ -211,8 +218,9 @@ function replaceStatements(d1: D1Database, token: SealedToken, readCiphertext: s
 }
 
 /** Deletes the live token's side rows, then its row: whether it existed. */
-export async function deleteToken(d1: D1Database, tenantId: string, id: string, now: number): Promise<boolean> {
-  const results = await d1.batch([
+export async function deleteToken(d1: D1Database, fence: WriteFence, id: string, now: number): Promise<boolean> {
+  const { tenantId } = fence;
+  const results = await fencedBatch(d1, fence, [
     ...SIDE_TABLES.map((table) => d1.prepare(`DELETE FROM ${getTableName(table)} WHERE tenant_id = ? AND token_id = ?`).bind(tenantId, id)),
     d1.prepare("DELETE FROM tokens WHERE tenant_id = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)").bind(tenantId, id, now),
   ]);

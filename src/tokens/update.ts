@@ -76,7 +76,7 @@ export async function updateToken(
       const duplicate = await duplicateOfUpdate(context.db, principal, sealed, now);
       if (duplicate) return presentDuplicate(keys, principal, duplicate);
     }
-    if (await replaceToken(context.db.$client, sealed, row.ciphertext)) {
+    if (await replaceToken(context.db.$client, context.writeFence(now), sealed, row.ciphertext)) {
       const transform = accessTo(principal, "token:update", definition.containers, row.id) ?? "redact";
       const updated = await present(principal, sealed.row, transform, () => definition.data);
       context.audit.describe({ event: { type: "token.updated", data: tokenEventData(sealed.row) } });

@@ -1,4 +1,4 @@
-import { createExecutionContext, createMessageBatch, env, getQueueResult } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, env, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { AuditEntry, AuditMessage } from "../../src/audit/entry";
 import worker from "../../src/index";
@@ -6,7 +6,7 @@ import { type LogEntry, logEntries, verifyLog } from "../support/audit";
 import { callConfigured } from "../support/configured";
 import { DATA_BINDINGS } from "../support/context";
 import { runCron } from "../support/cron";
-import { call } from "../support/harness";
+import { BASE, call } from "../support/harness";
 import { withMethod } from "../support/substitute";
 import { createToken, seedTokenTenantIn } from "../support/tokens";
 
@@ -195,5 +195,43 @@ describe("moving a tenant with its audit log", () => {
       .bind(tenant.tenantId, entry.id)
       .first<{ n: number }>();
     expect(logged!.n).toBe(1);
+  }, 30_000);
+  it("keeps the entry of a read made while the tenant moves and the queue is down, and chains it in the new database after the move", async () => {
+    const tenant = await seedTokenTenantIn("DB_1");
+    const token = await createToken(tenant.key, { type: "token", data: "read while moving" });
+    expect(
+      (await call("POST", `/tenants/${tenant.tenantId}/move`, { body: { database: "DB_2", max_batches: 1 }, headers: operator })).body
+        .phase,
+    ).toBe("blocked");
+    const failingQueue = { send: () => Promise.reject(new Error("queue down")), sendBatch: () => Promise.reject(new Error("queue down")) };
+    const traceId = `spilled-while-moving-${crypto.randomUUID()}`;
+    const ctx = createExecutionContext();
+    const response = await worker.fetch(
+      new Request(`${BASE}/tokens/${token.id}`, { headers: { "SVC-API-KEY": tenant.key, "SVC-TRACE-ID": traceId } }),
+      { ...env, AUDIT_QUEUE: failingQueue },
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    expect(response.status).toBe(200);
+    // Neither the source's audit_pending (copied, then purged) nor the target's (replaced by the copy).
+    const waiting = (d1: D1Database) =>
+      d1
+        .prepare("SELECT count(*) AS n FROM audit_pending WHERE tenant_id = ? AND entry ->> 'trace_id' = ?")
+        .bind(tenant.tenantId, traceId)
+        .first<{ n: number }>();
+    expect((await waiting(env.DB))!.n).toBe(1);
+
+    for (;;) {
+      const reply = await call("POST", `/tenants/${tenant.tenantId}/move`, { body: { database: "DB_2" }, headers: operator });
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      if (reply.body.phase === "done") break;
+    }
+    await runCron();
+    const logged = await env.DB_2.prepare("SELECT count(*) AS n FROM audit_log WHERE tenant_id = ? AND trace_id = ?")
+      .bind(tenant.tenantId, traceId)
+      .first<{ n: number }>();
+    expect(logged!.n).toBe(1);
+    expect((await waiting(env.DB))!.n).toBe(0);
+    expect((await verifyLog(tenant)).verified).toBe(true);
   }, 30_000);
 });

@@ -217,4 +217,48 @@ describe("moving a tenant", () => {
     expect(reply.body.phase).toBe("done");
     expect((await call("GET", `/tokens/${created.id}`, { key: tenant.key })).status).toBe(200);
   });
+  it("refuses a create and an update that reach the source once the move fenced it: 503 with Retry-After, and nothing written", async () => {
+    const tenant = await seedTokenTenantIn("DB_1");
+    const token = await createToken(tenant.key, { type: "token", data: "before", metadata: { version: "1" } });
+    // Both writes reach the source database only once the move has fenced it and switched the directory.
+    let arrived = 0;
+    let bothAtWrite!: () => void;
+    const atWrite = new Promise<void>((resolve) => {
+      bothAtWrite = resolve;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = withMethod(env.DB_1, "withSession", ((constraint?: string) => {
+      const session = env.DB_1.withSession(constraint);
+      return withMethod(session, "batch", (async (statements: D1PreparedStatement[]) => {
+        if (++arrived === 2) bothAtWrite();
+        await released;
+        return session.batch(statements);
+      }) as D1DatabaseSession["batch"]);
+    }) as D1Database["withSession"]);
+    const principal = (await principalForKey(requestContext(), tenant.key))!;
+    const creating = createStoredToken(
+      await tenantContext(tenant.tenantId, { ...env, DB_1: slow } as typeof env),
+      principal,
+      parseCreateToken({ type: "token", data: "too late" }),
+    );
+    const updating = updateToken(await tenantContext(tenant.tenantId, { ...env, DB_1: slow } as typeof env), principal, token.id, {
+      metadata: { version: "2" },
+    });
+    await atWrite;
+    expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("blocked");
+    expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("switched");
+    release();
+    for (const refused of [creating, updating]) {
+      await expect(refused).rejects.toMatchObject({ status: 503, headers: { "Retry-After": expect.stringMatching(/^[1-9]\d*$/) } });
+    }
+
+    expect((await move(tenant.tenantId, { database: "DB_2" })).body.phase).toBe("done");
+    const listed = await call("GET", "/tokens", { key: tenant.key });
+    expect(listed.body.data.map((token: { id: string }) => token.id)).toEqual([token.id]);
+    expect((await call("GET", `/tokens/${token.id}`, { key: tenant.key })).body.metadata).toEqual({ version: "1" });
+    expect(await rows("DB_1", tenant.tenantId)).toBe(0);
+  });
 });
