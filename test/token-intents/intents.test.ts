@@ -255,7 +255,13 @@ describe("converting an intent into a token (POST /tokens {token_intent_id})", (
     });
     const attempts: Record<string, unknown>[] = [
       // The mask the caller's masked answer then shows: the whole number.
-      { mask: { number: "{{ data.number }}", expiration_month: "{{ data.expiration_month }}", expiration_year: "{{ data.expiration_year }}" } },
+      {
+        mask: {
+          number: "{{ data.number }}",
+          expiration_month: "{{ data.expiration_month }}",
+          expiration_year: "{{ data.expiration_year }}",
+        },
+      },
       // An index a data: search confirms any guess of the whole number with.
       { search_indexes: ["{{ data.number }}"] },
       // A fingerprint of a few digits: deduplication against tokenized guesses finds them.
