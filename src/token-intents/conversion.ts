@@ -2,11 +2,13 @@
  * Converting a token intent into a token (POST /tokens with `token_intent_id`): a private key's create
  * of the intent's type and data, in one batch with the intent's deletion, so the intent converts once.
  */
-import { isBrowserKey, type Principal } from "../auth/access";
+import { accessTo, isBrowserKey, type Principal, stricter } from "../auth/access";
 import type { TenantContext } from "../context";
 import { ForbiddenError, NotFoundError } from "../errors";
-import { createToken, parseCreateToken } from "../tokens/creation";
+import { browserRefusedExpressions, createToken, parseCreateToken } from "../tokens/creation";
 import { withoutCvc } from "../tokens/cvc";
+import { definitionOf } from "../tokens/definition";
+import { isAliasExpression } from "../tokens/id-format";
 import type { CreatedTokenResponse } from "../tokens/schema";
 import { intentData } from "./presentation";
 import type { ConvertTokenIntent } from "./schema";
@@ -41,6 +43,7 @@ export async function convertTokenIntent(
   if (!intent) throw unknown();
   const data = withoutCvc(await intentData(await context.keys(), intent));
   const request = parseCreateToken({ ...members, type: intent.type, data });
+  requireSightOfIntentData(principal, request);
   let token: CreatedTokenResponse;
   try {
     token = await createToken(context, principal, request, {
@@ -61,4 +64,25 @@ export async function convertTokenIntent(
     },
   });
   return token;
+}
+
+/**
+ * The expressions of the data a conversion may set (mask, fingerprint expression, search indexes, an
+ * alias id): only a caller who would see the data whole, as security.md's rule 1 has it. The caller did
+ * not send the data: under a masking token:read rule a mask of its own would show it the whole number,
+ * and a search index, fingerprint or alias would let it confirm guesses of it. A 403 naming the
+ * members, before anything is written.
+ */
+function requireSightOfIntentData(principal: Principal, request: ReturnType<typeof parseCreateToken>): void {
+  const members = browserRefusedExpressions(request);
+  if (typeof request.id === "string" && isAliasExpression(request.id)) members.push("id");
+  if (members.length === 0) return;
+  const { containers } = definitionOf(request);
+  const created = accessTo(principal, "token:create", containers) ?? "redact";
+  const read = accessTo(principal, "token:read", containers) ?? "redact";
+  if (stricter(created, read) === "reveal") return;
+  throw new ForbiddenError(
+    `${members.join(", ")} may be set on a converted intent only by a caller whose token:create and token:read rules reveal ` +
+      "the data in every container of the token: the caller did not send the data; this caller's rules do not",
+  );
 }

@@ -244,6 +244,41 @@ describe("converting an intent into a token (POST /tokens {token_intent_id})", (
     expect(reply.body.data).toEqual({ number: "XXXXXXXXXXXX4242", expiration_month: 12, expiration_year: 2030 });
   });
 
+  it("a converter whose token:read rule masks sets no expression of the data it never saw (mask, fingerprint, search index, alias): 403, the intent stays", async () => {
+    const tenant = await seedIntentTenant();
+    const converter = await createApplication(tenant, {
+      type: "private",
+      rules: [
+        { priority: 1, container: "/", transform: "reveal", permissions: ["token:create"] },
+        { priority: 2, container: "/", transform: "mask", permissions: ["token:read", "token:search"] },
+      ],
+    });
+    const attempts: Record<string, unknown>[] = [
+      // The mask the caller's masked answer then shows: the whole number.
+      {
+        mask: {
+          number: "{{ data.number }}",
+          expiration_month: "{{ data.expiration_month }}",
+          expiration_year: "{{ data.expiration_year }}",
+        },
+      },
+      // An index a data: search confirms any guess of the whole number with.
+      { search_indexes: ["{{ data.number }}"] },
+      // A fingerprint of a few digits: deduplication against tokenized guesses finds them.
+      { fingerprint_expression: "{{ data.number | slice: 6, 6 }}" },
+      // An alias id made of the number's hidden digits, shown as the token's id.
+      { id: "{{ data.number | slice: 0, 12 }}-{{ data.number | last4 }}" },
+    ];
+    for (const members of attempts) {
+      const intent = await createIntent(tenant.browserKey);
+      const reply = await convertIntent(converter.key, intent.id, members);
+      expect(reply.text, JSON.stringify(members)).not.toContain("42424242");
+      expect(reply.status, `${JSON.stringify(members)}: ${reply.text}`).toBe(403);
+      expect(await storedIntents(tenant.tenantId)).toBeGreaterThan(0);
+      await call("DELETE", `/token-intents/${intent.id}`, { key: tenant.serverKey });
+    }
+  });
+
   it("needs token:create on the token's containers, and then leaves the intent as it was", async () => {
     const tenant = await seedIntentTenant();
     const narrow = await createApplication(tenant, {
