@@ -13,7 +13,7 @@
 // audit chain that verifies with nothing left in audit_pending once the cron and the queues have run.
 //
 // What a kill is allowed to lose, and so is counted and reported but fails nothing: audit entries of
-// requests answered shortly before it. A request's entries wait up to 50 ms in its isolate for a
+// requests answered shortly before it. A request's entries wait up to 10 ms in its isolate for a
 // shared send (src/audit/recorder.ts, docs/decisions.md), and Miniflare's queues are in memory, so
 // messages sent and not yet consumed (the audit queue waits up to a second for a batch) die with the
 // process, where Cloudflare Queues would keep and redeliver them. For the same reason a rotation's

@@ -77,7 +77,7 @@ const LOOK_MS = 50;
 const IDLE_SHARE = 0.01;
 /**
  * How long workerd must stay idle for the work a burst of calls left behind to have run: the audit
- * send waits 50 ms, and a queue consumer up to max_batch_timeout (1 s in wrangler.toml) for a batch.
+ * send waits 10 ms, and a queue consumer up to max_batch_timeout (1 s in wrangler.toml) for a batch.
  */
 const QUIET_MS = 1200;
 /** A burst whose aftermath runs longer than this is read as it stands. */

@@ -35,13 +35,14 @@ const TAKE_OVER_MS = 2_000;
 /**
  * How long the request that takes a send on waits before sending: every entry its isolate adds
  * meanwhile goes in the same sendBatch. A send per turn of the event loop carried a few entries each
- * under load, and the queue's broker and consumer cost workerd about 170 µs of CPU a proxy call; at
- * 50 ms, about a twentieth of a second of an isolate's entries travel together and that cost all
- * but goes (docs/decisions.md, "One send for the requests of an isolate answered together"). No
- * caller waits for it, as the answers have left; a test that waits for its request's `waitUntil`
- * waits the window too. It must stay well under TAKE_OVER_MS, or every healthy send is taken over.
+ * under load, and the queue's broker and consumer cost workerd about 170 µs of CPU a proxy call; a
+ * window of 10 ms costs workerd the same CPU a call as 50 ms did, within noise, while 1 ms costs
+ * about 14 % more (docs/decisions.md, "The window in production"), so 10 ms it is: the shortest
+ * window the hot path allows, as entries waiting in it die with their isolate. No caller waits for
+ * it, as the answers have left; a test that waits for its request's `waitUntil` waits the window
+ * too. It must stay well under TAKE_OVER_MS, or every healthy send is taken over.
  */
-const SEND_WINDOW_MS = 50;
+const SEND_WINDOW_MS = 10;
 
 /**
  * Entries one send takes at most: the request that brings the waiting ones to this many sends them
