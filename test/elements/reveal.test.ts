@@ -54,7 +54,7 @@ beforeAll(async () => {
   const tenant = (await callVault("POST", "/tenants", vault.operatorKey, { name: "reveal" }, "SVC-OPERATOR-KEY")).body;
   const management = tenant.application.key as string;
   const application = (body: unknown) => callVault("POST", "/applications", management, body).then((reply) => reply.body.key as string);
-  publicKey = await application({ name: "checkout", type: "public", permissions: ["token:create"] });
+  publicKey = await application({ name: "checkout", type: "public", permissions: ["token:create", "token-intent:create"] });
   serverKey = await application({
     name: "backend",
     type: "private",
@@ -239,7 +239,7 @@ describe("elements: revealing a token through a session", () => {
     }
   });
 
-  it("the demo (/elements/demo/) tokenizes a card and reveals its number once the curl it prints authorizes the session", async () => {
+  it("the demo (/elements/demo/) tokenizes a card and reveals its number once the curl it prints authorizes the session, and makes a token intent its printed curl converts", async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     const refusedByPolicy: string[] = [];
@@ -264,6 +264,15 @@ describe("elements: revealing a token through a session", () => {
     await page.click("#retrieve");
     await expect.poll(() => page.frameLocator("#number iframe").locator('input[name="value"]').inputValue()).toBe(VISA);
     expect(refusedByPolicy).toEqual([]);
+    // The same card as a token intent: the page shows its id and the curl that converts it, never the card.
+    await page.click("#intent");
+    await expect.poll(() => page.textContent("#answer")).toContain("token_intent_id");
+    const shown = (await page.textContent("#answer"))!;
+    expect(shown).not.toContain(VISA.slice(-4));
+    const conversion = JSON.parse(/-d '([^']+)' \S+\/tokens/.exec(shown)![1]!);
+    const converted = await callVault("POST", "/tokens", serverKey, conversion);
+    expect(converted.status).toBe(201);
+    expect(converted.body).toMatchObject({ type: "card", data: { number: VISA } });
     await context.close();
   });
 

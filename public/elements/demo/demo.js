@@ -1,6 +1,7 @@
 // The demo checkout (/elements/demo/): a name and a card in the vault's frames, tokenized in one
 // request. The page shows what its change events and the vault's answer tell it, which is all it gets.
 // Then a session reveals the card's number in a read-only frame, once the curl it prints authorizes it.
+// Or the card becomes a token intent, which the curl the page prints converts into a token with a private key.
 const startForm = document.getElementById("start");
 const checkoutForm = document.getElementById("checkout");
 const state = document.getElementById("state");
@@ -45,15 +46,30 @@ startForm.addEventListener("submit", async (event) => {
       answer.textContent = showProblem(problem);
     }
   });
+  document.getElementById("intent").onclick = async () => {
+    answer.hidden = false;
+    try {
+      const intent = await vault.tokenIntents.create({ type: "card", data: card });
+      answer.textContent = `${JSON.stringify(intent, null, 2)}\n\nYour server converts it into a token, within a day:\n${curl(
+        "private key with token:create",
+        { token_intent_id: intent.id },
+        "/tokens",
+      )}`;
+    } catch (problem) {
+      answer.textContent = showProblem(problem);
+    }
+  };
 });
+
+/** The curl a merchant's server would send: its key stays on the server, so the page prints a placeholder. */
+const curl = (key, body, path) =>
+  `curl -H "SVC-API-KEY: <${key}>" -H "content-type: application/json" \\\n  -d '${JSON.stringify(body)}' ${location.origin}${path}`;
 
 /** The reveal section, for the card token just created: a session, the curl that authorizes it, the number in a frame. */
 let shown;
 function startReveal(vault, tokenId, style) {
   reveal.hidden = false;
   let session;
-  const curl = (key, body, path) =>
-    `curl -H "SVC-API-KEY: <${key}>" -H "content-type: application/json" \\\n  -d '${JSON.stringify(body)}' ${location.origin}${path}`;
   document.getElementById("create-session").onclick = async () => {
     authorize.hidden = false;
     try {
