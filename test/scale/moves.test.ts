@@ -148,24 +148,8 @@ describe("moving a tenant", () => {
     const tenant = await seedTokenTenantIn("DB_1");
     const token = await createToken(tenant.key, { type: "token", data: "before", metadata: { version: "1" } });
     // The update's write reaches the source database only once the move's first step has copied the token.
-    let reachedWrite!: () => void;
-    const atWrite = new Promise<void>((resolve) => {
-      reachedWrite = resolve;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const slow = withMethod(env.DB_1, "withSession", ((constraint?: string) => {
-      const session = env.DB_1.withSession(constraint);
-      return withMethod(session, "batch", (async (statements: D1PreparedStatement[]) => {
-        reachedWrite();
-        await released;
-        return session.batch(statements);
-      }) as D1DatabaseSession["batch"]);
-    }) as D1Database["withSession"]);
-    const principal = (await principalForKey(requestContext(), tenant.key))!;
-    const context = await tenantContext(tenant.tenantId, { ...env, DB_1: slow } as typeof env);
+    const { contextOf, principal, atWrite, release } = await heldWrites(tenant);
+    const context = await contextOf();
     const updating = updateToken(context, principal, token.id, { metadata: { version: "2" } });
     await atWrite;
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -184,24 +168,8 @@ describe("moving a tenant", () => {
     const tenant = await seedTokenTenantIn("DB_1");
     await createToken(tenant.key, { type: "token", data: "before" });
     // The create's write reaches the source database only once the move's first step has copied the tokens.
-    let reachedWrite!: () => void;
-    const atWrite = new Promise<void>((resolve) => {
-      reachedWrite = resolve;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const slow = withMethod(env.DB_1, "withSession", ((constraint?: string) => {
-      const session = env.DB_1.withSession(constraint);
-      return withMethod(session, "batch", (async (statements: D1PreparedStatement[]) => {
-        reachedWrite();
-        await released;
-        return session.batch(statements);
-      }) as D1DatabaseSession["batch"]);
-    }) as D1Database["withSession"]);
-    const principal = (await principalForKey(requestContext(), tenant.key))!;
-    const context = await tenantContext(tenant.tenantId, { ...env, DB_1: slow } as typeof env);
+    const { contextOf, principal, atWrite, release } = await heldWrites(tenant);
+    const context = await contextOf();
     const creating = createStoredToken(context, principal, parseCreateToken({ type: "token", data: "in flight" }));
     await atWrite;
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -221,32 +189,9 @@ describe("moving a tenant", () => {
     const tenant = await seedTokenTenantIn("DB_1");
     const token = await createToken(tenant.key, { type: "token", data: "before", metadata: { version: "1" } });
     // Both writes reach the source database only once the move has fenced it and switched the directory.
-    let arrived = 0;
-    let bothAtWrite!: () => void;
-    const atWrite = new Promise<void>((resolve) => {
-      bothAtWrite = resolve;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const slow = withMethod(env.DB_1, "withSession", ((constraint?: string) => {
-      const session = env.DB_1.withSession(constraint);
-      return withMethod(session, "batch", (async (statements: D1PreparedStatement[]) => {
-        if (++arrived === 2) bothAtWrite();
-        await released;
-        return session.batch(statements);
-      }) as D1DatabaseSession["batch"]);
-    }) as D1Database["withSession"]);
-    const principal = (await principalForKey(requestContext(), tenant.key))!;
-    const creating = createStoredToken(
-      await tenantContext(tenant.tenantId, { ...env, DB_1: slow } as typeof env),
-      principal,
-      parseCreateToken({ type: "token", data: "too late" }),
-    );
-    const updating = updateToken(await tenantContext(tenant.tenantId, { ...env, DB_1: slow } as typeof env), principal, token.id, {
-      metadata: { version: "2" },
-    });
+    const { contextOf, principal, atWrite, release } = await heldWrites(tenant, 2);
+    const creating = createStoredToken(await contextOf(), principal, parseCreateToken({ type: "token", data: "too late" }));
+    const updating = updateToken(await contextOf(), principal, token.id, { metadata: { version: "2" } });
     await atWrite;
     expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("blocked");
     expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("switched");
@@ -262,3 +207,30 @@ describe("moving a tenant", () => {
     expect(await rows("DB_1", tenant.tenantId)).toBe(0);
   });
 });
+
+/**
+ * Contexts of the tenant over DB_1 whose batches wait, once `writes` of them have arrived (atWrite),
+ * until release(): writes under way whose statements reach the source database when the test says.
+ */
+async function heldWrites(tenant: { tenantId: string; key: string }, writes = 1) {
+  let arrived = 0;
+  let allAtWrite!: () => void;
+  const atWrite = new Promise<void>((resolve) => {
+    allAtWrite = resolve;
+  });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const slow = withMethod(env.DB_1, "withSession", ((constraint?: string) => {
+    const session = env.DB_1.withSession(constraint);
+    return withMethod(session, "batch", (async (statements: D1PreparedStatement[]) => {
+      if (++arrived === writes) allAtWrite();
+      await released;
+      return session.batch(statements);
+    }) as D1DatabaseSession["batch"]);
+  }) as D1Database["withSession"]);
+  const principal = (await principalForKey(requestContext(), tenant.key))!;
+  const contextOf = () => tenantContext(tenant.tenantId, { ...env, DB_1: slow } as typeof env);
+  return { contextOf, principal, atWrite, release };
+}
