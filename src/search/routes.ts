@@ -46,6 +46,15 @@ function dataGuessesIn(body: unknown): number {
   }
 }
 
+/** What both searches (by page number and by cursor) run before the query: one rule for both. */
+const SEARCH_MIDDLEWARE = [
+  requirePermission("token:search"),
+  requireContentType("application/json"),
+  countDataGuesses,
+  staleReadsAllowed,
+  timeSearch,
+];
+
 const search = createRoute({
   method: "post",
   path: "/tokens/search",
@@ -57,13 +66,7 @@ const search = createRoute({
     "fingerprint, data, container, metadata.<key>, created_by, created_at, modified_by, modified_at. Results are " +
     "newest first, limited to the containers where the caller holds token:search, with data per its access transform. " +
     "Each distinct `data:` value after the first counts as one more request against the key's rate limits.",
-  middleware: [
-    requirePermission("token:search"),
-    requireContentType("application/json"),
-    countDataGuesses,
-    staleReadsAllowed,
-    timeSearch,
-  ] as const,
+  middleware: SEARCH_MIDDLEWARE,
   request: jsonBody(SearchTokensBody, SEARCH_REQUEST_EXAMPLE),
   responses: {
     200: jsonContent(paginated(TokenSchema), "A page of tokens, newest first", examplePage(SEARCHED_TOKEN_EXAMPLE)),
@@ -81,13 +84,7 @@ const searchV2 = createRoute({
     "The query language, rules and order of POST /tokens/search, boolean queries included. `start` is the " +
     "`pagination.next` of the previous page (opaque, and good only for the same query and key); the last page has no " +
     "`next`. No count: each page reads from where the previous one ended, so a deep page costs what the first does.",
-  middleware: [
-    requirePermission("token:search"),
-    requireContentType("application/json"),
-    countDataGuesses,
-    staleReadsAllowed,
-    timeSearch,
-  ] as const,
+  middleware: SEARCH_MIDDLEWARE,
   request: jsonBody(SearchTokensV2Body, SEARCH_V2_REQUEST_EXAMPLE),
   responses: {
     200: jsonContent(cursorPaginated(TokenSchema), "A page of tokens, newest first", exampleCursorPage(SEARCHED_TOKEN_EXAMPLE)),
