@@ -9,7 +9,8 @@
 // primary key and then forwards; the transforms, a bare worker that passes the body through one call
 // of a trivial Worker Loader isolate (and one that does so on the answer too) and forwards.
 // Beside each latency: the CPU time workerd spends a call (32 connections, what a call leaves behind
-// included) of the call and of its floor, and the vault isolate's JavaScript CPU time a proxied call.
+// included) of the call and of its floor, and the vault isolate's JavaScript CPU time a proxied call
+// next to the bare forwarding worker's a forwarded call.
 //   npm run bench proxy [--iterations=500] [--duration=3000] [--cpu=2000] [--profile=2000]
 //     [--scenarios=anonymous,authenticated]
 // --scenarios keeps the scenarios whose label contains one of the words (and leaves out the
@@ -155,6 +156,9 @@ export default async function proxy(bench) {
       const [directRate, forwardRate, proxyRate, ...floorRates] = await interleavedThroughput(bench, [direct, ...served], durationMs);
       const [forwardCpu, proxyCpu, ...floorCpus] = await interleavedCpu(bench, served, cpuRequests);
       const javaScript = await bench.vaultJavaScript(viaProxy, profileRequests);
+      // The same figure of the bare forwarding worker: the runtime's own share of a forwarded call (the
+      // fetch, the Request and Response) falls on whichever isolate forwards.
+      const forwardJavaScript = await bench.vaultJavaScript(forwarded, profileRequests, "bench-forward");
       measured.set(scenario.label, { directLatency, proxyLatency, proxyRate });
 
       bench.report("  through the proxy p50", proxyLatency.p50, "direct p50", directLatency.p50, "ms", { cpu: [proxyCpu, null] });
@@ -183,6 +187,7 @@ export default async function proxy(bench) {
       );
       // Of workerd's CPU time a proxied call, the part the vault's JavaScript takes (its V8 profile).
       if (proxyCpu !== null) bench.report("  the vault's JavaScript a call", javaScript, "workerd CPU a call", proxyCpu, "µs");
+      bench.report("  the vault's JavaScript a call", javaScript, "bare forwarding's JavaScript", forwardJavaScript, "µs");
       bench.report("  throughput, 32 connections", proxyRate.rps, "direct", directRate.rps, "req/s");
       bench.report("  throughput of bare forwarding", forwardRate.rps, "direct", directRate.rps, "req/s");
       bench.report("  throughput of the proxy", proxyRate.rps, "bare forwarding", forwardRate.rps, "req/s");

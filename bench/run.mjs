@@ -197,9 +197,10 @@ async function startBench(buildDir, reports) {
      * The vault isolate's JavaScript CPU time a call, in microseconds: its V8 profile's busy samples
      * while `requests` calls of `fn` run 32 at a time (see bench/lib/inspector.mjs's busyMicros).
      */
-    async vaultJavaScript(fn, requests) {
+    /** The sampled JavaScript time a call of `worker`'s isolate (the vault's, or a floor's by its name) while `fn` runs. */
+    async vaultJavaScript(fn, requests, worker = "vault") {
       const count = smoke ? 1 : requests;
-      const { profile } = await profileVault(vault.inspectorUrl, () => callsAtOnce(fn, count, 32));
+      const { profile } = await profileVault(vault.inspectorUrl, () => callsAtOnce(fn, count, 32), worker);
       return busyMicros(profile) / count;
     },
     async request(method, path, { key, body, headers = {}, raw } = {}) {

@@ -4,12 +4,13 @@
 import WebSocket from "ws";
 
 /**
- * The inspector of the vault's isolate: `inspectorUrl` is startLocalVault's. Answers
+ * The inspector of the vault's isolate, or of the worker named `worker` beside it (a benchmark's
+ * floor): `inspectorUrl` is startLocalVault's. Answers
  * {call(method, params), on(event, listener), close(), target}.
  */
-export async function inspectVault(inspectorUrl) {
+export async function inspectVault(inspectorUrl, worker = "vault") {
   const targets = await (await fetch(`http://${new URL(inspectorUrl).host}/json/list`)).json();
-  const target = targets.find((each) => each.title?.includes("vault") || each.url?.includes("vault")) ?? targets[0];
+  const target = targets.find((each) => each.title?.includes(worker) || each.url?.includes(worker)) ?? targets[0];
   return { ...(await connect(target.webSocketDebuggerUrl)), target: target.title ?? target.url, targets: targets.length };
 }
 

@@ -10,8 +10,8 @@ export const SAMPLING_INTERVAL_US = 100;
  * The vault isolate's profile while `run` runs: `inspectorUrl` is the inspector of the vault's
  * Miniflare (startLocalVault's inspectorUrl). Answers the profile and the inspector target profiled.
  */
-export async function profileVault(inspectorUrl, run) {
-  const inspector = await inspectVault(inspectorUrl);
+export async function profileVault(inspectorUrl, run, worker = "vault") {
+  const inspector = await inspectVault(inspectorUrl, worker);
   try {
     await inspector.call("Profiler.enable");
     await inspector.call("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });

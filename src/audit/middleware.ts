@@ -12,7 +12,8 @@ import { recordAfterAnswer } from "./recorder";
  */
 export const auditRequests: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
-  const request = c.var.request;
+  // c.get, not c.var: Hono builds a new object of every variable on each c.var read.
+  const request = c.get("request");
   if (!request) return;
   const entries = request.audit.conclude(routeOf(c.req.path, matchedRoutes(c)), c.res.status);
   recordAfterAnswer((promise) => c.executionCtx.waitUntil(promise), request, entries);

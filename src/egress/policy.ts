@@ -68,7 +68,8 @@ const SPECIAL_USE_SUFFIXES = ["localhost", "local", "internal", "localdomain", "
 export function egressRefusal(url: string | URL, options: EgressOptions): string | null {
   let parsed: URL;
   try {
-    parsed = new URL(url);
+    // A URL the vault built is judged as it is: parsing it again would give the same URL.
+    parsed = url instanceof URL ? url : new URL(url);
   } catch {
     return "it is not a valid absolute URL";
   }

@@ -163,12 +163,18 @@ async function outgoingRequest(invocation: Invocation, request: Request): Promis
   const { proxy } = invocation;
   const transformCode = mediaType && proxy ? proxy.requestTransformCode : null;
   const body = await readRequestBody(request, mediaType, transformCode !== null);
-  let message = (await detokenizeJson(
-    context,
-    invocation.detokenizer,
-    { headers: forwardableRequestHeaders(request.headers, context.config), body: body.read ? body.value : undefined },
-    { root: "", forCaller: invocation.forCaller },
-  )) as { headers: Record<string, unknown>; body: unknown };
+  const forwarded = forwardableRequestHeaders(request.headers, context.config);
+  let message: { headers: Record<string, unknown>; body: unknown } = {
+    headers: forwarded.values,
+    body: body.read ? body.value : undefined,
+  };
+  // A body left unread and headers without `{{` hold no reference: nothing to detokenize.
+  if (body.read || forwarded.mightHoldReferences) {
+    message = (await detokenizeJson(context, invocation.detokenizer, message, {
+      root: "",
+      forCaller: invocation.forCaller,
+    })) as typeof message;
+  }
 
   if (proxy && transformCode !== null) {
     const { path, query } = invocation.target;

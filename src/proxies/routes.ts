@@ -227,7 +227,8 @@ async function answerInvocation(c: Context<AppEnv>): Promise<Response> {
   let destinationStatus: number | null = null;
   let answer: Response;
   try {
-    answer = await invokeProxy(c.var.request, c.req.raw, (status) => {
+    // c.get, not c.var: Hono builds a new object of every variable on each c.var read.
+    answer = await invokeProxy(c.get("request"), c.req.raw, (status) => {
       destinationStatus = status;
     });
   } catch (error) {
@@ -236,7 +237,7 @@ async function answerInvocation(c: Context<AppEnv>): Promise<Response> {
   }
   // Every answer here is one the vault built (a copy of the destination's, a problem, a transform's
   // response), so its headers can change.
-  const header = c.var.config.headers.proxyDestinationStatus;
+  const header = c.get("config").headers.proxyDestinationStatus;
   answer.headers.delete(header);
   if (destinationStatus !== null) answer.headers.set(header, String(destinationStatus));
   return answer;

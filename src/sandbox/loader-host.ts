@@ -109,6 +109,25 @@ function loaderModules(modules: ScriptModule[]): Record<string, WorkerLoaderModu
   );
 }
 
+/** Ids already digested, by what they were digested from: a transform runs on every proxied call. */
+const isolateIds = new Map<string, string>();
+/**
+ * Characters of those keys (the code, mostly) held at most, about 2 MB: the map starts afresh when
+ * a key would pass it. An isolate serves a few scripts; one of the longest code is 50,000 characters.
+ */
+const ISOLATE_IDS_HELD_CHARACTERS = 1_000_000;
+let heldCharacters = 0;
+
 async function isolateId(parts: unknown[]): Promise<string> {
-  return `sandbox-${toHex(await crypto.subtle.digest("SHA-256", utf8.encode(JSON.stringify(parts))))}`;
+  const key = JSON.stringify(parts);
+  const known = isolateIds.get(key);
+  if (known !== undefined) return known;
+  const id = `sandbox-${toHex(await crypto.subtle.digest("SHA-256", utf8.encode(key)))}`;
+  if (heldCharacters + key.length > ISOLATE_IDS_HELD_CHARACTERS) {
+    isolateIds.clear();
+    heldCharacters = 0;
+  }
+  heldCharacters += key.length;
+  isolateIds.set(key, id);
+  return id;
 }

@@ -32,12 +32,19 @@ export async function runScript(
 ): Promise<TransformResult | ReactorResult> {
   const { owner } = request;
   const inputJson = JSON.stringify(request.input);
-  if (utf8.encode(inputJson).byteLength > MAX_INPUT_BYTES) throw new ScriptInputTooLargeError(owner.kind, MAX_INPUT_BYTES);
+  if (utf8BytesOver(inputJson, MAX_INPUT_BYTES)) throw new ScriptInputTooLargeError(owner.kind, MAX_INPUT_BYTES);
   const bridge = request.application ? await bridgeFor(config, request.application) : null;
   // Awaited rather than returned: workerd reports a rejection adopted one microtask late as unhandled.
   const report = await withinWallClock(owner, config.SANDBOX_WALL_TIME_MS, async () => await call(inputJson, bridge));
   // What tenant code read through `bt` joins the request's revealed values.
   return resultOf(owner.kind, report, revealed);
+}
+
+/** Whether `text` takes more than `limit` bytes as UTF-8: encoded only when its length leaves it in doubt. */
+function utf8BytesOver(text: string, limit: number): boolean {
+  // A UTF-16 code unit takes at most 3 bytes in UTF-8 (a surrogate pair takes 4 for 2 units).
+  if (text.length * 3 <= limit) return false;
+  return text.length > limit || utf8.encode(text).byteLength > limit;
 }
 
 interface BridgeEntrypoints {
