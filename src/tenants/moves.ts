@@ -13,8 +13,9 @@
  *             are removed, the audit entries appended since and the chain's head are copied, row
  *             counts are verified and the directory is switched
  *   switched  writes still wait one more time to live, for isolates that held the old placement;
- *             then the source copy is purged and the move row goes. The fence stays in the source,
- *             refusing writes that arrive late, until a move brings the tenant back there.
+ *             then the source copy is purged, a page a step, and the move row goes. The fence
+ *             stays in the source, refusing writes that arrive late, until a move brings the
+ *             tenant back there.
  */
 import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
@@ -92,7 +93,8 @@ export async function moveTenant(context: RequestContext, tenantId: string, inpu
       credentialsChanged();
     } else {
       await waitUntil(move.phaseStartedAt + ttl);
-      while ((await copy.purgeTenantData(source, tenantId, ID_PAGE)) === ID_PAGE);
+      // A page a step: a large tenant's purge spans calls as its copy does, each within its D1 queries.
+      if ((await copy.purgeTenantData(source, tenantId, ID_PAGE)) === ID_PAGE) continue;
       await storage.deleteMove(control, tenantId);
       credentialsChanged();
       return { tenant_id: tenantId, source: move.source, target: move.target, phase: "done" };

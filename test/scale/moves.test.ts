@@ -67,6 +67,27 @@ describe("moving a tenant", () => {
     expect(await rows("DB_2", tenant.tenantId)).toBe(0);
   });
 
+  it("purges the old copy a page a step, so that a large tenant's purge spans calls as its copy does", async () => {
+    const tenant = await seedTokenTenantIn("DB_1");
+    // More tokens than one purge page (500) holds.
+    for (let i = 0; i < 11; i++) {
+      const payload = Object.fromEntries(Array.from({ length: 50 }, (_, j) => [`v${j}`, `value ${i}-${j}`]));
+      expect((await call("POST", "/tokenize", { key: tenant.key, body: payload })).status).toBe(201);
+    }
+    const phases: string[] = [];
+    for (let call = 0; call < 20 && phases.at(-1) !== "done"; call++) {
+      const reply = await move(tenant.tenantId, { database: "DB_2", max_batches: 1 });
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      phases.push(reply.body.phase);
+      // Each call that leaves the move switched has purged one page: the source holds less each time.
+      if (reply.body.phase === "switched" && phases.at(-2) === "switched") expect(await rows("DB_1", tenant.tenantId)).toBeLessThan(550);
+    }
+    expect(phases.filter((phase) => phase === "switched")).toHaveLength(2);
+    expect(phases.at(-1)).toBe("done");
+    expect(await rows("DB_2", tenant.tenantId)).toBe(550);
+    expect(await rows("DB_1", tenant.tenantId)).toBe(0);
+  });
+
   it("loses no write made while it runs and reads each back at once; writes during the switch answer 503 with Retry-After", async () => {
     const tenant = await seedTokenTenantIn("DB_1");
     await createToken(tenant.key, { type: "token", data: "before" });
