@@ -25,7 +25,7 @@ const KeyringStatusSchema = z
 
 const status = createRoute({
   method: "get",
-  path: "/keys",
+  path: "/operator/keys",
   tags,
   security,
   summary: "What the keyring wraps (operators only)",
@@ -38,7 +38,7 @@ const status = createRoute({
 
 const rewrap = createRoute({
   method: "post",
-  path: "/keys/rewrap",
+  path: "/operator/keys/rewrap",
   tags,
   security,
   summary: "Re-wrap tenants' data keys under the newest key-encryption key (operators only)",
