@@ -29,12 +29,21 @@ export function encryptedHeaderOf(value: unknown): ProtectedHeaderParameters | n
   return typeof header.alg === "string" && typeof header.enc === "string" ? header : null;
 }
 
+/**
+ * The algorithms are judged before the library sees the JWE (it checks them too): a JWE of any other
+ * costs no key lookup, and a compressed one, which the library would inflate, is never opened.
+ */
+export function isOpenable(header: ProtectedHeaderParameters): boolean {
+  return KEY_MANAGEMENT_ALGORITHMS.includes(header.alg!) && CONTENT_ENCRYPTION_ALGORITHMS.includes(header.enc!) && !("zip" in header);
+}
+
 export function isEncryptedData(value: unknown): boolean {
   return encryptedHeaderOf(value) !== null;
 }
 
 /** Why a JWE gave no data. */
 export const JWE_REFUSALS = {
+  unsupported: "is a JWE the vault does not open: only ECDH-ES key agreement with A256GCM, uncompressed",
   undecryptable: "is a JWE that does not decrypt with the client encryption key it names",
   notText: "is a JWE whose plaintext is not UTF-8 text",
 } as const;

@@ -4,7 +4,7 @@ import { fromBase64, toBase64 } from "../crypto/encoding";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { CLIENT_KEYS } from "../limits";
-import { decryptCompactJwe, encryptedHeaderOf } from "./jwe";
+import { decryptCompactJwe, encryptedHeaderOf, isOpenable, JWE_REFUSALS } from "./jwe";
 import type { ClientKeyInput, ClientKeyResponse, CreatedClientKeyResponse } from "./schema";
 import type { ClientKeyRow } from "./storage";
 import * as storage from "./storage";
@@ -104,6 +104,7 @@ export function encryptedDataOpener(context: TenantContext) {
   return async (value: unknown): Promise<{ data: unknown } | { refusal: string }> => {
     const header = encryptedHeaderOf(value);
     if (!header) return { data: value };
+    if (!isOpenable(header)) return { refusal: JWE_REFUSALS.unsupported };
     if (typeof header.kid !== "string" || header.kid.length === 0) return { refusal: NO_KID_REFUSAL };
     let privateKey = privateKeys.get(header.kid);
     if (!privateKey) {
