@@ -11,7 +11,8 @@ import * as clientKeys from "./service";
 
 const tags = ["Client encryption keys"];
 const security = [{ ApiKey: [] }];
-const json = requireContentType("application/json");
+/** The Node SDK 5.7 posts `keys.create` as `application/json-patch+json`: a JSON body all the same. */
+const json = requireContentType("application/json", "application/json-patch+json");
 
 const create = createRoute({
   method: "post",
