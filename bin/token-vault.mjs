@@ -199,13 +199,13 @@ const keyring = program.command("keyring").description("the deployment's key-enc
 keyring
   .command("status")
   .description("what each key-encryption key wraps")
-  .action(async () => show(await call("GET", "/keys", { as: "operator" }), describeKeyring));
+  .action(async () => show(await call("GET", "/operator/keys", { as: "operator" }), describeKeyring));
 keyring
   .command("rewrap")
   .description("re-wrap every tenant's data keys under the newest key-encryption key")
   .action(async () => {
     let status;
-    do status = await call("POST", "/keys/rewrap", { as: "operator" });
+    do status = await call("POST", "/operator/keys/rewrap", { as: "operator" });
     while (status.remaining > 0 && status.rewrapped > 0);
     show(status, describeKeyring);
   });

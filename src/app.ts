@@ -4,6 +4,7 @@ import { applicationRoutes } from "./applications/routes";
 import { auditRequests } from "./audit/middleware";
 import { logRoutes } from "./audit/routes";
 import { permissionRoutes } from "./auth/routes";
+import { clientKeyRoutes } from "./client-keys/routes";
 import { detokenizeRoutes } from "./detokenization/routes";
 import { elementRoutes } from "./elements/routes";
 import { MethodNotAllowedError, NotFoundError } from "./errors";
@@ -83,6 +84,7 @@ export function buildApp() {
   api.route("/", reactorRoutes);
   api.route("/", logRoutes);
   api.route("/", webhookRoutes);
+  api.route("/", clientKeyRoutes);
   api.route("/", tenantSelfRoutes);
   // Authentication counts every request against its key (src/auth/rate-limits.ts), refuses a public key's browser
   // calls from origins its application does not allow (403), and reads the caller's bookmark.

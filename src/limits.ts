@@ -175,3 +175,8 @@ export const WEBHOOKS = {
   /** How long a delivery waits for the receiver's answer. */
   deliveryTimeoutMs: 10_000,
 } as const;
+
+export const CLIENT_KEYS = {
+  /** Client encryption keys one tenant may hold, expired ones included: each is a row and a sealed private key. */
+  maxPerTenant: 100,
+} as const;

@@ -10,6 +10,7 @@ export type ActorType = (typeof ACTOR_TYPES)[number];
 export const ENTITY_TYPES = {
   application: "Application",
   api_key: "API key",
+  "client-key": "Client encryption key",
   keys: "Encryption keys",
   log: "Audit log",
   permission: "Permission",

@@ -66,7 +66,7 @@ export class Keyring {
     const first = this.entries.find((entry) => entry.version === 1);
     if (!first) {
       throw new ConfigurationError(
-        `Tenant ${tenantId}'s keys derive from version 1 of the keyring, which is gone: restore it and run POST /keys/rewrap before removing it`,
+        `Tenant ${tenantId}'s keys derive from version 1 of the keyring, which is gone: restore it and run POST /operator/keys/rewrap before removing it`,
       );
     }
     return derivedMaterial(fromBase64(first.key), tenantId);

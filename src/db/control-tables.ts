@@ -266,3 +266,24 @@ export const webhooks = sqliteTable(
   },
   (table) => [index("webhooks_tenant_created").on(table.tenantId, table.createdAt, table.id)],
 );
+
+/**
+ * A tenant's client encryption keys (control database): X25519 key pairs whose public half, shown
+ * once, lets a browser or app encrypt data (a JWE) that only the vault can open. The private key
+ * never leaves the vault: it is stored sealed under the tenant's data key, so crypto-shredding and
+ * rotation cover it like any tenant secret.
+ */
+export const clientEncryptionKeys = sqliteTable(
+  "client_encryption_keys",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    /** The private key (PKCS #8, base64), encrypted under the tenant key; never answered. */
+    privateKeyCiphertext: text("private_key_ciphertext").notNull(),
+    /** After this, a JWE to the key is refused. */
+    expiresAt: integer("expires_at").notNull(),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [index("client_encryption_keys_tenant_created").on(table.tenantId, table.createdAt, table.id)],
+);

@@ -19,6 +19,7 @@ export const EXAMPLE_IDS = {
   formula: "e3f4a5b6-c7d8-4e9f-a0b1-c2d3e4f5a6b7",
   reactor: "a9b8c7d6-e5f4-4a3b-9c2d-1e0f9a8b7c6d",
   webhook: "c5d6e7f8-a9b0-4c1d-8e2f-3a4b5c6d7e8f",
+  clientKey: "b1e2c3d4-5678-4234-9abc-def012345678",
   log: "d7e8f9a0-b1c2-4d3e-9f4a-5b6c7d8e9f0a",
 } as const;
 

@@ -52,6 +52,10 @@ export const OPENAPI_OBJECT = {
       description: "Short-lived keys a public application's page creates and its server authorizes for chosen tokens.",
     },
     { name: "Webhooks", description: "Signed notifications of the tenant's events, sent to its URLs." },
+    {
+      name: "Client encryption keys",
+      description: "Key pairs whose public key encrypts data on the client (a JWE) that only the vault decrypts, as token data.",
+    },
     { name: "Audit log", description: "Who did what to which entity, in a hash chain that can be verified." },
     { name: "Operators", description: "The deployment operator's routes: tenants, their placement and their keys." },
     { name: "Status", description: "Whether the vault answers, for clients and monitors: no key needed." },

@@ -1,3 +1,4 @@
+import { privateKeyContext } from "../client-keys/service";
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { detokenizedContext, outcomeContext, sealingContext } from "../idempotency/service";
@@ -42,6 +43,13 @@ const SEALED_COLUMNS: SealedColumn[] = [
   { database: "control", table: "proxies", column: "configuration", key: ["id"], context: (row) => proxyConfigurationContext(row.id!) },
   { database: "control", table: "reactors", column: "configuration", key: ["id"], context: (row) => reactorConfigurationContext(row.id!) },
   { database: "control", table: "webhooks", column: "secret_ciphertext", key: ["id"], context: (row) => secretContext(row.id!) },
+  {
+    database: "control",
+    table: "client_encryption_keys",
+    column: "private_key_ciphertext",
+    key: ["id"],
+    context: (row) => privateKeyContext(row.id!),
+  },
   {
     database: "data",
     table: "idempotency_records",

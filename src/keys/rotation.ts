@@ -7,10 +7,11 @@
  *              live, so once it has passed every isolate writes under the new version and reads,
  *              `data:` search and deduplication use both
  *   running    each step re-encrypts a batch of what is still sealed under the old version: the
- *              tenant's proxies (key and configuration), reactors' configurations, webhook secrets
- *              and idempotency records, then its tokens, whose fingerprint and blind indexes are
- *              recomputed. Every write is conditional on the ciphertext read, so a concurrent change
- *              wins and the record is picked up again if still old
+ *              tenant's proxies (key and configuration), reactors' configurations, webhook secrets,
+ *              client encryption keys' private keys and idempotency records, then its tokens, whose
+ *              fingerprint and blind indexes are recomputed. Every write is conditional on the
+ *              ciphertext read, so a concurrent change wins and the record is picked up again if
+ *              still old
  *   finishing  nothing old was found: one more time to live for lookups cached meanwhile (a proxy
  *              read before its re-encryption), a last count, then the old version is destroyed
  *   done       the row stays, for GET …/rotation, until the next rotation

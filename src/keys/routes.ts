@@ -25,7 +25,7 @@ const KeyringStatusSchema = z
 
 const status = createRoute({
   method: "get",
-  path: "/keys",
+  path: "/operator/keys",
   tags,
   security,
   summary: "What the keyring wraps (operators only)",
@@ -38,7 +38,7 @@ const status = createRoute({
 
 const rewrap = createRoute({
   method: "post",
-  path: "/keys/rewrap",
+  path: "/operator/keys/rewrap",
   tags,
   security,
   summary: "Re-wrap tenants' data keys under the newest key-encryption key (operators only)",
@@ -102,7 +102,7 @@ const startRotationRoute = createRoute({
   description:
     "Needs `SVC-OPERATOR-KEY`. Stores a new data-key version, which every write uses within one credential time to live, " +
     "then re-encrypts in the background everything the tenant sealed under the old one (tokens with their fingerprints and " +
-    "blind indexes, proxies, reactor configurations, webhook secrets, idempotency records) while reads, `data:` search and " +
+    "blind indexes, proxies, reactor configurations, webhook secrets, client encryption keys, idempotency records) while reads, `data:` search and " +
     "deduplication match both versions. Once nothing is left the old version is destroyed; 409 while a rotation or a move " +
     "of the tenant runs.",
   middleware: [requireOperator] as const,

@@ -12,6 +12,8 @@ import {
   stricter,
   type Transform,
 } from "../auth/access";
+import { isEncryptedData } from "../client-keys/jwe";
+import { encryptedDataOpener } from "../client-keys/service";
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { addFieldError, ConflictError, type FieldErrors, ValidationError } from "../errors";
@@ -22,7 +24,7 @@ import { definitionOf, evaluate, fieldErrorCollector } from "./definition";
 import { WorkBudget } from "./expressions";
 import { claimTokenIds, wantedIdOf } from "./id-assignment";
 import { containersOf, present, tokenEventData } from "./presentation";
-import { type CreatedTokenResponse, type CreateToken, CreateTokenBody } from "./schema";
+import { type CreatedTokenResponse, type CreateToken, CreateTokenBody, dataRefusals } from "./schema";
 import { decryptData, sealToken } from "./sealing";
 import type { TokenRow } from "./storage";
 import * as storage from "./storage";
@@ -33,6 +35,8 @@ interface CreateRequest {
   input: CreateToken;
   /** Where the request sits in a tokenize payload; absent for POST /tokens. */
   path?: JsonPath;
+  /** Its data came as a JWE (src/client-keys/): the caller never held the plaintext it is answered. */
+  encrypted?: boolean;
 }
 
 /**
@@ -118,6 +122,8 @@ interface CommittedCreate {
     inserted: boolean;
     /** A deduplicating request's identity, to find the duplicate that won a race to the insert. */
     identity?: Identity;
+    /** The request's data came as a JWE: answered as data the caller did not send. */
+    encrypted?: true;
   }[];
 }
 
@@ -180,14 +186,10 @@ function answerTokenized(context: TenantContext, payload: unknown, found: TokenR
  * grants, evaluated and given its id; deduplicating requests are answered with existing tokens;
  * the rest are sealed and written in one batch.
  */
-async function createTokens(
-  context: TenantContext,
-  principal: Principal,
-  requests: CreateRequest[],
-  from?: CreateFrom,
-): Promise<Created[]> {
-  if (requests.length === 0) return [];
+async function createTokens(context: TenantContext, principal: Principal, sent: CreateRequest[], from?: CreateFrom): Promise<Created[]> {
+  if (sent.length === 0) return [];
   context.requireWritable();
+  const requests = from ? sent : await openEncryptedData(context, sent);
   const definitions = requests.map((request) => definitionOf(request.input));
   for (const [i, definition] of definitions.entries()) {
     requireOnEveryContainer(principal, "token:create", definition.containers, whereIs(requests[i]!.path));
@@ -241,7 +243,8 @@ async function createTokens(
   if (inserted.length > 0 || from) {
     const d1 = context.db.$client;
     const mark = context.takeCommitMark();
-    const committed = mark && (await mark.statement(d1, committedCreate(outcomes, sealed, deduplicating, now)));
+    const encrypted = requests.map((request) => request.encrypted === true);
+    const committed = mark && (await mark.statement(d1, committedCreate(outcomes, sealed, deduplicating, encrypted, now)));
     let written: number;
     try {
       written = await insertTokens(d1, context.writeFence(now), inserted, chosenIds, now, {
@@ -258,20 +261,49 @@ async function createTokens(
   return presentCreated(
     principal,
     keys,
-    outcomes.map(({ row, data, inserted }) => ({ row, data, created: inserted !== undefined })),
-    from === undefined,
+    outcomes.map(({ row, data, inserted }, i) => ({
+      row,
+      data,
+      created: inserted !== undefined,
+      sentData: from === undefined && !requests[i]!.encrypted,
+    })),
   );
 }
 
-/** Each token of a create's answer, as the caller sees it; `sentData` false when the caller did not send the data. */
+/**
+ * The requests with each JWE's data decrypted (src/client-keys/), then checked against the type's rules
+ * as plain data is; all or nothing, a refusal under the request's `data`. A JWE that holds another is
+ * refused: its plaintext would be stored unchecked.
+ */
+async function openEncryptedData(context: TenantContext, requests: CreateRequest[]): Promise<CreateRequest[]> {
+  if (!requests.some((request) => isEncryptedData(request.input.data))) return requests;
+  const open = encryptedDataOpener(context);
+  const errors: FieldErrors = {};
+  const opened = await Promise.all(
+    requests.map(async (request): Promise<CreateRequest> => {
+      if (!isEncryptedData(request.input.data)) return request;
+      const report = fieldErrorCollector(errors, request.path);
+      const result = await open(request.input.data);
+      if ("refusal" in result) report(["data"], result.refusal);
+      else if (isEncryptedData(result.data)) report(["data"], "is a JWE whose plaintext is another JWE");
+      else for (const { path, message } of dataRefusals(request.input.type, result.data)) report(path, message);
+      return { ...request, input: { ...request.input, data: "data" in result ? result.data : undefined }, encrypted: true };
+    }),
+  );
+  if (Object.keys(errors).length > 0) {
+    throw ValidationError.summarised(requests[0]!.path ? "Nothing was tokenized" : "The token was not created", errors);
+  }
+  return opened;
+}
+
+/** Each token of a create's answer, as the caller sees it; `sentData` false when the caller did not send the data in plain. */
 function presentCreated(
   principal: Principal,
   keys: TenantKeys,
-  answered: { row: TokenRow; created: boolean; data?: () => unknown }[],
-  sentData: boolean,
+  answered: { row: TokenRow; created: boolean; sentData: boolean; data?: () => unknown }[],
 ): Promise<Created[]> {
   return Promise.all(
-    answered.map(async ({ row, created, data }) => {
+    answered.map(async ({ row, created, sentData, data }) => {
       const transform = createdTransform(principal, row, created && sentData);
       const token = await present(principal, row, transform, data ?? (() => decryptData(keys, row)));
       return { token: { ...token, _extras: { deduplicated: !created } }, row };
@@ -279,12 +311,19 @@ function presentCreated(
   );
 }
 
-function committedCreate(outcomes: Outcome[], sealed: SealedToken[], deduplicating: boolean[], now: number): CommittedCreate {
+function committedCreate(
+  outcomes: Outcome[],
+  sealed: SealedToken[],
+  deduplicating: boolean[],
+  encrypted: boolean[],
+  now: number,
+): CommittedCreate {
   return {
     createdAt: now,
     tokens: outcomes.map((outcome, i) => ({
       id: outcome.row.id,
       inserted: outcome.inserted !== undefined,
+      ...(encrypted[i] ? { encrypted: true as const } : {}),
       ...(deduplicating[i]
         ? {
             identity: {
@@ -316,11 +355,12 @@ async function committedTokens(
     ]),
   );
   const answered = await Promise.all(
-    committed.tokens.map(async ({ id, inserted, identity }) => {
+    committed.tokens.map(async ({ id, inserted, identity, encrypted }) => {
       const row = rows.get(id);
+      const sentPlainData = sentData && !encrypted;
       // A chosen id may have been taken again since by another token.
       if (row && (!inserted || (row.createdAt === committed.createdAt && row.createdBy === principal.applicationId))) {
-        return { row, created: inserted };
+        return { row, created: inserted, sentData: sentPlainData };
       }
       const duplicate = identity && (await duplicateOfCreate(context.db, principal, identity, now));
       if (!duplicate) {
@@ -328,10 +368,10 @@ async function committedTokens(
           "The request with this idempotency key was processed, but its answer is not replayed: a token it created or answered no longer exists",
         );
       }
-      return { row: duplicate, created: false };
+      return { row: duplicate, created: false, sentData: sentPlainData };
     }),
   );
-  return presentCreated(principal, await context.keys(), answered, sentData);
+  return presentCreated(principal, await context.keys(), answered);
 }
 
 /**

@@ -408,7 +408,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(29);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(32);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {

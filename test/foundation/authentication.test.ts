@@ -39,7 +39,8 @@ describe("authentication", () => {
     });
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "proxy:create", application_types: ["management"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "session:authorize", application_types: ["private"] }));
-    expect(reply.body).toHaveLength(29);
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "keys:create", application_types: ["management"] }));
+    expect(reply.body).toHaveLength(32);
   });
 });
 

@@ -88,6 +88,8 @@ beforeAll(async () => {
   expect(reaction.status, JSON.stringify(reaction.body)).toBe(202);
   // The loopback receiver: the owner's token events are delivered there, never to the network.
   const webhook = await createWebhook(owner, { url: receiver().url });
+  const clientKey = await call("POST", "/keys", { key: owner.managementKey, body: {} });
+  expect(clientKey.status, JSON.stringify(clientKey.body)).toBe(201);
   await createWebhook(owner, { url: receiver().url });
   proxyKey = proxy.key;
   ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
@@ -101,6 +103,7 @@ beforeAll(async () => {
     reactors: reactor.id,
     requests: reaction.body.asyncReactorRequestId,
     webhooks: webhook.id,
+    "client-keys": clientKey.body.id,
     proxy: "charges",
     tenants: owner.tenantId,
   };
@@ -121,7 +124,11 @@ function ownedPath(path: string): string {
   return segments
     .map((segment, index) => {
       if (!segment.startsWith("{")) return segment;
-      const collection = segment === "{id}" || segment === "{path}" ? segments[index - 1]! : segment.slice(1, -1).replace(/_id$/, "s");
+      const collection = path.startsWith("/keys/") // client encryption keys; an application's keys are /applications/{id}/keys/{key_id}
+        ? "client-keys"
+        : segment === "{id}" || segment === "{path}"
+          ? segments[index - 1]!
+          : segment.slice(1, -1).replace(/_id$/, "s");
       const id = ownerIds[collection];
       if (!id) throw new Error(`the sweep has no owned id for ${segment} in ${path}: add one in beforeAll`);
       return encodeURIComponent(id);
@@ -235,6 +242,7 @@ describe("security sweep over every route of the OpenAPI document", () => {
     const stillThere = await call("GET", `/tokens/${ownerIds.tokens}`, { key: owner.key });
     expect(stillThere.status).toBe(200);
     expect((await call("GET", `/token-intents/${ownerIds["token-intents"]}`, { key: intentReader })).status).toBe(200);
+    expect((await call("GET", `/keys/${ownerIds["client-keys"]}`, { key: owner.managementKey })).status).toBe(200);
   }, 30_000);
 
   it("answers 400 naming start to another tenant's cursor on every cursor-paged route, and shows nothing of the owner's", async () => {

@@ -64,7 +64,7 @@ async function predatingEnvelopes(tenantId: string): Promise<void> {
 
 async function rewrapUntilDone(bindings: Record<string, unknown> = {}) {
   for (let call = 0; call < 20; call++) {
-    const reply = await callConfigured(bindings, "POST", "/keys/rewrap?max_records=50", { headers: operator });
+    const reply = await callConfigured(bindings, "POST", "/operator/keys/rewrap?max_records=50", { headers: operator });
     expect(reply.status, JSON.stringify(reply.body)).toBe(200);
     if (reply.body.remaining === 0) return reply.body;
   }
@@ -118,7 +118,7 @@ describe("envelope encryption", () => {
 
     // Keyring 2,1: everything reads; the status names what is left to rewrap.
     expect((await call("GET", `/tokens/${written.body.id}`, { key })).body.data).toBe(SSN);
-    const before = await call("GET", "/keys", { headers: operator });
+    const before = await call("GET", "/operator/keys", { headers: operator });
     expect(before.body).toMatchObject({ keyring_versions: [2, 1] });
     expect(before.body.remaining).toBeGreaterThanOrEqual(2);
 

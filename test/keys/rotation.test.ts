@@ -6,6 +6,7 @@ import { callConfigured } from "../support/configured";
 import { dataDatabaseOf, keysOfTenant } from "../support/context";
 import { runCron } from "../support/cron";
 import { call, callRoute, createApplication, dumpDatabase, expectProblem } from "../support/harness";
+import { encryptJwe } from "../support/jwe";
 import { expectLoggedError } from "../support/logs";
 import { createProxy, invoke } from "../support/proxies";
 import { createFormula, createReactor, react } from "../support/reactors";
@@ -70,6 +71,8 @@ describe("rotating a tenant's data keys", () => {
     const reactCaller = await createApplication(tenant, { type: "private", permissions: ["token:use"] });
     const hook = receiver();
     const webhook = await createWebhook(tenant, { url: hook.url });
+    const clientKey = await call("POST", "/keys", { key: tenant.managementKey, body: {} });
+    expect(clientKey.status, JSON.stringify(clientKey.body)).toBe(201);
     const idempotent = { key: tenant.key, headers: { "SVC-IDEMPOTENCY-KEY": "before-rotation" } };
     const first = await call("POST", "/tokens", { ...idempotent, body: { type: "token", data: "idempotent-value" } });
     expect(first.status).toBe(201);
@@ -155,11 +158,12 @@ describe("rotating a tenant's data keys", () => {
     ).toEqual({ n: 0 });
     const sealedElsewhere = await env.DB.prepare(
       `SELECT key_ciphertext AS sealed FROM proxies WHERE tenant_id = ?1 UNION ALL SELECT configuration FROM proxies WHERE tenant_id = ?1
-         UNION ALL SELECT configuration FROM reactors WHERE tenant_id = ?1 UNION ALL SELECT secret_ciphertext FROM webhooks WHERE tenant_id = ?1`,
+         UNION ALL SELECT configuration FROM reactors WHERE tenant_id = ?1 UNION ALL SELECT secret_ciphertext FROM webhooks WHERE tenant_id = ?1
+         UNION ALL SELECT private_key_ciphertext FROM client_encryption_keys WHERE tenant_id = ?1`,
     )
       .bind(tenant.tenantId)
       .all<{ sealed: string }>();
-    expect(sealedElsewhere.results.map((row) => row.sealed.slice(0, 3))).toEqual(["v2.", "v2.", "v2.", "v2."]);
+    expect(sealedElsewhere.results.map((row) => row.sealed.slice(0, 3))).toEqual(["v2.", "v2.", "v2.", "v2.", "v2."]);
     // The stored answer, and the commit mark its token's batch sealed.
     const idempotency = await d1
       .prepare("SELECT response, outcome FROM idempotency_records WHERE tenant_id = ?")
@@ -176,6 +180,10 @@ describe("rotating a tenant's data keys", () => {
       const found = await call("POST", "/tokens/search", { key: tenant.key, body: { query: `data:${old.data}` } });
       expect(found.body.data.map((token: { id: string }) => token.id)).toEqual([old.id]);
     }
+    // The client key's private key, re-encrypted, still opens what is encrypted to it.
+    const jwe = await encryptJwe(clientKey.body.public_key_pem, clientKey.body.id, "encrypted-after-rotation");
+    const fromJwe = await createToken(tenant.key, { type: "token", data: jwe });
+    expect((await call("GET", `/tokens/${fromJwe.id}`, { key: tenant.key })).body.data).toBe("encrypted-after-rotation");
     const replay = await call("POST", "/tokens", { ...idempotent, body: { type: "token", data: "idempotent-value" } });
     expect(replay.body).toEqual(first.body);
     const proxied = await invoke("POST", "", { proxyKey: proxy.key, apiKey: tenant.key, body: { ssn: `{{ ${seeded[0]!.id} }}` } });

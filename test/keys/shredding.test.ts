@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { privateKeyContext } from "../../src/client-keys/service";
 import { fromBase64 } from "../../src/crypto/encoding";
 import { Keyring } from "../../src/crypto/keyring";
 import { DataKeys, derivedMaterial, TenantKeys } from "../../src/crypto/tenant-keys";
@@ -44,6 +45,11 @@ describe("crypto-shredding a tenant", () => {
     const other = await seedTokenTenant();
     for (const data of [SSN, "123-45-6789"]) await createToken(doomed.key, { type: "social_security_number", data });
     await createProxy(doomed, { require_auth: false, configuration: { SECRET: "partner-secret" } });
+    const clientKey = await call("POST", "/keys", { key: doomed.managementKey, body: {} });
+    expect(clientKey.status, JSON.stringify(clientKey.body)).toBe(201);
+    const sealedPrivateKey = await env.DB.prepare("SELECT private_key_ciphertext AS sealed FROM client_encryption_keys WHERE id = ?")
+      .bind(clientKey.body.id)
+      .first<{ sealed: string }>();
     const kept = await createToken(other.key, { type: "card_number", data: VISA });
     const ciphertexts = await storedCiphertexts(doomed.tenantId);
     expect(ciphertexts).toHaveLength(2);
@@ -62,7 +68,15 @@ describe("crypto-shredding a tenant", () => {
       for (const { id, ciphertext } of ciphertexts) {
         await expect(candidate.decrypt(ciphertext.replace(/^v\d+\./, `v${keys.version}.`), id)).rejects.toThrow();
       }
+      const privateKey = sealedPrivateKey!.sealed.replace(/^v\d+\./, `v${keys.version}.`);
+      await expect(candidate.decrypt(privateKey, privateKeyContext(clientKey.body.id))).rejects.toThrow();
     }
+    // The client key's row goes with the keys, in the same batch.
+    expect(
+      await env.DB.prepare("SELECT count(*) AS n FROM client_encryption_keys WHERE tenant_id = ?").bind(doomed.tenantId).first(),
+    ).toEqual({
+      n: 0,
+    });
     await expect(keysOfTenant(doomed.tenantId)).rejects.toThrow(/not found/);
     expectProblem(await call("GET", "/tokens", { key: doomed.key }), 401);
     expectProblem(await call("GET", "/applications", { key: doomed.managementKey }), 401);

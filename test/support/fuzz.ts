@@ -17,10 +17,11 @@ import { readReply } from "./reply.mjs";
  * Why several files: under vitest-pool-workers each `SELF.fetch` costs a little more than the one
  * before within a file (its waitUntil work is kept until the file ends; the audit send runs there),
  * so ~2,000 requests in one file took four minutes, and far less split in three. A fourth group (applications and
- * sessions) was split off "management" when its last operations neared their 30 s on a loaded machine.
+ * sessions) was split off "management" when its last operations neared their 30 s on a loaded machine, and a
+ * fifth (the operator's keyring and the tenants' client encryption keys) when /keys pushed the last past it.
  */
 
-export const FUZZ_GROUPS = ["tokens", "applications", "management", "extensions"] as const;
+export const FUZZ_GROUPS = ["tokens", "applications", "management", "extensions", "keys"] as const;
 export type FuzzGroup = (typeof FUZZ_GROUPS)[number];
 
 /**
@@ -32,6 +33,7 @@ export function fuzzGroupOf(operation: Pick<DocumentedOperation, "path">): FuzzG
   const segment = (/^v\d+$/.test(segments[0] ?? "") ? segments[1] : segments[0]) ?? "";
   if (["tokens", "token-intents", "tokenize", "detokenize", "proxy", "permissions"].includes(segment)) return "tokens";
   if (["applications", "sessions"].includes(segment)) return "applications";
+  if (segment === "keys" || (segment === "operator" && segments[1] === "keys")) return "keys";
   if (["reactor-formulas", "reactors", "logs", "webhooks"].includes(segment)) return "extensions";
   return "management";
 }

@@ -1,0 +1,4 @@
+import { fuzzGroup } from "../support/fuzz";
+
+// The "keys" operations of the served OpenAPI document (the operator's keyring, the tenants' client encryption keys), fuzzed (test/support/fuzz.ts).
+await fuzzGroup("keys");
