@@ -66,6 +66,33 @@ export function refuseForeignOrigin(c: Context<AppEnv>): void {
   }
 }
 
+/**
+ * A `Cookie` header without the console session's cookie, or null when nothing else is left: a
+ * proxy forwards the caller's cookies, and the session must never reach a destination.
+ */
+export function withoutSessionCookie(cookieHeader: string, cookieName: string): string | null {
+  const kept = cookieHeader
+    .split(";")
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== "" && pair.split("=", 1)[0]!.trim() !== cookieName);
+  return kept.length > 0 ? kept.join("; ") : null;
+}
+
+/**
+ * Drops every `Set-Cookie` of an answer that would set the console session's cookie: a proxy's
+ * destination answers on the vault's origin, and must not plant a session (its own tenant's) in the
+ * visitor's browser or sign the visitor out.
+ */
+export function dropSessionCookieSetters(headers: Headers, cookieName: string): void {
+  // workerd has Headers.getSetCookie (the Fetch standard's); the generated runtime types lack it.
+  const setters = (headers as Headers & { getSetCookie(): string[] }).getSetCookie();
+  if (setters.length === 0) return;
+  const kept = setters.filter((setter) => setter.split("=", 1)[0]!.trim() !== cookieName);
+  if (kept.length === setters.length) return;
+  headers.delete("set-cookie");
+  for (const setter of kept) headers.append("set-cookie", setter);
+}
+
 /** http on localhost, 127.0.0.0/8 or [::1]: a developer's machine, where no network sees the cookie. */
 function isPlainLoopback(url: URL): boolean {
   if (url.protocol !== "http:") return false;
