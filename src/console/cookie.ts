@@ -4,6 +4,7 @@
  */
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { parse } from "hono/utils/cookie";
 import type { Config } from "../env";
 import { ForbiddenError } from "../errors";
 import type { AppEnv } from "../http/context";
@@ -18,6 +19,14 @@ export function cookieNameOf(config: Pick<Config, "HEADER_PREFIX">): string {
 
 export function sessionTokenOf(c: Context<AppEnv>): string | undefined {
   return getCookie(c, cookieNameOf(c.var.config));
+}
+
+/** The same, from a request the pipeline reads without Hono's context (proxy invocation). */
+export function sessionTokenOfRequest(request: Request, config: Pick<Config, "HEADER_PREFIX">): string | undefined {
+  const header = request.headers.get("cookie");
+  if (header === null) return undefined;
+  const name = cookieNameOf(config);
+  return parse(header, name)[name];
 }
 
 /**
@@ -48,9 +57,9 @@ export function clearSessionCookie(c: Context<AppEnv>): void {
  * that a cookie authenticates must come from the vault's own origin. Without `Origin` it is refused
  * too: browsers send it on every such fetch and form post, and only a browser holds the cookie.
  */
-export function requireOwnOrigin(c: Context<AppEnv>): void {
-  if (SAFE_METHODS.has(c.req.method)) return;
-  if (c.req.header("origin") !== new URL(c.req.url).origin) {
+export function requireOwnOrigin(request: Request): void {
+  if (SAFE_METHODS.has(request.method)) return;
+  if (request.headers.get("origin") !== new URL(request.url).origin) {
     throw new ForbiddenError("A request authenticated by the console session must come from the vault's own pages (Origin)");
   }
 }
