@@ -194,4 +194,13 @@ describe("console sessions", () => {
     expect(foreign.status, foreign.text).toBe(403);
     expect(await destinationSaw(marker)).toBe(1);
   });
+
+  it("the bootstrap key signs in as the first request the vault ever gets", async () => {
+    const bootstrapKey = `key_console_bootstrap_${crypto.randomUUID()}`;
+    const reply = await callConfigured({ BOOTSTRAP_API_KEY: bootstrapKey }, "POST", "/console/session", {
+      body: { api_key: bootstrapKey },
+    });
+    expect(reply.status, reply.text).toBe(201);
+    expect(reply.body.application.type).toBe("management");
+  });
 });
