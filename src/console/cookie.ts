@@ -46,10 +46,15 @@ function cookieOptionsOf(c: Context<AppEnv>) {
  * A browser names the page that sent a request in `Origin`: a request that may change something and
  * that a cookie authenticates must come from the vault's own origin. Without `Origin` it is refused
  * too: browsers send it on every such fetch and form post, and only a browser holds the cookie.
+ * Any request, a GET included, that the browser marks as sent by another origin's page
+ * (`Sec-Fetch-Site: same-site` or `cross-site`) is refused as well: a GET through a proxy calls its
+ * destination, and SameSite=Strict still sends the cookie from a sibling origin of the same site.
  */
 export function requireOwnOrigin(request: Request): void {
-  if (SAFE_METHODS.has(request.method)) return;
-  if (request.headers.get("origin") !== new URL(request.url).origin) {
+  const site = request.headers.get("sec-fetch-site");
+  const foreign = site === "same-site" || site === "cross-site";
+  if (!foreign && SAFE_METHODS.has(request.method)) return;
+  if (foreign || request.headers.get("origin") !== new URL(request.url).origin) {
     throw new ForbiddenError("A request authenticated by the console session must come from the vault's own pages (Origin)");
   }
 }
