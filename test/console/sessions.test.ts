@@ -1,9 +1,10 @@
 import { env, SELF } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CONSOLE_SESSIONS } from "../../src/limits";
 import { logEntries } from "../support/audit";
 import { callConfigured } from "../support/configured";
 import { ageSessions, callWithCookie, consoleSessionRows, OWN_ORIGIN, signIn } from "../support/console";
+import { dataDatabaseOf } from "../support/context";
 import { runCron } from "../support/cron";
 import { call, createApplication, expectProblem, seedTenant } from "../support/harness";
 import { createProxy, destinationSaw, invoke } from "../support/proxies";
@@ -132,6 +133,15 @@ describe("console sessions", () => {
   it("sessions go with their tenant when it is shredded", async () => {
     const tenant = await seedTenant();
     await signIn(tenant.managementKey);
+    // The sign-in's audit entry is written first: one arriving after the shred would be dropped, with a warning.
+    const data = await dataDatabaseOf(tenant.tenantId);
+    await vi.waitFor(async () => {
+      const written = await data
+        .prepare("SELECT count(*) AS n FROM audit_log WHERE tenant_id = ? AND operation = 'sign_in'")
+        .bind(tenant.tenantId)
+        .first<{ n: number }>();
+      expect(written?.n).toBe(1);
+    });
     const shred = await call("DELETE", `/tenants/${tenant.tenantId}`, { headers: { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY } });
     expect(shred.status, shred.text).toBe(200);
     expect(await consoleSessionRows(tenant.tenantId)).toEqual([]);
