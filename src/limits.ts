@@ -180,3 +180,13 @@ export const CLIENT_KEYS = {
   /** Client encryption keys one tenant may hold, expired ones included: each is a row and a sealed private key. */
   maxPerTenant: 100,
 } as const;
+
+/** Console sessions (src/console/; docs/decisions.md, "Console sessions"). */
+export const CONSOLE_SESSIONS = {
+  /** A session unused this long ends. */
+  idleLifetimeMs: 30 * 60_000,
+  /** A session ends this long after sign-in, however much it is used. */
+  absoluteLifetimeMs: 12 * 3_600_000,
+  /** Renewal is written at most this often: a console polling every second costs one write a minute. */
+  renewEveryMs: 60_000,
+};

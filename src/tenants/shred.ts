@@ -16,6 +16,7 @@ const CONTROL_TABLES = [
   "api_keys",
   "applications",
   "sessions",
+  "console_sessions",
   "proxies",
   "reactors",
   "reactor_formulas",

@@ -1,0 +1,105 @@
+/**
+ * The console session's cookie, and the Origin check that every request it authenticates must pass
+ * before it may change anything (docs/security.md, "9. The console's sessions").
+ */
+import type { Context } from "hono";
+import { deleteCookie, setCookie } from "hono/cookie";
+import { parse } from "hono/utils/cookie";
+import type { Config } from "../env";
+import { ForbiddenError } from "../errors";
+import type { AppEnv } from "../http/context";
+
+/** Methods that change nothing: a cookie request with any other must come from the vault's own pages. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** `svc_console`, or `bt_console` with HEADER_PREFIX=BT. */
+export function cookieNameOf(config: Pick<Config, "HEADER_PREFIX">): string {
+  return `${config.HEADER_PREFIX.toLowerCase()}_console`;
+}
+
+/** The session's token from the request's cookies (the proxy pipeline has no Hono context to read them with). */
+export function sessionTokenOf(request: Request, config: Pick<Config, "HEADER_PREFIX">): string | undefined {
+  const header = request.headers.get("cookie");
+  if (header === null) return undefined;
+  const name = cookieNameOf(config);
+  return parse(header, name)[name];
+}
+
+/**
+ * The cookie is `HttpOnly` (no page script reads it), `SameSite=Strict` (no other site's page sends
+ * it) and `Secure` unless the vault is served over plain http on loopback (`npm start`), where a
+ * browser would not keep a secure cookie. It carries no expiry: the session's row decides when it ends.
+ */
+export function setSessionCookie(c: Context<AppEnv>, token: string): void {
+  setCookie(c, cookieNameOf(c.var.config), token, cookieOptionsOf(c));
+}
+
+export function clearSessionCookie(c: Context<AppEnv>): void {
+  deleteCookie(c, cookieNameOf(c.var.config), cookieOptionsOf(c));
+}
+
+function cookieOptionsOf(c: Context<AppEnv>) {
+  return { httpOnly: true, sameSite: "Strict", path: "/", secure: !isPlainLoopback(new URL(c.req.url)) } as const;
+}
+
+/**
+ * A browser names the page that sent a request in `Origin`: a request that may change something and
+ * that a cookie authenticates must come from the vault's own origin. Without `Origin` it is refused
+ * too: browsers send it on every such fetch and form post, and only a browser holds the cookie.
+ * Any request, a GET included, that the browser marks as sent by another origin's page
+ * (`Sec-Fetch-Site: same-site` or `cross-site`) is refused as well: a GET through a proxy calls its
+ * destination, and SameSite=Strict still sends the cookie from a sibling origin of the same site.
+ */
+export function requireOwnOrigin(request: Request): void {
+  const site = request.headers.get("sec-fetch-site");
+  const foreign = site === "same-site" || site === "cross-site";
+  if (!foreign && SAFE_METHODS.has(request.method)) return;
+  if (foreign || request.headers.get("origin") !== new URL(request.url).origin) {
+    throw new ForbiddenError("A request authenticated by the console session must come from the vault's own pages (Origin)");
+  }
+}
+
+/**
+ * Signing in from another site's page is refused (403), so that no page can sign a visitor in to a
+ * session of its choosing; a request without `Origin` is not a browser's (curl, a script) and passes.
+ */
+export function refuseForeignOrigin(c: Context<AppEnv>): void {
+  const origin = c.req.header("origin");
+  if (origin !== undefined && origin !== new URL(c.req.url).origin) {
+    throw new ForbiddenError("The console can be signed in to only from the vault's own pages (Origin)");
+  }
+}
+
+/**
+ * A `Cookie` header without the console session's cookie, or null when nothing else is left: a
+ * proxy forwards the caller's cookies, and the session must never reach a destination.
+ */
+export function withoutSessionCookie(cookieHeader: string, cookieName: string): string | null {
+  const kept = cookieHeader
+    .split(";")
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== "" && pair.split("=", 1)[0]!.trim() !== cookieName);
+  return kept.length > 0 ? kept.join("; ") : null;
+}
+
+/**
+ * Drops every `Set-Cookie` of an answer that would set the console session's cookie: a proxy's
+ * destination answers on the vault's origin, and must not plant a session (its own tenant's) in the
+ * visitor's browser or sign the visitor out.
+ */
+export function dropSessionCookieSetters(headers: Headers, cookieName: string): void {
+  // workerd has Headers.getSetCookie (the Fetch standard's); the generated runtime types lack it.
+  const setters = (headers as Headers & { getSetCookie(): string[] }).getSetCookie();
+  if (setters.length === 0) return;
+  const kept = setters.filter((setter) => setter.split("=", 1)[0]!.trim() !== cookieName);
+  if (kept.length === setters.length) return;
+  headers.delete("set-cookie");
+  for (const setter of kept) headers.append("set-cookie", setter);
+}
+
+/** http on localhost, 127.0.0.0/8 or [::1]: a developer's machine, where no network sees the cookie. */
+function isPlainLoopback(url: URL): boolean {
+  if (url.protocol !== "http:") return false;
+  const host = url.hostname;
+  return host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
