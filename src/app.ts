@@ -4,6 +4,7 @@ import { applicationRoutes } from "./applications/routes";
 import { auditRequests } from "./audit/middleware";
 import { logRoutes } from "./audit/routes";
 import { permissionRoutes } from "./auth/routes";
+import { consoleRoutes } from "./console/routes";
 import { detokenizeRoutes } from "./detokenization/routes";
 import { elementRoutes } from "./elements/routes";
 import { MethodNotAllowedError, NotFoundError } from "./errors";
@@ -59,7 +60,8 @@ export function buildApp() {
       document = JSON.parse(
         text
           .replaceAll(`${DOCUMENTED_PREFIX}-`, `${prefix.toUpperCase()}-`)
-          .replaceAll(`${DOCUMENTED_PREFIX.toLowerCase()}-`, `${prefix.toLowerCase()}-`),
+          .replaceAll(`${DOCUMENTED_PREFIX.toLowerCase()}-`, `${prefix.toLowerCase()}-`)
+          .replaceAll(`${DOCUMENTED_PREFIX.toLowerCase()}_console`, `${prefix.toLowerCase()}_console`),
       );
       documents.set(prefix, document);
     }
@@ -68,6 +70,7 @@ export function buildApp() {
   // The API reference page: its script and styles are the vault's own static assets (public/docs).
   app.get("/docs", (c) => c.html(DOCS_PAGE, 200, DOCS_HEADERS));
   app.route("/", elementRoutes);
+  app.route("/", consoleRoutes);
   registerDocumentedHeaders(app);
 
   const api = createRouter();

@@ -172,3 +172,13 @@ export const WEBHOOKS = {
   /** How long a delivery waits for the receiver's answer. */
   deliveryTimeoutMs: 10_000,
 } as const;
+
+/** Console sessions (src/console/; docs/decisions.md, "Console sessions"). */
+export const CONSOLE_SESSIONS = {
+  /** A session unused this long ends. */
+  idleLifetimeMs: 30 * 60_000,
+  /** A session ends this long after sign-in, however much it is used. */
+  absoluteLifetimeMs: 12 * 3_600_000,
+  /** Renewal is written at most this often: a console polling every second costs one write a minute. */
+  renewEveryMs: 60_000,
+};

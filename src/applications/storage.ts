@@ -1,6 +1,6 @@
 import { and, count, desc, eq, inArray } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { apiKeys, applications } from "../db/control-tables";
+import { apiKeys, applications, consoleSessions } from "../db/control-tables";
 import { namedResourcesPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
 
@@ -43,9 +43,13 @@ export async function updateApplication(
   return row;
 }
 
-/** The application and every key of it, at once. */
+/** The application, every key of it and every console session signed in with one, at once. */
 export async function deleteApplication(db: Database, tenantId: string, id: string): Promise<void> {
-  await db.batch([db.delete(apiKeys).where(keysOf(tenantId, id)), db.delete(applications).where(application(tenantId, id))]);
+  await db.batch([
+    db.delete(apiKeys).where(keysOf(tenantId, id)),
+    db.delete(consoleSessions).where(and(eq(consoleSessions.tenantId, tenantId), eq(consoleSessions.applicationId, id))),
+    db.delete(applications).where(application(tenantId, id)),
+  ]);
 }
 
 export async function keyCount(db: Database, tenantId: string, applicationId: string): Promise<number> {

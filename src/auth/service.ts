@@ -28,18 +28,44 @@ export async function principalForKey(context: RequestContext, apiKey: string): 
   const principal = await recentPrincipals.lookup(
     apiKey,
     context.config.CREDENTIAL_CACHE_TTL_MS,
-    async () => {
-      const row = await storage.applicationOfKeyHash(context.control, await sha256Hex(apiKey));
-      return row
-        ? {
-            ...principalOf(row),
-            credentialId: row.keyId,
-            credentialExpiresAt: earliest(row.expiresAt, row.applicationExpiresAt, row.authorizerExpiresAt),
-          }
-        : null;
-    },
+    async () => keyPrincipalOf(await storage.applicationOfKeyHash(context.control, await sha256Hex(apiKey))),
     (found) => found !== null,
   );
+  return unexpired(principal);
+}
+
+/**
+ * The principal of one of the tenant's API keys by its id (a console session's key): the principal
+ * `principalForKey` gives for the key itself, null once the key is revoked or its application
+ * deleted, reused for CREDENTIAL_CACHE_TTL_MS as that is. An expired key is a 401.
+ */
+export async function principalForKeyId(context: RequestContext, tenantId: string, keyId: string): Promise<KeyPrincipal | null> {
+  const principal = await recentPrincipalsById.lookup(
+    `${tenantId}/${keyId}`,
+    context.config.CREDENTIAL_CACHE_TTL_MS,
+    async () => keyPrincipalOf(await storage.applicationOfKeyId(context.control, tenantId, keyId)),
+    (found) => found !== null,
+  );
+  return unexpired(principal);
+}
+
+/** Console sessions' keys by id, kept as the keys' own lookups are. */
+const recentPrincipalsById = new LookupCache<KeyPrincipal | null>(
+  { entries: 10_000, weight: 4_000_000 },
+  (principal) => JSON.stringify(principal).length,
+);
+
+function keyPrincipalOf(row: storage.KeyColumns | undefined): KeyPrincipal | null {
+  return row
+    ? {
+        ...principalOf(row),
+        credentialId: row.keyId,
+        credentialExpiresAt: earliest(row.expiresAt, row.applicationExpiresAt, row.authorizerExpiresAt),
+      }
+    : null;
+}
+
+function unexpired(principal: KeyPrincipal | null): KeyPrincipal | null {
   const expiresAt = principal?.credentialExpiresAt;
   if (expiresAt != null && expiresAt <= Date.now()) {
     throw new UnauthenticatedError(`The API key expired at ${new Date(expiresAt).toISOString()}`);

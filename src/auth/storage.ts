@@ -1,4 +1,4 @@
-import { and, eq, isNotNull, ne, or } from "drizzle-orm";
+import { and, eq, isNotNull, ne, or, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";
 import { apiKeys, applications } from "../db/control-tables";
@@ -26,6 +26,14 @@ export type PrincipalColumns = {
 /** The API key that authorized an expiring application's session (applications.authorizer_key_id). */
 const authorizers = alias(apiKeys, "authorizers");
 
+/** A key's principal columns, with its id and the expiries `principalForKey` reads. */
+export type KeyColumns = PrincipalColumns & {
+  keyId: string;
+  expiresAt: number | null;
+  applicationExpiresAt: number | null;
+  authorizerExpiresAt: number | null;
+};
+
 /**
  * The application holding the API key with this hash, with the key's expiry, the application's and,
  * for an expiring application, its authorizer's. An expiring application's key is found only while
@@ -33,18 +41,16 @@ const authorizers = alias(apiKeys, "authorizers");
  * keys or deleting its application ends the session in this one statement, for every route. Without
  * an authorizer recorded, an expiring application's key is found never.
  */
-export async function applicationOfKeyHash(
-  db: Database,
-  hash: string,
-): Promise<
-  | (PrincipalColumns & {
-      keyId: string;
-      expiresAt: number | null;
-      applicationExpiresAt: number | null;
-      authorizerExpiresAt: number | null;
-    })
-  | undefined
-> {
+export function applicationOfKeyHash(db: Database, hash: string): Promise<KeyColumns | undefined> {
+  return applicationOfKeyWhere(db, eq(apiKeys.hash, hash));
+}
+
+/** The same for one of the tenant's keys by its id (a console session's key): undefined once it is revoked. */
+export function applicationOfKeyId(db: Database, tenantId: string, keyId: string): Promise<KeyColumns | undefined> {
+  return applicationOfKeyWhere(db, and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.id, keyId))!);
+}
+
+async function applicationOfKeyWhere(db: Database, key: SQL): Promise<KeyColumns | undefined> {
   const [row] = await db
     .select({
       ...principalColumns,
@@ -56,7 +62,7 @@ export async function applicationOfKeyHash(
     .from(apiKeys)
     .innerJoin(applications, and(eq(applications.id, apiKeys.applicationId), eq(applications.tenantId, apiKeys.tenantId)))
     .leftJoin(authorizers, and(eq(authorizers.id, applications.authorizerKeyId), eq(authorizers.tenantId, applications.tenantId)))
-    .where(and(eq(apiKeys.hash, hash), or(ne(applications.type, "expiring"), isNotNull(authorizers.id))))
+    .where(and(key, or(ne(applications.type, "expiring"), isNotNull(authorizers.id))))
     .limit(1);
   return row;
 }

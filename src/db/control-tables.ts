@@ -256,3 +256,32 @@ export const webhooks = sqliteTable(
   },
   (table) => [index("webhooks_tenant_created").on(table.tenantId, table.createdAt, table.id)],
 );
+
+/**
+ * Console sessions (src/console/): a person signed in to /console with an API key. The cookie's token
+ * is stored only as its SHA-256 hash, and the key only by its id: each request resolves that key as
+ * the key itself would be, so revoking it or deleting its application ends the session.
+ */
+export const consoleSessions = sqliteTable(
+  "console_sessions",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    applicationId: text("application_id").notNull(),
+    keyId: text("key_id").notNull(),
+    /** SHA-256 of the cookie's token; the token itself is never stored. */
+    tokenHash: text("token_hash").notNull(),
+    createdAt: integer("created_at").notNull(),
+    /** When the session was last renewed (written at most once a minute). */
+    renewedAt: integer("renewed_at").notNull(),
+    /** The idle end: renewed_at plus the idle lifetime, never past ends_at. */
+    expiresAt: integer("expires_at").notNull(),
+    /** The absolute end, however much the session is used. */
+    endsAt: integer("ends_at").notNull(),
+  },
+  (table) => [
+    uniqueIndex("console_sessions_token").on(table.tokenHash),
+    index("console_sessions_application").on(table.tenantId, table.applicationId),
+    index("console_sessions_expires").on(table.expiresAt),
+  ],
+);

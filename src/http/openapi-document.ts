@@ -51,6 +51,7 @@ export const OPENAPI_OBJECT = {
       name: "Sessions",
       description: "Short-lived keys a public application's page creates and its server authorizes for chosen tokens.",
     },
+    { name: "Console", description: "Sign in to the web console at /console: a session cookie stands for an API key." },
     { name: "Webhooks", description: "Signed notifications of the tenant's events, sent to its URLs." },
     { name: "Audit log", description: "Who did what to which entity, in a hash chain that can be verified." },
     { name: "Operators", description: "The deployment operator's routes: tenants, their placement and their keys." },
@@ -86,6 +87,14 @@ export function registerDocumentedHeaders(app: OpenAPIHono<AppEnv>): void {
     in: "header",
     name: "SVC-API-KEY",
     description: "An application's API key: its permissions and access rules decide what it may do.",
+  });
+  registry.registerComponent("securitySchemes", "ConsoleSession", {
+    type: "apiKey",
+    in: "cookie",
+    name: "svc_console",
+    description:
+      "The console's session cookie (POST /console/session): every route that takes SVC-API-KEY accepts it when that header is absent, " +
+      "acting as the key that signed in; a request with it that may change something must come from the vault's own pages (Origin).",
   });
   registry.registerComponent("securitySchemes", "OperatorKey", {
     type: "apiKey",

@@ -6,6 +6,7 @@ import type { AuditMessage } from "../audit/entry";
 import { recordEntries } from "../audit/recorder";
 import { purgeOldLogs } from "../audit/service";
 import { chainPendingEntries, keepDeadEntries, writeAuditBatch } from "../audit/writer";
+import { purgeEndedConsoleSessions } from "../console/service";
 import type { RequestContext } from "../context";
 import type { Bindings } from "../env";
 import { purgeExpiredReplyCvcs, purgeIdempotencyRecords } from "../idempotency/service";
@@ -50,6 +51,7 @@ export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (contr
     purgeExpiredTokens(context, controller.scheduledTime),
     purgeExpiredTokenIntents(context, controller.scheduledTime),
     purgeExpiredSessions(context, controller.scheduledTime),
+    purgeEndedConsoleSessions(context, controller.scheduledTime),
     purgeExpiredCvcs(context, controller.scheduledTime),
     purgeExpiredIntentCvcs(context, controller.scheduledTime),
     purgeExpiredReplyCvcs(context, controller.scheduledTime),

@@ -4,8 +4,11 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
+import type { KeyPrincipal } from "../auth/access";
 import { countKeyRequests } from "../auth/rate-limits";
 import { principalForKey, requireAllowedOrigin } from "../auth/service";
+import { requireOwnOrigin, sessionTokenOf } from "../console/cookie";
+import { resolveSession } from "../console/service";
 import type { TenantContext } from "../context";
 import { configOf } from "../env";
 import { UnauthenticatedError, ValidationError } from "../errors";
@@ -38,22 +41,19 @@ export const traceAndConfigure: MiddlewareHandler<AppEnv> = async (c, next) => {
 const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
 
 /**
- * Resolves `{P}-API-KEY` to the principal (401 when missing, unknown or revoked) and its tenant's
- * context. A `{P}-CONSISTENCY-BOOKMARK` the caller sends makes the request's reads at least that
+ * Resolves `{P}-API-KEY` (or, without it, the console session's cookie) to the principal (401 when
+ * missing, unknown or revoked) and its tenant's context. A `{P}-CONSISTENCY-BOOKMARK` the caller sends makes the request's reads at least that
  * fresh; the reply carries the bookmark where the request left the tenant's data database.
  */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { headers } = c.var.config;
   const apiKey = c.req.header(headers.apiKey);
-  if (!apiKey) throw new UnauthenticatedError(`The ${c.var.config.HEADER_PREFIX}-API-KEY header is required`);
-  const principal = await principalForKey(c.var.request, apiKey);
-  if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
-  c.var.request.audit.actingAs(principal);
-  requireAllowedOrigin(principal, c.req.header("origin"), new URL(c.req.url).origin);
+  const sessionToken = apiKey ? undefined : sessionTokenOf(c);
+  const principal = sessionToken ? await principalOfConsoleSession(c, sessionToken) : await principalOfApiKey(c, apiKey);
   // Counted while the tenant is found: both only read, and a request over the limit goes no further.
   const [context] = await Promise.all([
     tenantContextOf(c, principal.tenantId),
-    countKeyRequests(c.var.request, principal, c.req.raw.headers),
+    sessionToken ? undefined : countKeyRequests(c.var.request, principal, c.req.raw.headers),
   ]);
   c.set("principal", principal);
   c.set("context", context);
@@ -61,6 +61,26 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const reached = context.bookmark();
   if (reached !== null) c.res.headers.set(headers.consistencyBookmark, reached);
 };
+
+async function principalOfApiKey(c: Context<AppEnv>, apiKey: string | undefined): Promise<KeyPrincipal> {
+  if (!apiKey) throw new UnauthenticatedError(`The ${c.var.config.HEADER_PREFIX}-API-KEY header is required`);
+  const principal = await principalForKey(c.var.request, apiKey);
+  if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
+  c.var.request.audit.actingAs(principal);
+  requireAllowedOrigin(principal, c.req.header("origin"), new URL(c.req.url).origin);
+  return principal;
+}
+
+/**
+ * The principal of the console session's key. A request that may change something must come from
+ * the vault's own origin, checked before the session is read: a foreign one changes nothing (403).
+ * Resolving the session counts the request against its key.
+ */
+async function principalOfConsoleSession(c: Context<AppEnv>, token: string): Promise<KeyPrincipal> {
+  requireOwnOrigin(c);
+  const { principal } = await resolveSession(c.var.request, token, c.req.raw.headers);
+  return principal;
+}
 
 /** The request acting for the caller's tenant, at least as fresh as the caller's bookmark. */
 async function tenantContextOf(c: Context<AppEnv>, tenantId: string): Promise<TenantContext> {

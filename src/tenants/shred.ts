@@ -12,7 +12,7 @@ import { purgeTenantData, tenantRowCounts } from "./data-copy";
 import { findMove } from "./storage";
 
 /** Control-database tables holding what authenticates as a tenant (formulas: only its own, not official ones). */
-const CONTROL_TABLES = ["api_keys", "applications", "sessions", "proxies", "reactors", "reactor_formulas", "webhooks"];
+const CONTROL_TABLES = ["api_keys", "applications", "sessions", "console_sessions", "proxies", "reactors", "reactor_formulas", "webhooks"];
 
 /** Tokens (with their index rows), then audit entries, one purge step deletes per tenant. */
 export const SHRED_PURGE_BATCH = 1_000;

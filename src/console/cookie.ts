@@ -1,0 +1,74 @@
+/**
+ * The console session's cookie, and the Origin check that every request it authenticates must pass
+ * before it may change anything (docs/security.md, "Console sessions").
+ */
+import type { Context } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import type { Config } from "../env";
+import { ForbiddenError } from "../errors";
+import type { AppEnv } from "../http/context";
+
+/** Methods that change nothing: a cookie request with any other must come from the vault's own pages. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** `svc_console`, or `bt_console` with HEADER_PREFIX=BT. */
+export function cookieNameOf(config: Pick<Config, "HEADER_PREFIX">): string {
+  return `${config.HEADER_PREFIX.toLowerCase()}_console`;
+}
+
+export function sessionTokenOf(c: Context<AppEnv>): string | undefined {
+  return getCookie(c, cookieNameOf(c.var.config));
+}
+
+/**
+ * The cookie is `HttpOnly` (no page script reads it), `SameSite=Strict` (no other site's page sends
+ * it) and `Secure` unless the vault is served over plain http on loopback (`npm start`), where a
+ * browser would not keep a secure cookie. It carries no expiry: the session's row decides when it ends.
+ */
+export function setSessionCookie(c: Context<AppEnv>, token: string): void {
+  setCookie(c, cookieNameOf(c.var.config), token, {
+    httpOnly: true,
+    sameSite: "Strict",
+    path: "/",
+    secure: !isPlainLoopback(new URL(c.req.url)),
+  });
+}
+
+export function clearSessionCookie(c: Context<AppEnv>): void {
+  deleteCookie(c, cookieNameOf(c.var.config), {
+    httpOnly: true,
+    sameSite: "Strict",
+    path: "/",
+    secure: !isPlainLoopback(new URL(c.req.url)),
+  });
+}
+
+/**
+ * A browser names the page that sent a request in `Origin`: a request that may change something and
+ * that a cookie authenticates must come from the vault's own origin. Without `Origin` it is refused
+ * too: browsers send it on every such fetch and form post, and only a browser holds the cookie.
+ */
+export function requireOwnOrigin(c: Context<AppEnv>): void {
+  if (SAFE_METHODS.has(c.req.method)) return;
+  if (c.req.header("origin") !== new URL(c.req.url).origin) {
+    throw new ForbiddenError("A request authenticated by the console session must come from the vault's own pages (Origin)");
+  }
+}
+
+/**
+ * Signing in from another site's page is refused (403), so that no page can sign a visitor in to a
+ * session of its choosing; a request without `Origin` is not a browser's (curl, a script) and passes.
+ */
+export function refuseForeignOrigin(c: Context<AppEnv>): void {
+  const origin = c.req.header("origin");
+  if (origin !== undefined && origin !== new URL(c.req.url).origin) {
+    throw new ForbiddenError("The console can be signed in to only from the vault's own pages (Origin)");
+  }
+}
+
+/** http on localhost, 127.0.0.0/8 or [::1]: a developer's machine, where no network sees the cookie. */
+function isPlainLoopback(url: URL): boolean {
+  if (url.protocol !== "http:") return false;
+  const host = url.hostname;
+  return host === "localhost" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
