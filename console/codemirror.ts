@@ -5,13 +5,19 @@ import { EditorState } from "@codemirror/state";
 import { EditorView, keymap, lineNumbers } from "@codemirror/view";
 
 /**
- * A CodeMirror 6 editor for JavaScript in `parent`; answers the function that removes it. Tab is left
+ * A CodeMirror 6 editor for JavaScript in `host`; answers the function that removes it. Tab is left
  * to move focus (no indentWithTab), so the editor never traps a keyboard user; its content carries the
  * label screen readers announce. Loaded only by pages that edit code (code-editor.tsx).
+ *
+ * The editor lives in a shadow root of `host`: there CodeMirror's themes go into a constructed style
+ * sheet (adoptedStyleSheets), which the console's CSP allows, where in the document itself it would add
+ * a <style> element, which `style-src 'self'` refuses (and the editor would lose its layout).
  */
-export function mountEditor(parent: HTMLElement, options: { label: string; value: string; onChange: (code: string) => void }): () => void {
+export function mountEditor(host: HTMLElement, options: { label: string; value: string; onChange: (code: string) => void }): () => void {
+  const root = host.shadowRoot ?? host.attachShadow({ mode: "open" });
   const view = new EditorView({
-    parent,
+    parent: root,
+    root,
     state: EditorState.create({
       doc: options.value,
       extensions: [

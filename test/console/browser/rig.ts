@@ -116,7 +116,8 @@ export async function openConsole(rig: ConsoleRig): Promise<ConsolePage> {
 export async function signIn(page: Page, key: string) {
   await page.getByLabel("API key").fill(key);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await expect.poll(() => page.locator("[data-identity]").count()).toBe(1);
+  // The identity once signed in, or the problem the page shows.
+  await expect.poll(() => page.locator("[data-identity], [role=alert]").first().textContent()).toContain("Signed in as");
 }
 
 export async function signOut(page: Page) {
