@@ -68,6 +68,7 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "GET /tenants/{id}/rotation": op("tenant", "read", "Read the tenant's data-key rotation"),
   "GET /tenants/self": op("tenant", "read", "Read the caller's tenant", null),
   "PUT /tenants/self": op("tenant", "update", "Renamed the caller's tenant", null),
+  "GET /tenants/self/reports/usage": op("tenant", "read", "Read the caller's tenant's usage report", null),
   "POST /tokens": op("token", "create", "Created token"),
   "GET /tokens": op("token", "list", "Listed tokens"),
   "POST /tokens/search": op("token", "search", "Searched tokens"),

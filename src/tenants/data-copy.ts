@@ -77,6 +77,8 @@ export async function copyTokens(source: D1Database, target: D1Database, tenantI
     ...SIDE_TABLES.map((table) =>
       target.prepare(`DELETE FROM ${table} WHERE tenant_id = ? AND token_id IN (SELECT value FROM json_each(?))`).bind(tenantId, ids),
     ),
+    // Deleted, not replaced: a REPLACE removes the old row without firing the delete trigger that keeps token_counts.
+    target.prepare("DELETE FROM tokens WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))").bind(tenantId, ids),
     ...insertRows(target, "tokens", rows!.results as Row[]),
     ...SIDE_TABLES.flatMap((table, i) => insertRows(target, table, sides[i]!.results as Row[])),
   ]);
