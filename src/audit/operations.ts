@@ -85,6 +85,7 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "GET /logs": op("log", "list", "Listed audit log entries"),
   "GET /logs/entity-types": op("log", "list", "Listed audit log entity types"),
   "GET /logs/verify": op("log", "verify", "Verified the audit log chain"),
+  "GET /logs/summary": op("log", "read", "Read the audit log's summary"),
   "POST /webhooks": op("webhook", "create", "Created webhook"),
   "GET /webhooks": op("webhook", "list", "Listed webhooks"),
   "GET /webhooks/event-types": op("webhook", "list", "Listed webhook event types"),
