@@ -163,6 +163,9 @@ export const IDEMPOTENCY_LEASE_MS = 60_000;
 export const AUDIT = {
   /** Entries one `GET /logs/verify` checks; a longer range is verified in several calls. */
   verifyMaxEntries: 20_000,
+  /** The most recent errors GET /logs/summary lists, and the busiest proxies and reactors it names of each. */
+  summaryRecentErrors: 20,
+  summaryBusiest: 10,
 } as const;
 
 export const WEBHOOKS = {

@@ -48,6 +48,11 @@ export interface AuditEntry {
   trace_id: string;
   /** Milliseconds since the epoch. */
   created_at: number;
+  /**
+   * Set on a request's own entry, not on the entries its services add (each token a proxy used): the
+   * summary's hourly rollup counts requests by it. Carried by the queue, never written to the log.
+   */
+  request?: true;
   /** The webhook event this entry raises when it succeeded; delivered, never written to the log. */
   event?: { type: string; data: Record<string, unknown> };
 }

@@ -37,3 +37,31 @@ export const VERIFICATION_EXAMPLE = {
   complete: true,
   broken_at: null,
 };
+
+const SUMMARY_FROM = Date.parse("2027-05-03T09:00:00.000Z");
+
+/** A day of a tenant whose checkout proxy calls a card processor, which failed for a few minutes at 02:00. */
+export const SUMMARY_EXAMPLE = {
+  window: "24h" as const,
+  from: new Date(SUMMARY_FROM).toISOString(),
+  to: "2027-05-04T08:30:00.000Z",
+  requests_by_hour: Array.from({ length: 24 }, (_, i) => ({
+    hour: new Date(SUMMARY_FROM + i * 3_600_000).toISOString(),
+    "2xx": 1_200 + ((i * 137) % 400),
+    "3xx": 0,
+    "4xx": 10 + ((i * 7) % 9),
+    "5xx": i === 17 ? 42 : 0,
+  })),
+  busiest_proxies: [{ id: EXAMPLE_IDS.proxy, name: "Card processor", calls: 28_410, errors: 96 }],
+  busiest_reactors: [],
+  recent_errors: [
+    {
+      created_at: "2027-05-04T02:04:51.000Z",
+      operation: "invoke",
+      status: 502,
+      trace_id: "0b8e4d6a-2f1c-4a7e-9d3b-6c5a8e2f1d07",
+      entity_type: "proxy",
+      entity_id: EXAMPLE_IDS.proxy,
+    },
+  ],
+};

@@ -4,9 +4,10 @@ import { examplePage } from "../http/examples";
 import { staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonContent, paginated, problemResponses } from "../http/schemas";
-import { ENTITY_TYPES_EXAMPLE, LOG_ENTRY_EXAMPLE, VERIFICATION_EXAMPLE } from "./examples";
-import { EntityTypeSchema, LogQuery, LogSchema, VerificationSchema, VerifyQuery } from "./schema";
+import { ENTITY_TYPES_EXAMPLE, LOG_ENTRY_EXAMPLE, SUMMARY_EXAMPLE, VERIFICATION_EXAMPLE } from "./examples";
+import { EntityTypeSchema, LogQuery, LogSchema, SummaryQuery, SummarySchema, VerificationSchema, VerifyQuery } from "./schema";
 import { entityTypes, listLogs, verifyLogs } from "./service";
+import { summarizeLogs } from "./summary";
 
 const tags = ["Audit log"];
 const security = [{ ApiKey: [] }];
@@ -58,6 +59,22 @@ const verify = createRoute({
   responses: { 200: jsonContent(VerificationSchema, "The verification", VERIFICATION_EXAMPLE), ...problemResponses(400, 401, 403) },
 });
 
+const summary = createRoute({
+  method: "get",
+  path: "/logs/summary",
+  tags,
+  security,
+  summary: "Summarize what the vault did for the tenant over the last 24 hours or 7 days",
+  description:
+    "Needs `log:read`. Requests per hour by the class of their status, the busiest proxies and reactors with their failures, " +
+    "and the most recent errors with their trace ids (find the whole entries with GET /logs). Kept as the audit log is " +
+    "written, so it counts what the log holds: a request shows once the audit queue's consumer has written its entry. A " +
+    "request counts once, however many tokens it used; a failed one may list an error for each token it used, with the same trace id.",
+  middleware: [requirePermission("log:read"), staleReadsAllowed] as const,
+  request: { query: SummaryQuery },
+  responses: { 200: jsonContent(SummarySchema, "The summary", SUMMARY_EXAMPLE), ...problemResponses(400, 401, 403) },
+});
+
 export const logRoutes = createRouter()
   .openapi(list, async (c) => {
     const query = c.req.valid("query");
@@ -72,6 +89,7 @@ export const logRoutes = createRouter()
     return c.json(await listLogs(c.var.context, c.var.principal, filter), 200);
   })
   .openapi(types, (c) => c.json(entityTypes(), 200))
+  .openapi(summary, async (c) => c.json(await summarizeLogs(c.var.context, c.req.valid("query").window), 200))
   .openapi(verify, async (c) => {
     const query = c.req.valid("query");
     const range = { startDate: query.start_date, endDate: query.end_date, afterSeq: query.after_seq };

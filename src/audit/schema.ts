@@ -84,3 +84,58 @@ export const VerificationSchema = z
       .openapi({ description: "Where the chain breaks: the first entry whose link does not hold" }),
   })
   .openapi("LogVerification");
+
+export const SUMMARY_WINDOWS = { "24h": 24, "7d": 7 * 24 } as const;
+
+export const SummaryQuery = z.object({
+  window: z
+    .enum(Object.keys(SUMMARY_WINDOWS) as ["24h", "7d"], { error: "must be 24h or 7d" })
+    .default("24h")
+    .openapi({ description: "The hours summarized: the last 24 (`24h`, by default) or the last 168 (`7d`), the current one included" }),
+});
+
+const BusiestSchema = z.object({
+  id: z.string(),
+  name: z.string().nullable().openapi({ description: "Null once deleted" }),
+  calls: z.number().int(),
+  errors: z.number().int().openapi({ description: "Calls answered with a status of 400 or more" }),
+});
+
+export const SummarySchema = z
+  .object({
+    window: z.enum(["24h", "7d"]),
+    from: z.string().openapi({ description: "The start of the window's first hour" }),
+    to: z.string().openapi({ description: "When the summary was made" }),
+    requests_by_hour: z
+      .array(
+        z.object({
+          hour: z.string().openapi({ description: "The hour's start" }),
+          "2xx": z.number().int(),
+          "3xx": z.number().int(),
+          "4xx": z.number().int(),
+          "5xx": z.number().int(),
+        }),
+      )
+      .openapi({ description: "Every hour of the window, oldest first: the requests recorded in it, by the class of their status" }),
+    busiest_proxies: z.array(BusiestSchema).openapi({ description: "The proxies called most in the window (at most 10)" }),
+    busiest_reactors: z
+      .array(BusiestSchema)
+      .openapi({ description: "The reactors run most in the window (at most 10), async runs included" }),
+    recent_errors: z
+      .array(
+        z.object({
+          created_at: z.string(),
+          operation: z.string(),
+          status: z.number().int(),
+          trace_id: z.string(),
+          entity_type: z.string(),
+          entity_id: z.string().nullable(),
+        }),
+      )
+      .openapi({
+        description: "The newest entries of the window with a status of 400 or more (at most 20): see GET /logs for the whole entry",
+      }),
+  })
+  .openapi("LogSummary");
+
+export type Summary = z.infer<typeof SummarySchema>;

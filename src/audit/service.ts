@@ -5,6 +5,7 @@ import { isoTime, type Page, pageOf } from "../http/schemas";
 import { AUDIT } from "../limits";
 import { anchorMac, type ChainedEntry, GENESIS, headMac, linkHash } from "./chain";
 import { ENTITY_TYPES } from "./entry";
+import { HOUR_MS, KEPT_HOURS, purgeRollupBefore } from "./rollup";
 import * as storage from "./storage";
 
 const VERIFY_PAGE = 500;
@@ -185,6 +186,8 @@ export async function purgeOldLogs(context: RequestContext, now: number): Promis
   const cutoff = now - context.config.AUDIT_RETENTION_DAYS * DAY_MS;
   const databases = new Set([context.control.$client, ...context.dataDatabases().map((db) => db.$client)]);
   for (const d1 of databases) {
+    // The hour that ends the longest window's first is the first one kept.
+    await purgeRollupBefore(d1, (Math.floor(now / HOUR_MS) - KEPT_HOURS) * HOUR_MS);
     for (const tenantId of await storage.chainedTenants(d1)) {
       const chain = await storage.chainOf(d1, tenantId);
       if (!chain) continue;

@@ -13,6 +13,7 @@ import { selectPage } from "../db/pages";
 import { fencedBatch, type WriteFence } from "../db/write-fence";
 import { CHAINED_COLUMNS, type ChainedEntry, chainedValues } from "./chain";
 import type { AuditEntry } from "./entry";
+import { rollupStatements } from "./rollup";
 
 export interface Chain {
   headSeq: number;
@@ -88,6 +89,8 @@ export async function append(
     ...(entries.length > 0
       ? [d1.prepare(INSERT_ENTRIES).bind(JSON.stringify(entries.map((entry) => [...chainedValues(entry), entry.hash])))]
       : []),
+    // The summary's counts, in the batch that writes what they count (rollup.ts).
+    ...rollupStatements(d1, tenantId, entries),
     ...headMove(d1, tenantId, chain, head),
     ...(pendingIds.length > 0
       ? [

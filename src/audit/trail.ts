@@ -66,15 +66,16 @@ export class AuditTrail {
     const entries = this.#records.map(entry);
     if (route) {
       const { operation } = route;
-      entries.unshift(
-        entry({
+      entries.unshift({
+        ...entry({
           entityType: operation.entity,
           entityId: this.#details.entityId !== undefined ? this.#details.entityId : route.entityId,
           operation: operation.operation,
           message: this.#details.message ? `${operation.message}: ${this.#details.message}` : operation.message,
           event: this.#details.event,
         }),
-      );
+        request: true,
+      });
     }
     return entries;
   }

@@ -174,6 +174,34 @@ export const tokenSearchIndex = sqliteTable(
 );
 
 /**
+ * How many tokens the tenant holds of each type, and when the newest of them was created (GET
+ * /tenants/self/reports/usage). Kept by triggers on tokens (migrations/0023_token_counts.sql), so
+ * every write path, the copies and purges of moves and shredding included, keeps it true in the
+ * statement that changes the tokens. A type's row goes when its last token does.
+ */
+export const tokenCounts = sqliteTable(
+  "token_counts",
+  {
+    tenantId: text("tenant_id").notNull(),
+    type: text("type").notNull(),
+    count: integer("count").notNull(),
+    lastCreatedAt: integer("last_created_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.tenantId, table.type] })],
+);
+
+/** How many tokens each container holds (exactly that container, not its sub-containers), kept like token_counts by triggers on token_containers. */
+export const containerCounts = sqliteTable(
+  "container_counts",
+  {
+    tenantId: text("tenant_id").notNull(),
+    container: text("container").notNull(),
+    count: integer("count").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.tenantId, table.container] })],
+);
+
+/**
  * Token intents (src/token-intents/): data a key collected, held for a short while before a private
  * key converts it into a token. Only the type and times are in the clear; card facts and the
  * fingerprint are computed from the data when an intent is shown.
@@ -232,6 +260,46 @@ export const auditLog = sqliteTable(
     uniqueIndex("audit_log_tenant_id").on(table.tenantId, table.id),
     index("audit_log_tenant_created").on(table.tenantId, table.createdAt),
     index("audit_log_tenant_entity").on(table.tenantId, table.entityType, table.entityId, table.seq),
+    // The recent errors of GET /logs/summary: a tenant's newest failures without reading its successes.
+    index("audit_log_tenant_errors").on(table.tenantId, table.createdAt).where(sql`status >= 400`),
+  ],
+);
+
+/**
+ * The audit log's hourly rollup (GET /logs/summary): the requests each hour by outcome class
+ * (2, 3, 4, 5 for 2xx …), counted from the request's own entries only (one per request, not the
+ * entries of the tokens it used). The audit writer adds a chunk's counts in the batch that appends
+ * it, so the rollup holds exactly the entries the log holds; the cron drops hours past the longest
+ * window, and moves copy and purge it with the log.
+ */
+export const auditHourly = sqliteTable(
+  "audit_hourly",
+  {
+    tenantId: text("tenant_id").notNull(),
+    /** The hour's start, in milliseconds since the epoch. */
+    hour: integer("hour").notNull(),
+    outcome: integer("outcome").notNull(),
+    requests: integer("requests").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.tenantId, table.hour, table.outcome] }), index("audit_hourly_hour").on(table.hour)],
+);
+
+/** Calls and failed calls each hour of each proxy invoked and reactor run, kept as audit_hourly is. */
+export const auditEntityHourly = sqliteTable(
+  "audit_entity_hourly",
+  {
+    tenantId: text("tenant_id").notNull(),
+    /** proxy or reactor. */
+    entityType: text("entity_type").notNull(),
+    hour: integer("hour").notNull(),
+    entityId: text("entity_id").notNull(),
+    calls: integer("calls").notNull(),
+    /** Calls answered with a status of 400 or more. */
+    errors: integer("errors").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.entityType, table.hour, table.entityId] }),
+    index("audit_entity_hourly_hour").on(table.hour),
   ],
 );
 

@@ -77,6 +77,8 @@ export async function copyTokens(source: D1Database, target: D1Database, tenantI
     ...SIDE_TABLES.map((table) =>
       target.prepare(`DELETE FROM ${table} WHERE tenant_id = ? AND token_id IN (SELECT value FROM json_each(?))`).bind(tenantId, ids),
     ),
+    // Deleted, not replaced: a REPLACE removes the old row without firing the delete trigger that keeps token_counts.
+    target.prepare("DELETE FROM tokens WHERE tenant_id = ? AND id IN (SELECT value FROM json_each(?))").bind(tenantId, ids),
     ...insertRows(target, "tokens", rows!.results as Row[]),
     ...SIDE_TABLES.flatMap((table, i) => insertRows(target, table, sides[i]!.results as Row[])),
   ]);
@@ -163,6 +165,8 @@ export async function copyAuditEntries(source: D1Database, target: D1Database, t
  */
 export async function copyAuditChain(source: D1Database, target: D1Database, tenantId: string): Promise<void> {
   await replaceInSteps(source, target, tenantId, { table: "audit_pending", key: ["id"], bytes: "length(entry)", limits: SMALL_ROWS_STEP });
+  // The summary's rollup counts what the log holds: it moves with the entries copied so far.
+  for (const rollup of AUDIT_ROLLUPS) await replaceInSteps(source, target, tenantId, rollup);
   const chain = await source.prepare("SELECT * FROM audit_chains WHERE tenant_id = ?").bind(tenantId).all<Row>();
   await target.batch([
     target.prepare("DELETE FROM audit_chains WHERE tenant_id = ?").bind(tenantId),
@@ -171,8 +175,20 @@ export async function copyAuditChain(source: D1Database, target: D1Database, ten
   ]);
 }
 
+/** The audit log's hourly rollup (src/audit/rollup.ts), keyed by integer hours: a step starts below every hour. */
+const AUDIT_ROLLUPS: SteppedTable[] = [
+  { table: "audit_hourly", key: ["hour", "outcome"], start: [-1, -1], bytes: "8", limits: SMALL_ROWS_STEP },
+  {
+    table: "audit_entity_hourly",
+    key: ["entity_type", "hour", "entity_id"],
+    start: ["", -1, ""],
+    bytes: "length(entity_id)",
+    limits: SMALL_ROWS_STEP,
+  },
+];
+
 /** The tables of a tenant's audit log, copied by moves. */
-const AUDIT_TABLES = ["audit_log", "audit_chains", "audit_pending"];
+const AUDIT_TABLES = ["audit_log", "audit_chains", "audit_pending", ...AUDIT_ROLLUPS.map(({ table }) => table)];
 
 /** The tenant's row count in every table that holds tenant data. */
 export async function tenantRowCounts(d1: D1Database, tenantId: string): Promise<Record<string, number>> {
@@ -202,7 +218,7 @@ export async function purgeTenantData(d1: D1Database, tenantId: string, limit: n
     .run();
   if (meta.changes === limit) return limit;
   await d1.batch(
-    ["idempotency_records", "reactor_requests", "audit_chains", "audit_pending"].map((table) =>
+    ["idempotency_records", "reactor_requests", "audit_chains", "audit_pending", ...AUDIT_ROLLUPS.map(({ table }) => table)].map((table) =>
       d1.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId),
     ),
   );
@@ -213,6 +229,8 @@ export async function purgeTenantData(d1: D1Database, tenantId: string, limit: n
 interface SteppedTable {
   table: string;
   key: string[];
+  /** Key values below every row's, where a copy starts: by default the empty text, below every text key. */
+  start?: unknown[];
   bytes: string;
   limits: ChunkLimits;
 }
@@ -257,7 +275,7 @@ async function stepAfter(
  */
 async function replaceInSteps(source: D1Database, target: D1Database, tenantId: string, table: SteppedTable): Promise<void> {
   await target.prepare(`DELETE FROM ${table.table} WHERE tenant_id = ?`).bind(tenantId).run();
-  let after: unknown[] = table.key.map(() => "");
+  let after: unknown[] = table.start ?? table.key.map(() => "");
   for (;;) {
     const { rows, more } = await stepAfter(source, tenantId, table, after);
     if (rows.length > 0) await target.batch(insertRows(target, table.table, rows));

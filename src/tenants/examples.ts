@@ -1,7 +1,7 @@
 import type { z } from "@hono/zod-openapi";
 import { MANAGEMENT_PERMISSIONS } from "../auth/permissions";
 import { EXAMPLE_IDS, EXAMPLE_TIME, exampleCreatedBy } from "../http/examples";
-import type { TenantResponse, UpdateTenantBody } from "./schema";
+import type { TenantResponse, UpdateTenantBody, UsageReport } from "./schema";
 
 /*
  * Examples of the operator routes on tenants (the API reference page shows them, and
@@ -64,3 +64,17 @@ export const RENAMED_TENANT_EXAMPLE = {
   modified_by: EXAMPLE_IDS.managementApplication,
   modified_at: "2027-01-04T10:00:00.000Z",
 } satisfies TenantResponse;
+
+/** A tenant holding cards and bank accounts, most of them in /customers/… containers. */
+export const USAGE_REPORT_EXAMPLE = {
+  token_report: {
+    total_tokens: 1250,
+    metrics_by_type: {
+      card: { count: 1200, last_created_at: "2027-05-04T08:30:00.000Z" },
+      bank: { count: 50, last_created_at: "2027-04-28T14:02:11.000Z" },
+    },
+    metrics_by_container: { "/": { count: 40 }, "/customers/eu/": { count: 810 }, "/customers/us/": { count: 400 } },
+    metrics_by_container_complete: true,
+  },
+  total_tokens: 1250,
+} satisfies UsageReport;

@@ -14,11 +14,13 @@ import {
   SHREDDED_TENANT_EXAMPLE,
   TENANT_EXAMPLE,
   TENANT_MOVE_EXAMPLE,
+  USAGE_REPORT_EXAMPLE,
 } from "./examples";
 import { moveTenant } from "./moves";
-import { TenantSchema, UpdateTenantBody } from "./schema";
+import { TenantSchema, UpdateTenantBody, UsageReportSchema } from "./schema";
 import { createTenant, getOwnTenant, renameOwnTenant } from "./service";
 import { shredTenant } from "./shred";
+import { usageReport } from "./usage";
 
 /** The binding of a data database, as wrangler.toml names it. */
 const DataBinding = z.string({ error: "is required" }).regex(/^DB(_\d+)?$/, "must be a data database binding (DB_1, DB_2 …)");
@@ -177,7 +179,25 @@ const updateSelf = createRoute({
   },
 });
 
+const getUsage = createRoute({
+  method: "get",
+  path: "/tenants/self/reports/usage",
+  tags: ["Tenants"],
+  security: [{ ApiKey: [] }],
+  summary: "Get the caller's tenant's usage report: its tokens by type and by container",
+  description:
+    "Needs tenant:read (a management permission). Counts, never token data: the counts are kept as tokens are written, " +
+    "deleted, moved and purged, so a report costs the same whatever the tenant holds. Tokens past their expiry count until " +
+    "the cron purges them (every 15 minutes).",
+  middleware: [requirePermission("tenant:read")] as const,
+  responses: {
+    200: jsonContent(UsageReportSchema, "The tenant's usage report", USAGE_REPORT_EXAMPLE),
+    ...problemResponses(401, 403),
+  },
+});
+
 /** The caller's own tenant, for its API keys: mounted among the authenticated routes, unlike the operators' above. */
 export const tenantSelfRoutes = createRouter()
   .openapi(getSelf, async (c) => c.json(await getOwnTenant(c.var.context, c.var.principal), 200))
+  .openapi(getUsage, async (c) => c.json(await usageReport(c.var.context), 200))
   .openapi(updateSelf, async (c) => c.json(await renameOwnTenant(c.var.context, c.var.principal, c.req.valid("json")), 200));

@@ -30,3 +30,36 @@ export const UpdateTenantBody = z
   .openapi("UpdateTenant");
 
 export type UpdateTenant = z.infer<typeof UpdateTenantBody>;
+
+/** Containers a usage report lists at most, in path order: a tenant may make any number of them. */
+export const REPORTED_CONTAINERS = 1_000;
+
+/**
+ * The original interface's usage report (its clients parse `total_tokens` and `token_report`), with
+ * the vault's extension `metrics_by_container`. Monthly active tokens are not kept, so not reported.
+ */
+export const UsageReportSchema = z
+  .object({
+    token_report: z.object({
+      total_tokens: z.number().int().openapi({ description: "Tokens the tenant holds, of every type" }),
+      metrics_by_type: z
+        .record(
+          z.string(),
+          z.object({
+            count: z.number().int(),
+            last_created_at: z.string().openapi({ description: "When the newest token of the type still held was created" }),
+          }),
+        )
+        .openapi({ description: "Tokens by type; a type the tenant holds none of is absent" }),
+      metrics_by_container: z.record(z.string(), z.object({ count: z.number().int() })).openapi({
+        description:
+          "Tokens by container, each counted in exactly the containers it names (not their parents). " +
+          `At most ${REPORTED_CONTAINERS} containers, the first in path order: see metrics_by_container_complete`,
+      }),
+      metrics_by_container_complete: z.boolean().openapi({ description: "False when the tenant has more containers than listed" }),
+    }),
+    total_tokens: z.number().int(),
+  })
+  .openapi("TenantUsageReport");
+
+export type UsageReport = z.infer<typeof UsageReportSchema>;

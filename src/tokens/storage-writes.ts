@@ -60,7 +60,8 @@ export async function insertTokens(
     return 0;
   }
   const results = await fencedBatch(d1, fence, [...first, ...insertStatements(d1, sealed, chosenIds, now), ...last]);
-  return results[first.length + tokensStatement(chosenIds)]?.meta.changes ?? 0;
+  // Rows returned, not meta.changes: D1 counts the rows the token_counts triggers write too.
+  return results[first.length + tokensStatement(chosenIds)]?.results.length ?? 0;
 }
 
 function insertStatements(d1: D1Database, sealed: SealedToken[], chosenIds: string[], now: number): D1PreparedStatement[] {
@@ -86,6 +87,7 @@ function insertStatements(d1: D1Database, sealed: SealedToken[], chosenIds: stri
         d1,
         tokens,
         sealed.map(({ row }) => columnsOf(tokens, row)),
+        { returning: "id" },
       );
   return [...release, insert, ...insertSideRows(d1, sealed, guarded ? INSERTED_WITH_IT : undefined)];
 }
@@ -134,7 +136,7 @@ function insertUnlessDuplicate(d1: D1Database, sealed: SealedToken[], now: numbe
          AND (t.expires_at IS NULL OR t.expires_at > ?2)
          AND (j.value ->> 'scope' IS NULL OR EXISTS (
            SELECT 1 FROM json_each(t.containers) c, json_each(j.value ->> 'scope') p
-           WHERE substr(c.value, 1, length(p.value)) = p.value)))`;
+           WHERE substr(c.value, 1, length(p.value)) = p.value))) RETURNING id`;
   return d1.prepare(statement).bind(JSON.stringify(rows), now);
 }
 
@@ -222,9 +224,11 @@ export async function deleteToken(d1: D1Database, fence: WriteFence, id: string,
   const { tenantId } = fence;
   const results = await fencedBatch(d1, fence, [
     ...SIDE_TABLES.map((table) => d1.prepare(`DELETE FROM ${getTableName(table)} WHERE tenant_id = ? AND token_id = ?`).bind(tenantId, id)),
-    d1.prepare("DELETE FROM tokens WHERE tenant_id = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)").bind(tenantId, id, now),
+    d1
+      .prepare("DELETE FROM tokens WHERE tenant_id = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?) RETURNING id")
+      .bind(tenantId, id, now),
   ]);
-  return results.at(-1)?.meta.changes === 1;
+  return results.at(-1)?.results.length === 1;
 }
 
 function insertSideRows(d1: D1Database, sealed: SealedToken[], guard?: { condition: string; params: unknown[] }): D1PreparedStatement[] {
@@ -249,24 +253,28 @@ function insertSideRows(d1: D1Database, sealed: SealedToken[], guard?: { conditi
     })),
   );
   return [
-    insertFromJson(d1, tokenContainers, containers, guard),
-    ...(metadata.length > 0 ? [insertFromJson(d1, tokenMetadata, metadata, guard)] : []),
-    ...(searchIndex.length > 0 ? [insertFromJson(d1, tokenSearchIndex, searchIndex, guard)] : []),
+    insertFromJson(d1, tokenContainers, containers, { guard }),
+    ...(metadata.length > 0 ? [insertFromJson(d1, tokenMetadata, metadata, { guard })] : []),
+    ...(searchIndex.length > 0 ? [insertFromJson(d1, tokenSearchIndex, searchIndex, { guard })] : []),
   ];
 }
 
-/** `INSERT INTO table (columns) SELECT … FROM json_each(?)`: the column list comes from the drizzle schema. */
+/**
+ * `INSERT INTO table (columns) SELECT … FROM json_each(?)`: the column list comes from the drizzle
+ * schema. `returning` names a column whose rows the statement answers, for counting what went in.
+ */
 function insertFromJson(
   d1: D1Database,
   table: Table,
   rows: Record<string, unknown>[],
-  guard?: { condition: string; params: unknown[] },
+  { guard, returning }: { guard?: { condition: string; params: unknown[] }; returning?: string } = {},
 ): D1PreparedStatement {
   const columns = Object.values(getTableColumns(table)).map((column) => column.name);
   const statement =
     `INSERT INTO ${getTableName(table)} (${columns.join(", ")}) ` +
     `SELECT ${columns.map((column) => `value ->> '${column}'`).join(", ")} FROM json_each(?)` +
-    (guard ? ` WHERE ${guard.condition}` : "");
+    (guard ? ` WHERE ${guard.condition}` : "") +
+    (returning ? ` RETURNING ${returning}` : "");
   return d1.prepare(statement).bind(JSON.stringify(rows), ...(guard?.params ?? []));
 }
 
