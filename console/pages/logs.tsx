@@ -47,7 +47,7 @@ export function LogsPage(_: { session: Session }) {
     page,
     size: PAGE_SIZE,
   })}`;
-  const [logs] = useLoad<{ pagination: { total_pages: number; total_items: number }; data: Log[] }>(path);
+  const [logs, reloadLogs] = useLoad<{ pagination: { total_pages: number; total_items: number }; data: Log[] }>(path);
   const [types] = useLoad<{ display_name: string; value: string }[]>("/logs/entity-types");
   // GET /logs filters by entity and time; actor and operation narrow the page shown (the API has no such filter).
   const shown: typeof logs =
@@ -70,7 +70,10 @@ export function LogsPage(_: { session: Session }) {
   };
   return (
     <>
-      <ChainBadge />
+      <ChainBadge />{" "}
+      <button type="button" onClick={reloadLogs}>
+        Refresh the log
+      </button>
       <form class="filters" aria-label="Filter the log" onSubmit={(event) => event.preventDefault()}>
         <Field label="Entity type">
           {(id) => (

@@ -6,8 +6,11 @@ import { may, type Session } from "../session";
 /** GET /logs/summary: requests per hour by outcome, the busiest proxies and reactors, the latest errors. */
 interface Summary {
   window: string;
-  hours: { hour: string; "2xx": number; "4xx": number; "5xx": number }[];
-  busiest: { proxies: Busy[]; reactors: Busy[] };
+  from: string;
+  to: string;
+  requests_by_hour: { hour: string; "2xx": number; "3xx": number; "4xx": number; "5xx": number }[];
+  busiest_proxies: Busy[];
+  busiest_reactors: Busy[];
   recent_errors: {
     created_at: string;
     operation: string;
@@ -29,9 +32,9 @@ interface Busy {
 interface Usage {
   token_report: {
     metrics_by_type: Record<string, { count: number; last_created_at: string | null }>;
-    metrics_by_container?: Record<string, { count: number }>;
+    metrics_by_container: Record<string, { count: number }>;
+    metrics_by_container_complete: boolean;
   };
-  metrics_by_container?: Record<string, { count: number }>;
   total_tokens: number;
 }
 
@@ -59,7 +62,7 @@ function Activity() {
   const [summary, reload] = useLoad<Summary>(`/logs/summary?window=${window}`);
   const chart = useMemo(() => {
     if (summary.state !== "ready") return null;
-    const hours = summary.data.hours;
+    const hours = summary.data.requests_by_hour;
     return {
       times: hours.map((hour) => Date.parse(hour.hour) / 1000),
       series: OUTCOMES.map((outcome) => ({ ...outcome, counts: hours.map((hour) => hour[outcome.label]) })),
@@ -95,8 +98,8 @@ function Activity() {
             ).join(" · ")}
           </p>
           <div class="columns">
-            <BusyTable title="Busiest proxies" items={summary.data.busiest.proxies} />
-            <BusyTable title="Busiest reactors" items={summary.data.busiest.reactors} />
+            <BusyTable title="Busiest proxies" items={summary.data.busiest_proxies} />
+            <BusyTable title="Busiest reactors" items={summary.data.busiest_reactors} />
           </div>
           <h3>Recent errors</h3>
           <ListState loaded={{ state: "ready", data: summary.data.recent_errors }} what="errors" empty="No errors in this window.">
@@ -179,7 +182,7 @@ function Tokens() {
       </p>
     );
   const byType = Object.entries(usage.data.token_report.metrics_by_type ?? {});
-  const byContainer = Object.entries(usage.data.metrics_by_container ?? usage.data.token_report.metrics_by_container ?? {});
+  const byContainer = Object.entries(usage.data.token_report.metrics_by_container);
   return (
     <section aria-labelledby="tokens">
       <h2 id="tokens">Tokens ({usage.data.total_tokens})</h2>
@@ -233,6 +236,7 @@ function Tokens() {
           )}
         </ListState>
       </div>
+      {!usage.data.token_report.metrics_by_container_complete && <p class="hint">Only the first containers, in path order, are listed.</p>}
     </section>
   );
 }

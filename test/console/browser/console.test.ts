@@ -181,10 +181,11 @@ describe("the console: acceptance", () => {
     // The audit writer chains entries a second or so after they are queued.
     await expect
       .poll(async () => {
-        await page.getByRole("button", { name: "Verify again" }).click();
+        await page.getByRole("button", { name: "Refresh the log" }).click();
         return page.locator(`[data-trace-id="${traceOfTry}"]`).count();
       })
       .toBeGreaterThan(0);
+    await page.getByRole("button", { name: "Verify again" }).click();
     await expect.poll(() => page.locator("[data-chain]").getAttribute("data-chain")).toBe("verified");
     expect(await page.locator("[data-chain]").textContent()).toMatch(/Chain verified: \d+ entries checked/);
     await checkPage(page, "logs", admin);
@@ -207,21 +208,16 @@ describe("the console: acceptance", () => {
     await checkPage(page, "overview-after-burst", admin);
   });
 
-  it("the reactors, webhooks and keys pages are accessible", async () => {
-    const { page } = admin;
-    for (const [title, name] of [
-      ["Reactors", "reactors"],
-      ["Webhooks", "webhooks"],
-      ["Keys", "keys"],
-    ] as const) {
-      await visit(page, title);
-      await checkPage(page, name, admin);
-    }
-    await page
-      .getByRole("button", { name: "Create a reactor" })
-      .click()
-      .catch(() => {});
-  });
+  for (const [title, name] of [
+    ["Reactors", "reactors"],
+    ["Webhooks", "webhooks"],
+    ["Keys", "keys"],
+  ] as const) {
+    it(`the ${name} page is accessible and sends nothing elsewhere`, async () => {
+      await visit(admin.page, title);
+      await checkPage(admin.page, name, admin);
+    });
+  }
 
   it("revoking the key ends its session: the console says so and asks to sign in", async () => {
     const backend = await openConsole(rig);
