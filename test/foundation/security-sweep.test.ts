@@ -1,5 +1,6 @@
 import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { OWN_ORIGIN, signIn } from "../support/console";
 import { dataDatabaseOf } from "../support/context";
 import { expectDocumentedReply } from "../support/documented-replies";
 import { BASE, call, createApplication, type Reply, seedTenant, type Tenant } from "../support/harness";
@@ -58,12 +59,22 @@ const ANY_VALID_KEY = new Set(["GET /applications/key", "GET /permissions"]);
 /** Routes that need no key at all: they tell only that the vault answers, and read no key they are sent. */
 const NO_KEY = new Set(["GET /ping"]);
 
+/**
+ * The console's session routes: sign-in reads its key from the body, the others only the session's
+ * cookie. They are swept by tests of their own below; every other route is swept with a console
+ * session's cookie as well as with a key.
+ */
+const isConsoleSession = (operation: Operation) => operation.path === "/console/session";
+
 let operations: Operation[] = [];
 let owner: TokenTenant;
 let intruder: Tenant;
 let intruderKeys: string[];
 let powerless: string;
 let ownerPowerless: string;
+/** The intruder's console sessions (one per key of intruderKeys) and the powerless key's, as cookies. */
+let intruderCookies: string[];
+let powerlessCookie: string;
 let proxyKey: string;
 /** The owner's key that reads its intents: the intent the intruder tried to delete is still there. */
 let intentReader: string;
@@ -113,6 +124,8 @@ beforeAll(async () => {
   intruderKeys = [intruder.managementKey, intruderTokens.key];
   powerless = (await createApplication(intruder, { type: "private", permissions: [] })).key;
   intentReader = (await createApplication(owner, { type: "private", permissions: ["token-intent:read"] })).key;
+  intruderCookies = await Promise.all(intruderKeys.map(async (key) => (await signIn(key)).cookie));
+  powerlessCookie = (await signIn(powerless)).cookie;
 });
 
 /** The path with each parameter replaced by the owner's id of the collection it follows. */
@@ -152,7 +165,7 @@ describe("security sweep over every route of the OpenAPI document", () => {
   });
 
   it("answers 401 without a key", async () => {
-    for (const operation of operations.filter((candidate) => !NO_KEY.has(name(candidate)))) {
+    for (const operation of operations.filter((candidate) => !NO_KEY.has(name(candidate)) && !isConsoleSession(candidate))) {
       const reply = await send(operation, ownedPath(operation.path), {});
       expect(reply.status, name(operation)).toBe(401);
       expect(reply.body.detail ?? reply.body.proxy_error?.detail, name(operation)).toMatch(/SVC-(API|OPERATOR|PROXY)-KEY/);
@@ -164,15 +177,36 @@ describe("security sweep over every route of the OpenAPI document", () => {
     }
   });
 
-  it("answers 403 naming the permission to a key whose application holds none", async () => {
+  it("answers 403 naming the permission to a key whose application holds none, and to its console session", async () => {
     for (const operation of operations.filter(
-      (candidate) => !candidate.operator && !ANY_VALID_KEY.has(name(candidate)) && !NO_KEY.has(name(candidate)),
+      (candidate) =>
+        !candidate.operator && !ANY_VALID_KEY.has(name(candidate)) && !NO_KEY.has(name(candidate)) && !isConsoleSession(candidate),
     )) {
       const key = invokesProxy(operation) ? ownerPowerless : powerless;
       const reply = await send(operation, ownedPath(operation.path), { "SVC-API-KEY": key, ...proxyKeyFor(operation) });
       expect(reply.status, name(operation)).toBe(403);
       const refusal = KEY_OF_TYPE.get(name(operation)) ?? /requires the permission [a-z-]+:[a-z]+/;
       expect(reply.body.detail ?? reply.body.proxy_error?.detail, name(operation)).toMatch(refusal);
+      if (invokesProxy(operation)) continue;
+      const byCookie = await send(operation, ownedPath(operation.path), { cookie: powerlessCookie, origin: OWN_ORIGIN });
+      expect(byCookie.status, `${name(operation)} by cookie`).toBe(403);
+      expect(byCookie.body.detail, `${name(operation)} by cookie`).toMatch(refusal);
+    }
+  }, 30_000);
+
+  it("answers 401 on the console's session routes without a session, and to an unknown key", async () => {
+    const consoleOperations = operations.filter(isConsoleSession);
+    expect(consoleOperations.map(name).sort()).toEqual(["DELETE /console/session", "GET /console/session", "POST /console/session"]);
+    for (const operation of consoleOperations) {
+      const reply = await send(operation, operation.path, { origin: OWN_ORIGIN }, { api_key: "key_unknown" });
+      expect(reply.status, name(operation)).toBe(401);
+      const unknownCookie = await send(
+        operation,
+        operation.path,
+        { origin: OWN_ORIGIN, cookie: "svc_console=console_unknown" },
+        { api_key: "" },
+      );
+      expect(unknownCookie.status, name(operation)).toBe(operation.method === "POST" ? 400 : 401);
     }
   });
 
@@ -202,8 +236,8 @@ describe("security sweep over every route of the OpenAPI document", () => {
     }
   });
 
-  // Two requests per route with an id, one after another: the 5 s default is too short on a loaded machine.
-  it("answers 404 to another tenant for every route with an id, and changes nothing", async () => {
+  // Four requests per route with an id: the 5 s default is too short on a loaded machine.
+  it("answers 404 to another tenant (by key or console session) for every route with an id, and changes nothing", async () => {
     const ownersData = await dataDatabaseOf(owner.tenantId);
     const owned = () =>
       ownersData
@@ -221,9 +255,10 @@ describe("security sweep over every route of the OpenAPI document", () => {
       if (operation.bodyType && body === undefined) {
         throw new Error(`the sweep has no valid body for ${name(operation)}: add one to VALID_BODIES`);
       }
-      const replies = await Promise.all(
-        intruderKeys.map((key) => send(operation, ownedPath(operation.path), { "SVC-API-KEY": key }, body ?? {})),
-      );
+      const replies = await Promise.all([
+        ...intruderKeys.map((key) => send(operation, ownedPath(operation.path), { "SVC-API-KEY": key }, body ?? {})),
+        ...intruderCookies.map((cookie) => send(operation, ownedPath(operation.path), { cookie, origin: OWN_ORIGIN }, body ?? {})),
+      ]);
       // Each route is reached by at least one of the intruder's keys (the other may lack the permission).
       const reached = replies.filter((reply) => reply.status !== 403);
       expect(reached.length, name(operation)).toBeGreaterThan(0);
@@ -235,7 +270,7 @@ describe("security sweep over every route of the OpenAPI document", () => {
     const stillThere = await call("GET", `/tokens/${ownerIds.tokens}`, { key: owner.key });
     expect(stillThere.status).toBe(200);
     expect((await call("GET", `/token-intents/${ownerIds["token-intents"]}`, { key: intentReader })).status).toBe(200);
-  }, 30_000);
+  }, 60_000);
 
   it("answers 400 naming start to another tenant's cursor on every cursor-paged route, and shows nothing of the owner's", async () => {
     const paged = operations.filter((operation) => operation.queryNames.includes("start") || operation.bodyMembers.includes("start"));

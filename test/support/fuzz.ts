@@ -1,6 +1,7 @@
 import { env, SELF } from "cloudflare:test";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
+import { signIn } from "./console";
 import { replyMismatches } from "./documented-replies";
 import { BASE, createApplication, seedTenant } from "./harness";
 import { type DocumentedOperation, documentedOperations } from "./openapi";
@@ -41,6 +42,8 @@ const RUNS_PER_OPERATION = 24;
 const DEPTH = 10_000;
 
 let keys: string[] = [];
+/** A console session of the tenant's management key, as its cookie: the console's own routes are fuzzed with it too. */
+let sessionCookie = "";
 
 async function seedKeys(): Promise<void> {
   const tenant = await seedTenant();
@@ -62,6 +65,7 @@ async function seedKeys(): Promise<void> {
   // A public key reaches POST /sessions, which refuses every other type of key.
   const page = await createApplication(tenant, { type: "public", permissions: ["token:create", "token-intent:create"] });
   keys = [tenant.managementKey, everything.key, page.key];
+  sessionCookie = (await signIn(tenant.managementKey)).cookie;
 }
 
 const anyJson = fc.jsonValue({ maxDepth: 3 });
@@ -116,9 +120,16 @@ const queryValues = fc.oneof(
   fc.stringMatching(/^[A-Za-z0-9_-]{60,140}$/),
 );
 
+/** An API key, or for the console's routes also its session's cookie (sent from the vault's own origin). */
+function credentials(operation: DocumentedOperation): fc.Arbitrary<Record<string, string>> {
+  const byKey = fc.constantFrom(...keys).map((key) => ({ "SVC-API-KEY": key }));
+  if (!operation.path.startsWith("/console/")) return byKey;
+  return fc.oneof(byKey, fc.constant({ cookie: sessionCookie, origin: new URL(BASE).origin }));
+}
+
 function request(operation: DocumentedOperation) {
   return fc.record({
-    key: fc.constantFrom(...keys),
+    credential: credentials(operation),
     id: pathIds,
     body: bodies(operation),
     query: fc.dictionary(fc.constantFrom(...operation.queryNames, "page", "size"), queryValues, { maxKeys: 3 }),
@@ -141,10 +152,10 @@ export async function fuzzGroup(group: FuzzGroup): Promise<void> {
         const failures: string[] = [];
         await fc
           .assert(
-            fc.asyncProperty(request(operation), async ({ key, id, body, query }) => {
+            fc.asyncProperty(request(operation), async ({ credential, id, body, query }) => {
               const path = operation.path.replace(/\{[^}]+\}/g, () => encodeURIComponent(id));
               const search = new URLSearchParams(query).toString();
-              const headers: Record<string, string> = { "SVC-API-KEY": key };
+              const headers: Record<string, string> = { ...credential };
               if (operation.operator) headers["SVC-OPERATOR-KEY"] = env.OPERATOR_API_KEY;
               const sendsBody = body !== null && operation.method !== "GET";
               if (sendsBody) headers["content-type"] = body.contentType;

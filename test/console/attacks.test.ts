@@ -1,0 +1,231 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it, vi } from "vitest";
+import { sha256Hex } from "../../src/crypto/secrets";
+import { logEntries } from "../support/audit";
+import { callConfigured } from "../support/configured";
+import { ageSessions, callWithCookie, consoleSessionRows, FOREIGN_ORIGIN, OWN_ORIGIN, signIn } from "../support/console";
+import { call, createApplication, dumpDatabase, expectProblem, type Reply, rowCounts, seedTenant } from "../support/harness";
+import { createToken, seedTokenTenant, TOKEN_PERMISSIONS } from "../support/tokens";
+
+/*
+ * Attacks on console sessions (issue 37): another site's page riding the cookie (CSRF), page script
+ * reading it, a session outliving its key, a public key signing in, one tenant's session reaching
+ * another's ids, an ended session, and the token or key leaking through storage, logs or errors.
+ */
+
+describe("attacks on console sessions", () => {
+  it("another origin's POST, PUT or DELETE with the cookie is a 403 and changes nothing", async () => {
+    const tenant = await seedTokenTenant();
+    const session = await signIn(tenant.managementKey);
+    const victim = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    const before = await rowCounts();
+    const attempts: [string, string, unknown][] = [
+      ["POST", "/applications", { name: "attacker's", type: "management", permissions: ["application:create"] }],
+      ["PUT", `/applications/${victim.id}`, { name: "renamed", permissions: TOKEN_PERMISSIONS }],
+      ["DELETE", `/applications/${victim.id}`, undefined],
+      ["POST", `/applications/${victim.id}/regenerate`, {}],
+      ["DELETE", "/console/session", undefined],
+    ];
+    for (const origin of [FOREIGN_ORIGIN, "http://vault.test.attacker.example", "null", null]) {
+      for (const [method, path, body] of attempts) {
+        const reply = await callWithCookie(session, method, path, { origin, body });
+        expect(expectProblem(reply, 403).detail, `${method} ${path} from ${origin}`).toMatch(/Origin/);
+      }
+    }
+    expect(await rowCounts()).toEqual(before);
+    const still = await call("GET", `/applications/${victim.id}`, { key: tenant.managementKey });
+    expect(still.body.name).toBe("private app");
+    // The session itself is untouched, and the same requests from the vault's own page go through.
+    expect((await callWithCookie(session, "GET", "/console/session", { origin: FOREIGN_ORIGIN })).status).toBe(200);
+    expect((await callWithCookie(session, "DELETE", `/applications/${victim.id}`)).status).toBe(204);
+  });
+
+  it("another origin's form post with the cookie changes nothing", async () => {
+    const tenant = await seedTokenTenant();
+    const session = await signIn(tenant.key);
+    const before = await rowCounts();
+    const reply = await callWithCookie(session, "POST", "/tokens", {
+      origin: FOREIGN_ORIGIN,
+      raw: "type=token&data=planted",
+      contentType: "application/x-www-form-urlencoded",
+    });
+    expectProblem(reply, 403);
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it("another origin's page cannot sign a visitor in", async () => {
+    const tenant = await seedTenant();
+    const reply = await call("POST", "/console/session", { body: { api_key: tenant.managementKey }, headers: { origin: FOREIGN_ORIGIN } });
+    expectProblem(reply, 403);
+    expect(reply.headers.get("set-cookie")).toBeNull();
+    expect(await consoleSessionRows(tenant.tenantId)).toEqual([]);
+  });
+
+  it("the cookie is HttpOnly and SameSite=Strict, for the whole vault", async () => {
+    const tenant = await seedTenant();
+    const { setCookie } = await signIn(tenant.managementKey);
+    const attributes = setCookie.split(";").map((part) => part.trim());
+    expect(attributes).toContain("HttpOnly");
+    expect(attributes).toContain("SameSite=Strict");
+    expect(attributes).toContain("Path=/");
+    expect(attributes).toContain("Secure");
+  });
+
+  it("a session outliving its revoked key answers 401, and its row goes", async () => {
+    const tenant = await seedTokenTenant();
+    const session = await signIn(tenant.key);
+    expect((await callWithCookie(session, "GET", "/console/session")).status).toBe(200);
+    const keys = await call("GET", `/applications/${tenant.applicationId}/keys`, { key: tenant.managementKey });
+    const revoked = await call("DELETE", `/applications/${tenant.applicationId}/keys/${keys.body[0].id}`, { key: tenant.managementKey });
+    expect(revoked.status).toBe(204);
+    expectProblem(await callWithCookie(session, "GET", "/tokens"), 401);
+    expectProblem(await callWithCookie(session, "GET", "/console/session"), 401);
+    expect(await consoleSessionRows(tenant.tenantId)).toEqual([]);
+  });
+
+  it("a session whose key was replaced (regenerate) answers 401", async () => {
+    const tenant = await seedTokenTenant();
+    const session = await signIn(tenant.key);
+    const regenerated = await call("POST", `/applications/${tenant.applicationId}/regenerate`, { key: tenant.managementKey, body: {} });
+    expect(regenerated.status).toBe(200);
+    expectProblem(await callWithCookie(session, "POST", "/tokens", { body: { type: "token", data: "x" } }), 401);
+  });
+
+  it("a session outliving its deleted application answers 401", async () => {
+    const tenant = await seedTokenTenant();
+    const session = await signIn(tenant.key);
+    expect((await call("DELETE", `/applications/${tenant.applicationId}`, { key: tenant.managementKey })).status).toBe(204);
+    expectProblem(await callWithCookie(session, "GET", "/tokens"), 401);
+  });
+
+  it("a session outliving its key's expiry answers 401", async () => {
+    const tenant = await seedTenant();
+    const application = await createApplication(tenant, { type: "private", permissions: TOKEN_PERMISSIONS });
+    const created = await call("POST", `/applications/${application.id}/keys`, {
+      key: tenant.managementKey,
+      body: { expires_at: new Date(Date.now() + 60_000).toISOString() },
+    });
+    expect(created.status, created.text).toBe(201);
+    const session = await signIn(created.body.key);
+    await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?")
+      .bind(Date.now() - 1, created.body.id)
+      .run();
+    // The key's lookup is reused for up to CREDENTIAL_CACHE_TTL_MS, as the key's own is.
+    await vi.waitFor(async () => expectProblem(await callWithCookie(session, "GET", "/tokens"), 401), { timeout: 5_000 });
+    expect(await consoleSessionRows(tenant.tenantId)).toEqual([]);
+  });
+
+  it("a public key cannot sign in", async () => {
+    const tenant = await seedTenant();
+    const page = await createApplication(tenant, { type: "public", permissions: ["token:create"] });
+    const reply = await call("POST", "/console/session", { body: { api_key: page.key }, headers: { origin: OWN_ORIGIN } });
+    expect(expectProblem(reply, 403).detail).toMatch(/public/);
+    expect(reply.headers.get("set-cookie")).toBeNull();
+    expect(await consoleSessionRows(tenant.tenantId)).toEqual([]);
+  });
+
+  it("an unknown key cannot sign in, and is not echoed", async () => {
+    const reply = await call("POST", "/console/session", { body: { api_key: "key_not-a-key-of-anyone" } });
+    expectProblem(reply, 401);
+    expect(reply.text).not.toContain("not-a-key-of-anyone");
+  });
+
+  it("a session of tenant A cannot reach tenant B's ids", async () => {
+    const a = await seedTokenTenant();
+    const b = await seedTokenTenant();
+    const token = await createToken(b.key, { type: "token", data: "b's" });
+    const sessions = [await signIn(a.key), await signIn(a.managementKey)];
+    const before = await rowCounts();
+    for (const session of sessions) {
+      for (const [method, path] of [
+        ["GET", `/tokens/${token.id}`],
+        ["DELETE", `/tokens/${token.id}`],
+        ["GET", `/applications/${b.applicationId}`],
+        ["DELETE", `/applications/${b.applicationId}`],
+      ] as const) {
+        const reply = await callWithCookie(session, method, path);
+        expect([403, 404], `${method} ${path}: ${reply.text}`).toContain(reply.status);
+        if (reply.status === 403) expect(reply.body.detail).toMatch(/requires the permission/);
+      }
+    }
+    expect(await rowCounts()).toEqual(before);
+    expect((await call("GET", `/tokens/${token.id}`, { key: b.key })).status).toBe(200);
+  });
+
+  it("a session unused past its idle lifetime answers 401, and so does one past its absolute end", async () => {
+    const tenant = await seedTenant();
+    const idle = await signIn(tenant.managementKey);
+    await ageSessions(tenant.tenantId, 31 * 60_000);
+    expect(expectProblem(await callWithCookie(idle, "GET", "/applications"), 401).detail).toMatch(/ended/);
+    expect(await consoleSessionRows(tenant.tenantId)).toEqual([]);
+
+    const capped = await signIn(tenant.managementKey);
+    const now = Date.now();
+    await env.DB.prepare("UPDATE console_sessions SET renewed_at = ?, expires_at = ?, ends_at = ? WHERE tenant_id = ?")
+      .bind(now - 2 * 60_000, now - 1, now - 1, tenant.tenantId)
+      .run();
+    expectProblem(await callWithCookie(capped, "GET", "/console/session"), 401);
+  });
+
+  it("the session's token is stored only as its SHA-256 hash, and the key not at all", async () => {
+    const tenant = await seedTenant();
+    const session = await signIn(tenant.managementKey);
+    const [row] = await consoleSessionRows(tenant.tenantId);
+    expect(row!.token_hash).toBe(await sha256Hex(session.token));
+    const keys = await call("GET", `/applications/${tenant.managementApplicationId}/keys`, { key: tenant.managementKey });
+    expect(row!.key_id).toBe(keys.body[0].id);
+    const everything = await dumpDatabase();
+    expect(everything).not.toContain(session.token);
+    expect(everything).not.toContain(session.token.slice(8, 30));
+  });
+
+  it("nothing of the key or the token appears in logs, the audit log or error bodies", async () => {
+    const tenant = await seedTenant();
+    const lines: string[] = [];
+    const spies = (["error", "warn", "log", "info", "debug"] as const).map((level) =>
+      vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
+        lines.push(args.map(String).join(" "));
+      }),
+    );
+    const replies: Reply[] = [];
+    let token: string;
+    try {
+      const session = await signIn(tenant.managementKey);
+      token = session.token;
+      replies.push(session.reply);
+      replies.push(await callWithCookie(session, "POST", "/applications", { origin: FOREIGN_ORIGIN, body: {} }));
+      replies.push(await callWithCookie(session, "POST", "/applications", { body: { name: 1 } }));
+      replies.push(await callWithCookie(session, "GET", "/applications/not-an-id"));
+      replies.push(await callWithCookie({ cookie: `svc_console=${token}x` }, "GET", "/console/session"));
+      replies.push(await call("POST", "/console/session", { body: { api_key: `${tenant.managementKey}x` } }));
+      replies.push(await callWithCookie(session, "DELETE", "/console/session"));
+      replies.push(await callWithCookie(session, "GET", "/console/session"));
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    const entries = JSON.stringify(await logEntries(tenant, 4));
+    const secretParts = [tenant.managementKey, tenant.managementKey.slice(4, 24), token!, token!.slice(8, 30)];
+    for (const part of secretParts) {
+      expect(lines.join("\n")).not.toContain(part);
+      expect(entries).not.toContain(part);
+      for (const reply of replies) expect(reply.text).not.toContain(part);
+    }
+  });
+
+  it("a session's requests count against its key's rate limit", async () => {
+    const tenant = await seedTokenTenant();
+    const limits = { KEY_RATE_LIMIT: env.LOW_KEY_RATE_LIMIT };
+    const windowMs = 10_000;
+    const left = windowMs - (Date.now() % windowMs);
+    if (left < 4_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    const signedIn = await callConfigured(limits, "POST", "/console/session", { body: { api_key: tenant.key } });
+    expect(signedIn.status).toBe(201);
+    const cookie = /^svc_console=[^;]+/.exec(signedIn.headers.get("set-cookie") ?? "")![0];
+    // The sign-in was one request of the key's five; four more with the key use up the rest.
+    for (let i = 0; i < 4; i++) {
+      expect((await callConfigured(limits, "GET", "/tokens", { headers: { "SVC-API-KEY": tenant.key } })).status).toBe(200);
+    }
+    const overLimit = await callConfigured(limits, "GET", "/tokens", { headers: { cookie } });
+    expectProblem(overLimit, 429);
+  });
+});
