@@ -60,8 +60,12 @@ describe("the console: served by the vault", () => {
     expect(policy).toContain("frame-ancestors 'none'");
     expect(policy).not.toContain("unsafe-inline");
     expect(reply.headers.get("x-frame-options")).toBe("DENY");
+    expect(reply.headers.get("cache-control")).toBe("no-cache");
     const page = await reply.text();
     expect(page).not.toMatch(/<script>|<style>| style=/);
+    // Its script is named by its content, so browsers keep it.
+    const script = /src="(\/console\/console\.[^"]+\.js)"/.exec(page)![1];
+    expect((await fetch(`${rig.baseUrl}${script}`)).headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
   });
 
   it("no page of another site can frame it", async () => {
