@@ -27,7 +27,7 @@ export async function timed(run: () => Promise<Reply>): Promise<{ reply: Reply; 
 export function ProxyTry({ proxyKey }: { proxyKey: string }) {
   const [method, setMethod] = useState("POST");
   const [path, setPath] = useState("/");
-  const [body, setBody] = useState('{"card": "{{ token_id | json: \'$.number\' }}"}');
+  const [body, setBody] = useState('{"amount": 100}');
   const [result, setResult] = useState<{ reply: Reply; milliseconds: number } | null>(null);
   const [busy, setBusy] = useState(false);
   return (
@@ -61,7 +61,7 @@ export function ProxyTry({ proxyKey }: { proxyKey: string }) {
         Path after the destination <input value={path} onInput={(event) => setPath(event.currentTarget.value)} />
       </label>
       <label class="block">
-        Body (JSON; token references are detokenized)
+        Body (JSON; a token's id written as {"{{ id }}"} is replaced by its data)
         <textarea value={body} onInput={(event) => setBody(event.currentTarget.value)} />
       </label>
       <button type="submit" disabled={busy}>

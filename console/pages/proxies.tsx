@@ -13,6 +13,7 @@ interface Proxy {
   request_transform: { code: string } | null;
   response_transform: { code: string } | null;
   require_auth: boolean;
+  application_id: string | null;
   created_at: string;
   modified_at: string | null;
 }
@@ -52,9 +53,10 @@ export function ProxiesPage({ session }: { session: Session }) {
                 <article aria-label={proxy.name}>
                   <h3>{proxy.name}</h3>
                   <p>
-                    → <code>{proxy.destination_url}</code> · {proxy.require_auth ? "needs an API key with token:use" : "no API key needed"}{" "}
-                    · request transform {proxy.request_transform ? "yes" : "no"} · response transform{" "}
-                    {proxy.response_transform ? "yes" : "no"} · created <When iso={proxy.created_at} />
+                    <code data-proxy-id>{proxy.id}</code> → <code>{proxy.destination_url}</code> ·{" "}
+                    {proxy.require_auth ? "needs an API key with token:use" : "no API key needed"} · request transform{" "}
+                    {proxy.request_transform ? "yes" : "no"} · response transform {proxy.response_transform ? "yes" : "no"} · created{" "}
+                    <When iso={proxy.created_at} />
                   </p>
                   <div class="actions">
                     {may(session, "proxy:update") && (
@@ -90,6 +92,8 @@ function ProxyForm({ proxy, onDone }: { proxy: Proxy | null; onDone: () => void 
   const [requireAuth, setRequireAuth] = useState(proxy?.require_auth ?? true);
   const [requestCode, setRequestCode] = useState(proxy ? (proxy.request_transform?.code ?? "") : SAMPLE_REQUEST_TRANSFORM);
   const [responseCode, setResponseCode] = useState(proxy?.response_transform?.code ?? "");
+  const [application, setApplication] = useState(proxy?.application_id ?? "");
+  const [applications] = useLoad<{ data: { id: string; name: string; type: string }[] }>("/applications?size=100");
   const [failure, setFailure] = useState<Reply | null>(null);
   return (
     <form
@@ -101,6 +105,7 @@ function ProxyForm({ proxy, onDone }: { proxy: Proxy | null; onDone: () => void 
           name,
           destination_url: destination,
           require_auth: requireAuth,
+          application: application ? { id: application } : null,
           request_transform: requestCode.trim() ? { code: requestCode } : null,
           response_transform: responseCode.trim() ? { code: responseCode } : null,
         };
@@ -127,6 +132,24 @@ function ProxyForm({ proxy, onDone }: { proxy: Proxy | null; onDone: () => void 
         <input type="checkbox" checked={requireAuth} onChange={(event) => setRequireAuth(event.currentTarget.checked)} /> Callers need an
         API key with token:use
       </label>
+      <Field
+        label="Application"
+        hint="Whose access rules detokenize the request for callers without an API key, and whose tokens the transforms create."
+      >
+        {(id, hint) => (
+          <select id={id} aria-describedby={hint} value={application} onChange={(event) => setApplication(event.currentTarget.value)}>
+            <option value="">None</option>
+            {applications.state === "ready" &&
+              applications.data.data
+                .filter((candidate) => candidate.type === "private" || candidate.type === "public")
+                .map((candidate) => (
+                  <option key={candidate.id} value={candidate.id}>
+                    {candidate.name} ({candidate.type})
+                  </option>
+                ))}
+          </select>
+        )}
+      </Field>
       <p class="hint">Request transform (empty: none)</p>
       <CodeEditor label="Request transform" value={requestCode} onChange={setRequestCode} />
       <p class="hint">Response transform (empty: none)</p>

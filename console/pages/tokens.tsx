@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { call, problemText, type Reply } from "../api";
-import { Field, When } from "../components";
+import { Field, Problem, When } from "../components";
 import { may, type Session } from "../session";
 
 interface Token {
@@ -33,17 +33,96 @@ function columnOf(reply: Reply): number | null {
  * management key) shows no token data at all.
  */
 export function TokensPage({ session }: { session: Session }) {
+  return (
+    <>
+      {may(session, "token:create") && <CreateToken />}
+      {may(session, "token:search") ? (
+        <SearchTokens />
+      ) : (
+        <p class="state empty" data-no-token-access>
+          This key holds no <code>token:search</code> permission ({session.application.type} application): the console shows no token data
+          under it. The Overview counts tokens by type and container; sign in with a private key to search tokens.
+        </p>
+      )}
+    </>
+  );
+}
+
+/** The token types a token may be created with (the vault's TOKEN_TYPES); `card` and `bank` take JSON data. */
+const TYPES = [
+  "token",
+  "card_number",
+  "card",
+  "bank",
+  "social_security_number",
+  "employer_id_number",
+  "us_bank_account_number",
+  "us_bank_routing_number",
+];
+
+function CreateToken() {
+  const [type, setType] = useState("card_number");
+  const [data, setData] = useState("");
+  const [reply, setReply] = useState<Reply<Token> | null>(null);
+  return (
+    <form
+      class="panel"
+      aria-label="Create a token"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        let value: unknown = data;
+        if (type === "card" || type === "bank") {
+          try {
+            value = JSON.parse(data);
+          } catch {}
+        }
+        setReply(await call<Token>("POST", "/tokens", { type, data: value }));
+        setData("");
+      }}
+    >
+      <h2>Create a token</h2>
+      <Field label="Token type">
+        {(id) => (
+          <select id={id} value={type} onChange={(event) => setType(event.currentTarget.value)}>
+            {TYPES.map((option) => (
+              <option key={option}>{option}</option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field
+        label="Data"
+        hint={'Card and bank tokens take JSON, such as {"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030}.'}
+      >
+        {(id, hint) => (
+          <input
+            id={id}
+            type="password"
+            autocomplete="off"
+            required
+            aria-describedby={hint}
+            value={data}
+            onInput={(event) => setData(event.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <button type="submit">Create the token</button>
+      <Problem reply={reply} />
+      {reply?.ok && (
+        <p role="status">
+          Created token <code data-created-token>{reply.body.id}</code> ({reply.body.type}); use it in a proxy's request as{" "}
+          <code>{`{{ ${reply.body.id} }}`}</code>.
+        </p>
+      )}
+    </form>
+  );
+}
+
+function SearchTokens() {
   const [text, setText] = useState("");
   const [result, setResult] = useState<{ tokens: Token[]; next: string | null } | null>(null);
   const [failure, setFailure] = useState<Reply | null>(null);
   const [busy, setBusy] = useState(false);
-  if (!may(session, "token:search"))
-    return (
-      <p class="state empty" data-no-token-access>
-        This key holds no <code>token:search</code> permission ({session.application.type} application): the console shows no token data
-        under it. The Overview counts tokens by type and container; sign in with a private key to search tokens.
-      </p>
-    );
   const search = async (start: string | null) => {
     setBusy(true);
     const reply = await call<Page>("POST", "/v2/tokens/search", { query: text, size: 20, ...(start ? { start } : {}) });

@@ -27,6 +27,7 @@ let admin: ConsolePage;
 let privateKey: string;
 let tokenId: string;
 let traceOfTry: string;
+let proxyId: string;
 
 beforeAll(async () => {
   rig = await startConsoleRig("console-tests-build");
@@ -172,6 +173,7 @@ describe("the console: acceptance", () => {
     await card.getByRole("button", { name: "Send the sample request" }).click();
     await expect.poll(() => card.locator("[data-status]").textContent()).toBe("200");
     traceOfTry = (await card.locator("[data-trace-id]").textContent())!;
+    proxyId = (await card.locator("[data-proxy-id]").textContent())!;
     expect(traceOfTry).toMatch(/^[0-9a-f-]{36}$/);
     expect(await card.locator("[data-try-result]").textContent()).toMatch(/\d+ ms/);
     // The partner received the body as the request transform made it.
@@ -182,6 +184,9 @@ describe("the console: acceptance", () => {
   it("the call is in Logs with its trace id, and the chain's status says what was checked", async () => {
     const { page } = admin;
     await visit(page, "Logs");
+    // The log's own reads are logged too: the proxy's entries are found by its id.
+    await page.getByLabel("Entity id").fill(proxyId);
+    await page.getByLabel("Entity id").press("Tab");
     // The audit writer chains entries a second or so after they are queued.
     await expect
       .poll(async () => {
@@ -222,6 +227,50 @@ describe("the console: acceptance", () => {
       await checkPage(admin.page, name, admin);
     });
   }
+
+  it("a new user sets up a proxy that detokenizes a card, using only the console", async () => {
+    const { page } = admin;
+    const VISA = "4111111111111111";
+    await visit(page, "Applications");
+    const form = page.getByRole("form", { name: "Create an application" });
+    await form.getByLabel("Name").fill("detokenizer");
+    await form.getByLabel("Type", { exact: true }).selectOption("private");
+    for (const permission of ["token:create", "token:use"])
+      await form.getByRole("checkbox", { name: new RegExp(`^${permission} `) }).check();
+    await form.getByRole("button", { name: "Create the application" }).click();
+    await expect.poll(() => page.locator('[data-application="detokenizer"]').count()).toBe(1);
+    const detokenizerKey = (await page.locator("[data-secret]").textContent())!;
+
+    await signOut(page);
+    await signIn(page, detokenizerKey);
+    await visit(page, "Tokens");
+    const create = page.getByRole("form", { name: "Create a token" });
+    await create.getByLabel("Token type").selectOption("card_number");
+    await create.getByLabel("Data").fill(VISA);
+    await create.getByRole("button", { name: "Create the token" }).click();
+    await expect.poll(() => page.locator("[data-created-token]").count()).toBe(1);
+    const id = (await page.locator("[data-created-token]").textContent())!;
+    expect(await page.content()).not.toContain(VISA);
+    await checkPage(page, "tokens-create", admin);
+
+    await signOut(page);
+    await signIn(page, rig.bootstrapKey);
+    await visit(page, "Proxies");
+    await page.getByRole("button", { name: "Create a proxy" }).click();
+    const proxy = page.getByRole("form", { name: "Create a proxy" });
+    await proxy.getByLabel("Name").fill("charge");
+    await proxy.getByLabel("Destination URL").fill(`${rig.partnerUrl}/charge`);
+    await proxy.getByLabel("Callers need an API key with token:use").uncheck();
+    await proxy.getByLabel("Application", { exact: true }).selectOption({ label: "detokenizer (private)" });
+    await proxy.getByRole("button", { name: "Create the proxy" }).click();
+    const card = page.locator('[data-proxy="charge"]');
+    await expect.poll(() => card.count()).toBe(1);
+    await card.getByRole("textbox", { name: /Body/ }).fill(`{"card": "{{ ${id} }}"}`);
+    await card.getByRole("button", { name: "Send the sample request" }).click();
+    await expect.poll(() => card.locator("[data-status]").textContent()).toBe("200");
+    // The partner received the card's number, detokenized by the vault.
+    expect(await card.locator("[data-try-result] pre").textContent()).toContain(VISA);
+  }, 90_000);
 
   it("revoking the key ends its session: the console says so and asks to sign in", async () => {
     const backend = await openConsole(rig);
