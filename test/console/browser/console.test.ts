@@ -272,13 +272,24 @@ describe("the console: acceptance", () => {
     expect(await card.locator("[data-try-result] pre").textContent()).toContain(VISA);
   }, 90_000);
 
-  it("revoking the key ends its session: the console says so and asks to sign in", async () => {
+  it("revoking the key in the console asks first, naming the key, and ends the session signed in with it", async () => {
     const backend = await openConsole(rig);
     await signIn(backend.page, privateKey);
-    const application = (await rig.call("GET", "/applications/key", privateKey)).body;
-    const keys = (await rig.call("GET", `/applications/${application.id}/keys`, rig.bootstrapKey)).body;
-    for (const key of keys)
-      expect((await rig.call("DELETE", `/applications/${application.id}/keys/${key.id}`, rig.bootstrapKey)).status).toBe(204);
+    const { page } = admin;
+    await visit(page, "Applications");
+    const application = page.locator('[data-application="backend"]');
+    await application.getByRole("button", { name: "Keys" }).click();
+    const keys = page.getByRole("table", { name: "Keys of backend" });
+    await expect.poll(() => keys.getByRole("button", { name: /^Revoke key / }).count()).toBe(1);
+    const revoke = keys.getByRole("button", { name: /^Revoke key / });
+    const keyId = (await revoke.textContent())!.replace("Revoke key ", "");
+    await revoke.click();
+    const dialog = page.getByRole("dialog", { name: `Revoke key ${keyId}?` });
+    expect(await dialog.textContent()).toContain(`The key ${keyId} of backend stops working at once`);
+    await checkPage(page, "applications-revoke-dialog", admin);
+    await dialog.getByRole("button", { name: "Revoke the key" }).click();
+    await expect.poll(() => keys.getByText(keyId).count()).toBe(0);
+
     await visit(backend.page, "Tokens");
     await backend.page.getByRole("button", { name: "Search" }).click();
     await expect.poll(() => backend.page.locator("[data-session-ended]").count()).toBe(1);
