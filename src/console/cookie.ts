@@ -4,6 +4,7 @@
  */
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { parse } from "hono/utils/cookie";
 import type { Config } from "../env";
 import { ForbiddenError } from "../errors";
 import type { AppEnv } from "../http/context";
@@ -18,6 +19,14 @@ export function cookieNameOf(config: Pick<Config, "HEADER_PREFIX">): string {
 
 export function sessionTokenOf(c: Context<AppEnv>): string | undefined {
   return getCookie(c, cookieNameOf(c.var.config));
+}
+
+/** The same, from a request the pipeline reads without Hono's context (proxy invocation). */
+export function sessionTokenOfRequest(request: Request, config: Pick<Config, "HEADER_PREFIX">): string | undefined {
+  const header = request.headers.get("cookie");
+  if (header === null) return undefined;
+  const name = cookieNameOf(config);
+  return parse(header, name)[name];
 }
 
 /**
@@ -48,9 +57,9 @@ export function clearSessionCookie(c: Context<AppEnv>): void {
  * that a cookie authenticates must come from the vault's own origin. Without `Origin` it is refused
  * too: browsers send it on every such fetch and form post, and only a browser holds the cookie.
  */
-export function requireOwnOrigin(c: Context<AppEnv>): void {
-  if (SAFE_METHODS.has(c.req.method)) return;
-  if (c.req.header("origin") !== new URL(c.req.url).origin) {
+export function requireOwnOrigin(request: Request): void {
+  if (SAFE_METHODS.has(request.method)) return;
+  if (request.headers.get("origin") !== new URL(request.url).origin) {
     throw new ForbiddenError("A request authenticated by the console session must come from the vault's own pages (Origin)");
   }
 }
@@ -64,6 +73,33 @@ export function refuseForeignOrigin(c: Context<AppEnv>): void {
   if (origin !== undefined && origin !== new URL(c.req.url).origin) {
     throw new ForbiddenError("The console can be signed in to only from the vault's own pages (Origin)");
   }
+}
+
+/**
+ * A `Cookie` header without the console session's cookie, or null when nothing else is left: a
+ * proxy forwards the caller's cookies, and the session must never reach a destination.
+ */
+export function withoutSessionCookie(cookieHeader: string, cookieName: string): string | null {
+  const kept = cookieHeader
+    .split(";")
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== "" && pair.split("=", 1)[0]!.trim() !== cookieName);
+  return kept.length > 0 ? kept.join("; ") : null;
+}
+
+/**
+ * Drops every `Set-Cookie` of an answer that would set the console session's cookie: a proxy's
+ * destination answers on the vault's origin, and must not plant a session (its own tenant's) in the
+ * visitor's browser or sign the visitor out.
+ */
+export function dropSessionCookieSetters(headers: Headers, cookieName: string): void {
+  // workerd has Headers.getSetCookie (the Fetch standard's); the generated runtime types lack it.
+  const setters = (headers as Headers & { getSetCookie(): string[] }).getSetCookie();
+  if (setters.length === 0) return;
+  const kept = setters.filter((setter) => setter.split("=", 1)[0]!.trim() !== cookieName);
+  if (kept.length === setters.length) return;
+  headers.delete("set-cookie");
+  for (const setter of kept) headers.append("set-cookie", setter);
 }
 
 /** http on localhost, 127.0.0.0/8 or [::1]: a developer's machine, where no network sees the cookie. */

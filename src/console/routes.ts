@@ -70,7 +70,7 @@ const signOut = createRoute({
 async function sessionOf(c: Context<AppEnv>): Promise<consoleSessions.ResolvedSession> {
   const token = sessionTokenOf(c);
   if (!token) throw new UnauthenticatedError("No console session: sign in with POST /console/session");
-  requireOwnOrigin(c);
+  requireOwnOrigin(c.req.raw);
   return consoleSessions.resolveSession(c.var.request, token, c.req.raw.headers);
 }
 

@@ -13,6 +13,7 @@ import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { ForbiddenError, UnauthenticatedError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { CONSOLE_SESSIONS } from "../limits";
+import { ensureBootstrap } from "../tenants/service";
 import type { ConsoleSessionResponse } from "./schema";
 import * as storage from "./storage";
 
@@ -38,6 +39,9 @@ export interface ResolvedSession {
  * the key, as any request with it does.
  */
 export async function signIn(context: RequestContext, apiKey: string, headers: Headers): Promise<SignedIn> {
+  // A vault's first request may be this one: the bootstrap key must work here as on every route.
+  const bootstrapKey = context.config.BOOTSTRAP_API_KEY;
+  if (bootstrapKey) await ensureBootstrap(context, bootstrapKey);
   const principal = await principalForKey(context, apiKey);
   if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
   context.audit.actingAs(principal);

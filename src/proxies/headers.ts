@@ -1,3 +1,4 @@
+import { cookieNameOf, withoutSessionCookie } from "../console/cookie";
 import type { Config } from "../env";
 import type { ProblemError } from "../errors";
 
@@ -30,7 +31,7 @@ export interface ForwardableHeaders {
 /**
  * The caller's headers as the destination should see them: without any of the vault's own headers,
  * hop-by-hop headers, the Cloudflare edge's `cf-*` headers, and names holding anything but
- * letters, digits, `-` and `_`. Read with `forEach`: in workerd, iterating a Headers costs about
+ * letters, digits, `-` and `_`; the console session's cookie is taken out of `Cookie`. Read with `forEach`: in workerd, iterating a Headers costs about
  * twice as much CPU as one `forEach` over it (bench/lib/profile.mjs, no transform).
  */
 export function forwardableRequestHeaders(headers: Headers, config: Config): ForwardableHeaders {
@@ -54,8 +55,10 @@ export function forwardableRequestHeaders(headers: Headers, config: Config): For
       !name.startsWith("cf-") &&
       FORWARDABLE_NAME.test(name)
     ) {
-      values[name] = value;
-      if (!mightHoldReferences && value.includes("{{")) mightHoldReferences = true;
+      const forwarded = name === "cookie" ? withoutSessionCookie(value, cookieNameOf(config)) : value;
+      if (forwarded === null) return;
+      values[name] = forwarded;
+      if (!mightHoldReferences && forwarded.includes("{{")) mightHoldReferences = true;
     }
   });
   return { values, mightHoldReferences };

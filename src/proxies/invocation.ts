@@ -1,6 +1,8 @@
 import { holdsPermission, type Principal } from "../auth/access";
 import { countAnonymousProxyCall, countKeyRequests } from "../auth/rate-limits";
 import { principalForKey, requireAllowedOrigin } from "../auth/service";
+import { requireOwnOrigin, sessionTokenOfRequest } from "../console/cookie";
+import { resolveSession } from "../console/service";
 import type { RequestContext, ScriptKind, TenantContext } from "../context";
 import { detokenizeJson } from "../detokenization/service";
 import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../egress/policy";
@@ -141,10 +143,19 @@ function isAbsoluteUrl(text: string): boolean {
   }
 }
 
-/** The principal of the caller's `{P}-API-KEY` (401 when it is missing or unknown), the call counted against the key. */
+/**
+ * The principal of the caller's `{P}-API-KEY` (401 when it is missing or unknown), the call counted
+ * against the key. Without the header, a console session's cookie stands for its key (the console
+ * tries proxies), from the vault's own pages only.
+ */
 async function callerOf(context: RequestContext, request: Request, requirer: string): Promise<Principal> {
   const { config } = context;
   const apiKey = request.headers.get(config.headers.apiKey);
+  const sessionToken = apiKey ? undefined : sessionTokenOfRequest(request, config);
+  if (sessionToken) {
+    requireOwnOrigin(request);
+    return (await resolveSession(context, sessionToken, request.headers)).principal;
+  }
   if (!apiKey) throw new UnauthenticatedError(`${requirer} the ${config.HEADER_PREFIX}-API-KEY header`);
   const caller = await principalForKey(context, apiKey);
   if (!caller) throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");

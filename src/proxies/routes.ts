@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { requirePermission } from "../auth/middleware";
+import { cookieNameOf, dropSessionCookieSetters } from "../console/cookie";
 import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
 import { limitBody, optionalJson, requireContentType } from "../http/middleware";
@@ -221,7 +222,8 @@ function markSandboxed(headers: Headers): void {
 /**
  * The pipeline's answer, or its failure as proxy_error, with `{P}-PROXY-DESTINATION-STATUS` when the
  * destination answered (a response transform that failed afterwards included: the request did reach
- * it). The header is the vault's: a copy the destination or a transform sent is dropped.
+ * it). The header is the vault's: a copy the destination or a transform sent is dropped, as is any
+ * Set-Cookie of the console session's cookie.
  */
 async function answerInvocation(c: Context<AppEnv>): Promise<Response> {
   let destinationStatus: number | null = null;
@@ -237,8 +239,10 @@ async function answerInvocation(c: Context<AppEnv>): Promise<Response> {
   }
   // Every answer here is one the vault built (a copy of the destination's, a problem, a transform's
   // response), so its headers can change.
-  const header = c.get("config").headers.proxyDestinationStatus;
+  const config = c.get("config");
+  const header = config.headers.proxyDestinationStatus;
   answer.headers.delete(header);
+  dropSessionCookieSetters(answer.headers, cookieNameOf(config));
   if (destinationStatus !== null) answer.headers.set(header, String(destinationStatus));
   return answer;
 }

@@ -77,7 +77,7 @@ async function principalOfApiKey(c: Context<AppEnv>, apiKey: string | undefined)
  * Resolving the session counts the request against its key.
  */
 async function principalOfConsoleSession(c: Context<AppEnv>, token: string): Promise<KeyPrincipal> {
-  requireOwnOrigin(c);
+  requireOwnOrigin(c.req.raw);
   const { principal } = await resolveSession(c.var.request, token, c.req.raw.headers);
   return principal;
 }

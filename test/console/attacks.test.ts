@@ -5,6 +5,7 @@ import { logEntries } from "../support/audit";
 import { callConfigured } from "../support/configured";
 import { ageSessions, callWithCookie, consoleSessionRows, FOREIGN_ORIGIN, OWN_ORIGIN, signIn } from "../support/console";
 import { call, createApplication, dumpDatabase, expectProblem, type Reply, rowCounts, seedTenant } from "../support/harness";
+import { createProxy, invoke, loopback } from "../support/proxies";
 import { createToken, seedTokenTenant, TOKEN_PERMISSIONS } from "../support/tokens";
 
 /*
@@ -227,5 +228,28 @@ describe("attacks on console sessions", () => {
     }
     const overLimit = await callConfigured(limits, "GET", "/tokens", { headers: { cookie } });
     expectProblem(overLimit, 429);
+  });
+
+  it("a proxy never forwards the session's cookie to its destination, and keeps the caller's other cookies", async () => {
+    const tenant = await seedTokenTenant();
+    const session = await signIn(tenant.key);
+    const proxy = await createProxy(tenant, { require_auth: false, application: { id: tenant.applicationId } });
+    const reply = await invoke("POST", "", {
+      proxyKey: proxy.key,
+      headers: { cookie: `theme=dark; ${session.cookie}; lang=en` },
+      body: {},
+    });
+    expect(reply.status, reply.text).toBe(200);
+    expect(reply.text).not.toContain(session.token);
+    expect(reply.json.headers.cookie).toBe("theme=dark; lang=en");
+  });
+
+  it("a proxy's destination cannot set or replace the session's cookie", async () => {
+    const tenant = await seedTokenTenant();
+    const setCookie = encodeURIComponent("svc_console=console_planted; Path=/; HttpOnly");
+    const proxy = await createProxy(tenant, { require_auth: false, destination_url: loopback(`/respond?set-cookie=${setCookie}`) });
+    const reply = await invoke("GET", "", { proxyKey: proxy.key });
+    expect(reply.status, reply.text).toBe(200);
+    expect(reply.headers.get("set-cookie") ?? "").not.toMatch(/svc_console/i);
   });
 });

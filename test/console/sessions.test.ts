@@ -6,6 +6,7 @@ import { callConfigured } from "../support/configured";
 import { ageSessions, callWithCookie, consoleSessionRows, OWN_ORIGIN, signIn } from "../support/console";
 import { runCron } from "../support/cron";
 import { call, createApplication, expectProblem, seedTenant } from "../support/harness";
+import { createProxy, destinationSaw, invoke } from "../support/proxies";
 import { createToken, seedTokenTenant, TOKEN_PERMISSIONS } from "../support/tokens";
 
 /*
@@ -169,5 +170,37 @@ describe("console sessions", () => {
       expect(secure, origin).toBe(origin.startsWith("https:"));
       await response.arrayBuffer();
     }
+  });
+
+  it("a proxy that requires an API key takes the session's cookie in its place, from the vault's own pages", async () => {
+    const tenant = await seedTokenTenant();
+    const session = await signIn(tenant.key);
+    const token = await createToken(tenant.key, { type: "token", data: "secret value" });
+    const proxy = await createProxy(tenant);
+    const marker = `console-${crypto.randomUUID()}`;
+    const tried = await invoke("POST", `/${marker}`, {
+      proxyKey: proxy.key,
+      headers: { cookie: session.cookie, origin: OWN_ORIGIN },
+      body: { value: `{{ ${token.id} }}` },
+    });
+    expect(tried.status, tried.text).toBe(200);
+    expect(tried.json.body).toBe(JSON.stringify({ value: "secret value" }));
+    expect(tried.json.headers.cookie).toBeUndefined();
+    const foreign = await invoke("POST", `/${marker}`, {
+      proxyKey: proxy.key,
+      headers: { cookie: session.cookie, origin: "https://attacker.example" },
+      body: { value: `{{ ${token.id} }}` },
+    });
+    expect(foreign.status, foreign.text).toBe(403);
+    expect(await destinationSaw(marker)).toBe(1);
+  });
+
+  it("the bootstrap key signs in as the first request the vault ever gets", async () => {
+    const bootstrapKey = `key_console_bootstrap_${crypto.randomUUID()}`;
+    const reply = await callConfigured({ BOOTSTRAP_API_KEY: bootstrapKey }, "POST", "/console/session", {
+      body: { api_key: bootstrapKey },
+    });
+    expect(reply.status, reply.text).toBe(201);
+    expect(reply.body.application.type).toBe("management");
   });
 });
