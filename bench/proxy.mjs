@@ -1,8 +1,9 @@
 // Proxy overhead: the same loopback echo destination called directly, through a worker that only
 // forwards (the runtime's own floor on this machine), and through /proxy, in the same run.
 // Scenarios: no transform (anonymous and authenticated), 1 and 10 detokenized references, a card
-// token used through four `json` expressions and a `card_exp`, request and response transforms; and
-// one detokenized reference with auditing on, next to a vault with auditing off (AUDIT_LOG=false).
+// token used through four `json` expressions and a `card_exp`, a request transform, request and
+// response transforms; and one detokenized reference with auditing on, next to a vault with auditing
+// off (AUDIT_LOG=false).
 // Prints p50/p95 (and the latency the vault adds) and throughput under 32 concurrent connections,
 // each next to the direct call and the bare forwarding worker. Scenarios are also measured next to
 // fair floors of their own: those that detokenize, a bare worker that makes one indexed D1 read by
@@ -98,6 +99,14 @@ export default async function proxy(bench) {
         floors: [oneRead(cardId)],
         expect: '\\"expiry\\":\\"11/30\\"',
         compareTo: "1 detokenized reference",
+      },
+      {
+        // What the issue's floor is: one call into a Worker Loader isolate, then forwarding.
+        label: "request transform",
+        proxy: { require_auth: false, request_transform: { code: TRANSFORM } },
+        body: { amount: 100 },
+        floors: [{ label: "one Worker Loader call + forwarding", url: bench.loaderForwardUrl(target, 1) }],
+        expect: '"seen":true',
       },
       {
         label: "request + response transforms",

@@ -87,8 +87,18 @@ export const tenantMoves = sqliteTable("tenant_moves", {
   target: text("target").notNull(),
   /** copying → blocked (writes refused while the last changes are copied) → switched → gone. */
   phase: text("phase", { enum: ["copying", "blocked", "switched"] }).notNull(),
-  /** The last token id copied in the copying phase. */
+  /**
+   * The last token id handled by the current stage: copied in the copying phase; in the blocked
+   * phase, copied (stage `changed`) or checked for deletion (stage `deleted`).
+   */
   cursor: text("cursor").notNull().default(""),
+  /**
+   * Where the blocked phase's last copy stands, so that it too goes a bounded step a call:
+   * "" (not begun), `changed`, `deleted`, `audit`, then the rest and the switch (src/tenants/moves.ts).
+   */
+  stage: text("stage", { enum: ["", "changed", "deleted", "audit"] })
+    .notNull()
+    .default(""),
   copyStartedAt: integer("copy_started_at").notNull(),
   /** When the current phase began. */
   phaseStartedAt: integer("phase_started_at").notNull(),

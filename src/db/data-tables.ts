@@ -175,7 +175,7 @@ export const tokenSearchIndex = sqliteTable(
 
 /**
  * How many tokens the tenant holds of each type, and when the newest of them was created (GET
- * /tenants/self/reports/usage). Kept by triggers on tokens (migrations/0023_token_counts.sql), so
+ * /tenants/self/reports/usage). Kept by triggers on tokens (migrations/0024_token_counts.sql), so
  * every write path, the copies and purges of moves and shredding included, keeps it true in the
  * statement that changes the tokens. A type's row goes when its last token does.
  */

@@ -50,13 +50,15 @@ function firstStep<T extends { bytes: number }>(sized: T[], limits: ChunkLimits)
   return { rows, more: rows.length < sized.length || sized.length === limits.rows };
 }
 
-/** The tenant's tokens created or changed since `since`, in steps. */
-export async function tokensChangedSince(d1: D1Database, tenantId: string, since: number): Promise<Sized[][]> {
+/** The tenant's tokens created or changed since `since`, after `cursor` by id: at most one STEP, and always the first. */
+export async function tokensChangedAfter(d1: D1Database, tenantId: string, since: number, cursor: string): Promise<Step<Sized>> {
   const { results } = await d1
-    .prepare(`SELECT id, ${TOKEN_BYTES} AS bytes FROM tokens WHERE tenant_id = ? AND (created_at >= ? OR modified_at >= ?) ORDER BY id`)
-    .bind(tenantId, since, since)
+    .prepare(
+      `SELECT id, ${TOKEN_BYTES} AS bytes FROM tokens WHERE tenant_id = ? AND id > ? AND (created_at >= ? OR modified_at >= ?) ORDER BY id LIMIT ?`,
+    )
+    .bind(tenantId, cursor, since, since, STEP.rows)
     .all<Sized>();
-  return [...chunked(results, (token) => token.bytes, STEP)];
+  return firstStep(results, STEP);
 }
 
 /** Writes the tokens and their side rows (read from `source`) into `target`, in one batch, replacing what it had of them. */

@@ -11,10 +11,12 @@
  *             under way either committed already or is refused; the changes since the copy began
  *             (less the fence's bound on a write's age) are copied, tokens deleted meanwhile
  *             are removed, the audit entries appended since and the chain's head are copied, row
- *             counts are verified and the directory is switched
+ *             counts are verified and the directory is switched, each a bounded step at a time
+ *             (lastCopyStep; the move's `stage` says where it stands)
  *   switched  writes still wait one more time to live, for isolates that held the old placement;
- *             then the source copy is purged and the move row goes. The fence stays in the source,
- *             refusing writes that arrive late, until a move brings the tenant back there.
+ *             then the source copy is purged, a page a step, and the move row goes. The fence
+ *             stays in the source, refusing writes that arrive late, until a move brings the
+ *             tenant back there.
  */
 import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
@@ -73,26 +75,18 @@ export async function moveTenant(context: RequestContext, tenantId: string, inpu
       move = { ...move, ...changes };
       if (move.phase === "blocked") credentialsChanged();
     } else if (move.phase === "blocked") {
-      await waitUntil(move.phaseStartedAt + ttl);
-      // The block is seen through caches; the fence is what the source database itself enforces, so
-      // no write the last copy misses can land there after it (src/db/write-fence.ts).
-      await raiseFence(source, tenantId, Date.now());
-      await copyLastChanges(source, target, tenantId, move.copyStartedAt - CHANGED_SINCE_MARGIN_MS);
-      const [from, to] = await Promise.all([copy.tenantRowCounts(source, tenantId), copy.tenantRowCounts(target, tenantId)]);
-      if (JSON.stringify(from) !== JSON.stringify(to)) {
-        throw new ConflictError(
-          `Row counts differ after the copy (source ${JSON.stringify(from)}, target ${JSON.stringify(to)}); call again`,
-        );
+      const changes = await lastCopyStep(context, source, target, move);
+      if (changes === null) {
+        move = { ...move, phase: "switched", phaseStartedAt: Date.now() };
+        credentialsChanged();
+      } else {
+        await storage.updateMove(control, tenantId, changes);
+        move = { ...move, ...changes };
       }
-      // The target may hold the fence of an earlier move away from it; from now on it is the tenant's database.
-      await lowerFence(target, tenantId);
-      const now = Date.now();
-      await storage.switchPlacement(control, tenantId, move.target, now);
-      move = { ...move, phase: "switched", phaseStartedAt: now };
-      credentialsChanged();
     } else {
       await waitUntil(move.phaseStartedAt + ttl);
-      while ((await copy.purgeTenantData(source, tenantId, ID_PAGE)) === ID_PAGE);
+      // A page a step: a large tenant's purge spans calls as its copy does, each within its D1 queries.
+      if ((await copy.purgeTenantData(source, tenantId, ID_PAGE)) === ID_PAGE) continue;
       await storage.deleteMove(control, tenantId);
       credentialsChanged();
       return { tenant_id: tenantId, source: move.source, target: move.target, phase: "done" };
@@ -108,26 +102,75 @@ async function startMove(context: RequestContext, tenantId: string, source: stri
   if (rotation && rotation.state !== "done")
     throw new ConflictError(`Tenant ${tenantId}'s data keys are being rotated; wait for the rotation to finish`);
   const now = Date.now();
-  const move: storage.TenantMove = { tenantId, source, target, phase: "copying", cursor: "", copyStartedAt: now, phaseStartedAt: now };
+  const move: storage.TenantMove = {
+    tenantId,
+    source,
+    target,
+    phase: "copying",
+    cursor: "",
+    stage: "",
+    copyStartedAt: now,
+    phaseStartedAt: now,
+  };
   await storage.insertMove(context.control, move);
   return move;
 }
 
-/** With writes blocked: tokens created or changed since the copy began, tokens deleted meanwhile, and the token intents. */
-async function copyLastChanges(source: D1Database, target: D1Database, tenantId: string, since: number): Promise<void> {
-  for (const step of await copy.tokensChangedSince(source, tenantId, since)) await copy.copyTokens(source, target, tenantId, step);
-  let cursor = "";
-  for (;;) {
-    const ids = await copy.tokenIdsAfter(target, tenantId, cursor, ID_PAGE);
-    if (ids.length === 0) break;
-    await copy.deleteTokens(target, tenantId, await copy.missingTokenIds(source, tenantId, ids));
-    cursor = ids.at(-1)!;
+/**
+ * One step of the last copy, with writes blocked, from where the move's stage and cursor say it
+ * stands: first (once the block is seen through caches) the fence, then the tokens created or
+ * changed since the copy began a step at a time, then the tokens deleted meanwhile a page at a time,
+ * then the audit entries appended since a step at a time, and last the rows that live a day (token
+ * intents, idempotency records, async reactions) and the chain, the row counts verified and the
+ * directory switched. Answers the stage and cursor to save, or null once switched. Each step is
+ * idempotent, so a step interrupted by a restart runs again whole.
+ */
+async function lastCopyStep(
+  context: RequestContext,
+  source: D1Database,
+  target: D1Database,
+  move: storage.TenantMove,
+): Promise<Partial<storage.TenantMove> | null> {
+  const { tenantId } = move;
+  switch (move.stage) {
+    case "": {
+      await waitUntil(move.phaseStartedAt + context.config.CREDENTIAL_CACHE_TTL_MS);
+      // The block is seen through caches; the fence is what the source database itself enforces, so
+      // no write the last copy misses can land there after it (src/db/write-fence.ts).
+      await raiseFence(source, tenantId, Date.now());
+      return { stage: "changed", cursor: "" };
+    }
+    case "changed": {
+      const since = move.copyStartedAt - CHANGED_SINCE_MARGIN_MS;
+      const step = await copy.tokensChangedAfter(source, tenantId, since, move.cursor);
+      await copy.copyTokens(source, target, tenantId, step.rows);
+      return step.more ? { cursor: step.rows.at(-1)!.id } : { stage: "deleted", cursor: "" };
+    }
+    case "deleted": {
+      const ids = await copy.tokenIdsAfter(target, tenantId, move.cursor, ID_PAGE);
+      await copy.deleteTokens(target, tenantId, await copy.missingTokenIds(source, tenantId, ids));
+      return ids.length === ID_PAGE ? { cursor: ids.at(-1)! } : { stage: "audit", cursor: "" };
+    }
+    case "audit": {
+      if (await copy.copyAuditEntries(source, target, tenantId)) return {};
+      await copy.copyTokenIntents(source, target, tenantId);
+      await copy.copyIdempotencyRecords(source, target, tenantId);
+      await copy.copyReactorRequests(source, target, tenantId);
+      await copy.copyAuditChain(source, target, tenantId);
+      const [from, to] = await Promise.all([copy.tenantRowCounts(source, tenantId), copy.tenantRowCounts(target, tenantId)]);
+      if (JSON.stringify(from) !== JSON.stringify(to)) {
+        // The next call copies the last changes again from their start.
+        await storage.updateMove(context.control, tenantId, { stage: "changed", cursor: "" });
+        throw new ConflictError(
+          `Row counts differ after the copy (source ${JSON.stringify(from)}, target ${JSON.stringify(to)}); call again`,
+        );
+      }
+      // The target may hold the fence of an earlier move away from it; from now on it is the tenant's database.
+      await lowerFence(target, tenantId);
+      await storage.switchPlacement(context.control, tenantId, move.target, Date.now());
+      return null;
+    }
   }
-  await copy.copyTokenIntents(source, target, tenantId);
-  await copy.copyIdempotencyRecords(source, target, tenantId);
-  await copy.copyReactorRequests(source, target, tenantId);
-  while (await copy.copyAuditEntries(source, target, tenantId));
-  await copy.copyAuditChain(source, target, tenantId);
 }
 
 function waitUntil(time: number): Promise<void> {

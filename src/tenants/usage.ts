@@ -1,6 +1,6 @@
 /**
  * The tenant's usage report (GET /tenants/self/reports/usage), read from token_counts and
- * container_counts: triggers on tokens keep them (migrations/0023_token_counts.sql), so a report
+ * container_counts: triggers on tokens keep them (migrations/0024_token_counts.sql), so a report
  * reads one row per type and per container, never the tokens themselves.
  */
 import { asc, eq } from "drizzle-orm";

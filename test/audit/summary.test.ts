@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { DATA_BINDINGS } from "../support/context";
 import { runCron } from "../support/cron";
 import { call, createApplication, expectProblem, seedTenant, type Tenant } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 import { createProxy, invoke } from "../support/proxies";
 import { codeReactorRunning, react } from "../support/reactors";
 import { createToken, seedTokenTenant, seedTokenTenantIn, VISA } from "../support/tokens";
@@ -77,6 +78,17 @@ describe("GET /logs/summary", () => {
     }
   });
 
+  it("lists 20 errors at most, the newest", async () => {
+    const tenant = await seedTenant();
+    const proxy = await createProxy(tenant, { require_auth: false });
+    for (let i = 0; i < 22; i++) expect((await invoke("POST", "/status/418", { proxyKey: proxy.key, body: {} })).status).toBe(418);
+    const body = await summaryOnce(tenant, (summary) => calls(summary, "busiest_proxies") === 22);
+    expect(body.recent_errors).toHaveLength(20);
+    expect(body.busiest_proxies).toEqual([{ id: proxy.id, name: "echo", calls: 22, errors: 22 }]);
+    const times = body.recent_errors.map((error: { created_at: string }) => Date.parse(error.created_at));
+    expect(times).toEqual(times.toSorted((a: number, b: number) => b - a));
+  });
+
   it("a window is every hour of the last 24 (by default) or 168, oldest first, the current one last", async () => {
     const { tenant } = await proxyBurst();
     for (const [window, hours] of [
@@ -121,7 +133,9 @@ describe("GET /logs/summary", () => {
       "module.exports = async function (req) { if (req.args.fail) throw new Error('no'); return { raw: {} }; };",
     );
     expect((await react(caller.key, reactor.id, {})).status).toBe(200);
-    expect((await react(caller.key, reactor.id, { fail: true })).status).toBeGreaterThanOrEqual(400);
+    // An untyped throw is the reactor's fault: logged (and checked here) besides answered.
+    const failed = await expectLoggedError(/The reactor threw/, () => react(caller.key, reactor.id, { fail: true }));
+    expect(failed.status).toBeGreaterThanOrEqual(400);
     const body = await summaryOnce(tenant, (summary) => calls(summary, "busiest_reactors") === 2);
     expect(body.busiest_reactors).toEqual([{ id: reactor.id, name: "coded", calls: 2, errors: 1 }]);
   });

@@ -27,6 +27,22 @@ async function rows(database: string, tenantId: string): Promise<number> {
   return row!.n;
 }
 
+/** Advances the move a step a call until it reaches `phase` (or twenty calls pass): the phase it reached. */
+async function moveUntil(tenantId: string, database: string, phase: string): Promise<string> {
+  let reached = "";
+  for (let call = 0; call < 20 && reached !== phase; call++) {
+    const reply = await move(tenantId, { database, max_batches: 1 });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    reached = reply.body.phase;
+  }
+  return reached;
+}
+
+/** Where the blocked phase's last copy stands: the stage its next step takes. */
+async function moveStage(tenantId: string): Promise<string> {
+  return (await env.DB.prepare("SELECT stage FROM tenant_moves WHERE tenant_id = ?").bind(tenantId).first<{ stage: string }>())!.stage;
+}
+
 async function placement(tenantId: string): Promise<string> {
   return (await env.DB.prepare("SELECT database FROM tenants WHERE id = ?").bind(tenantId).first<{ database: string }>())!.database;
 }
@@ -57,14 +73,41 @@ describe("moving a tenant", () => {
       expect((await call("POST", "/tokenize", { key: tenant.key, body: payload })).status).toBe(201);
     }
     const phases: string[] = [];
-    for (let call = 0; call < 10 && phases.at(-1) !== "done"; call++) {
+    const stages: string[] = [];
+    for (let call = 0; call < 20 && phases.at(-1) !== "done"; call++) {
       const reply = await move(tenant.tenantId, { database: "DB_1", max_batches: 1 });
       expect(reply.status, JSON.stringify(reply.body)).toBe(200);
       phases.push(reply.body.phase);
+      if (reply.body.phase === "blocked") stages.push(await moveStage(tenant.tenantId));
     }
-    expect(phases).toEqual(["copying", "blocked", "switched", "done"]);
+    expect(phases.filter((phase, i) => phase !== phases[i - 1])).toEqual(["copying", "blocked", "switched", "done"]);
+    // The last copy goes a bounded step a call too: the fence, the changed tokens, the deleted ones, the audit log and the switch.
+    expect(stages.filter((stage, i) => stage !== stages[i - 1])).toEqual(["", "changed", "deleted", "audit"]);
     expect(await rows("DB_1", tenant.tenantId)).toBe(150);
     expect(await rows("DB_2", tenant.tenantId)).toBe(0);
+  });
+
+  it("purges the old copy a page a step, so that a large tenant's purge spans calls as its copy does", async () => {
+    const tenant = await seedTokenTenantIn("DB_1");
+    // More tokens than one purge page (500) holds.
+    for (let i = 0; i < 11; i++) {
+      const payload = Object.fromEntries(Array.from({ length: 50 }, (_, j) => [`v${j}`, `value ${i}-${j}`]));
+      expect((await call("POST", "/tokenize", { key: tenant.key, body: payload })).status).toBe(201);
+    }
+    const phases: string[] = [];
+    for (let call = 0; call < 20 && phases.at(-1) !== "done"; call++) {
+      const reply = await move(tenant.tenantId, { database: "DB_2", max_batches: 1 });
+      expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+      phases.push(reply.body.phase);
+      // Each call that leaves the move switched has purged one page: the source holds less each time.
+      if (reply.body.phase === "switched" && phases.at(-2) === "switched") expect(await rows("DB_1", tenant.tenantId)).toBeLessThan(550);
+    }
+    // The call that switches, then at least one that purges a full page and stays switched (the
+    // tenant's audit entries, which the queue writes meanwhile, may take a page more).
+    expect(phases.filter((phase) => phase === "switched").length, phases.join()).toBeGreaterThanOrEqual(2);
+    expect(phases.at(-1)).toBe("done");
+    expect(await rows("DB_2", tenant.tenantId)).toBe(550);
+    expect(await rows("DB_1", tenant.tenantId)).toBe(0);
   });
 
   it("loses no write made while it runs and reads each back at once; writes during the switch answer 503 with Retry-After", async () => {
@@ -194,7 +237,7 @@ describe("moving a tenant", () => {
     const updating = updateToken(await contextOf(), principal, token.id, { metadata: { version: "2" } });
     await atWrite;
     expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("blocked");
-    expect((await move(tenant.tenantId, { database: "DB_2", max_batches: 1 })).body.phase).toBe("switched");
+    expect(await moveUntil(tenant.tenantId, "DB_2", "switched")).toBe("switched");
     release();
     for (const refused of [creating, updating]) {
       await expect(refused).rejects.toMatchObject({ status: 503, headers: { "Retry-After": expect.stringMatching(/^[1-9]\d*$/) } });

@@ -1,5 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import migration from "../../migrations/0024_token_counts.sql?raw";
+import { REPORTED_CONTAINERS } from "../../src/tenants/schema";
 import { DATA_BINDINGS } from "../support/context";
 import { runCron } from "../support/cron";
 import { call, createApplication, expectProblem, seedTenant, type Tenant } from "../support/harness";
@@ -8,7 +10,7 @@ import { createToken, expireToken, patchToken, seedTokenTenant, seedTokenTenantI
 
 /*
  * GET /tenants/self/reports/usage: the tenant's tokens by type and by container. The counts are kept
- * by triggers on the token tables as every path writes them (migrations/0023_token_counts.sql); each
+ * by triggers on the token tables as every path writes them (migrations/0024_token_counts.sql); each
  * test changes tokens through the API, a move or the cron, and reads the report.
  */
 
@@ -144,6 +146,31 @@ describe("tenants: GET /tenants/self/reports/usage", () => {
     expect((await call("DELETE", `/tenants/${tenant.tenantId}`, { headers: operator })).status).toBe(200);
     await runCron();
     expect(await countRows("DB_2", tenant.tenantId)).toBe(0);
+  });
+
+  it("lists at most 1,000 containers, the first in path order, and says there are more", async () => {
+    const tenant = await seedTokenTenant();
+    const paths = Array.from({ length: REPORTED_CONTAINERS + 20 }, (_, i) => `/c${String(i).padStart(4, "0")}/`);
+    for (let i = 0; i < paths.length; i += 20) {
+      const body = { type: "token", data: `batch ${i}`, containers: paths.slice(i, i + 20) };
+      expect((await call("POST", "/tokens", { key: tenant.key, body })).status).toBe(201);
+    }
+    const { token_report } = await report(tenant);
+    expect(Object.keys(token_report.metrics_by_container)).toEqual(paths.slice(0, REPORTED_CONTAINERS));
+    expect(token_report.metrics_by_container_complete).toBe(false);
+    expect(token_report.total_tokens).toBe(paths.length / 20);
+  });
+
+  it("the migration's backfill counts the tokens written before the triggers as the triggers do", async () => {
+    const tenant = await seedTokenTenantIn("DB_1");
+    await createToken(tenant.key, { type: "token", data: "a", containers: ["/a/", "/b/"] });
+    await createToken(tenant.key, { type: "card_number", data: VISA });
+    const kept = await report(tenant);
+    const d1 = DATA_BINDINGS.DB_1!;
+    await d1.batch([d1.prepare("DELETE FROM token_counts"), d1.prepare("DELETE FROM container_counts")]);
+    const backfill = migration.split("--> statement-breakpoint").slice(-2);
+    for (const statement of backfill) await d1.prepare(statement).run();
+    expect(await report(tenant)).toEqual(kept);
   });
 
   it("a tenant sees only its own counts", async () => {

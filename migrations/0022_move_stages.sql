@@ -1,0 +1,1 @@
+ALTER TABLE `tenant_moves` ADD `stage` text DEFAULT '' NOT NULL;
