@@ -225,6 +225,24 @@ describe("the console: acceptance", () => {
     });
   }
 
+  it("creates a reactor with its code in the editor; its try panel shows the vault's answer", async () => {
+    const { page } = admin;
+    await visit(page, "Reactors");
+    await page.getByRole("button", { name: "Create a reactor" }).click();
+    const form = page.getByRole("form", { name: "Create a reactor" });
+    await form.getByLabel("Name").fill("echo-args");
+    await expect.poll(() => form.getByRole("textbox", { name: "Reactor code" }).count()).toBe(1);
+    await checkPage(page, "reactors-create", admin);
+    await form.getByRole("button", { name: "Create the reactor" }).click();
+    const card = page.locator('[data-reactor="echo-args"]');
+    await expect.poll(() => card.count()).toBe(1);
+    await card.getByRole("button", { name: "React" }).click();
+    // React needs token:use, which a management key never holds: the vault's 403 is shown, with its trace id.
+    await expect.poll(() => card.locator("[data-status]").textContent()).toBe("403");
+    expect(await card.locator("[data-trace-id]").textContent()).toMatch(/^[0-9a-f-]{36}$/);
+    await checkPage(page, "reactors", admin);
+  });
+
   it("a new user sets up a proxy that detokenizes a card, using only the console", async () => {
     const { page } = admin;
     const VISA = "4111111111111111";
