@@ -1,9 +1,9 @@
 /**
  * The console session's cookie, and the Origin check that every request it authenticates must pass
- * before it may change anything (docs/security.md, "Console sessions").
+ * before it may change anything (docs/security.md, "9. The console's sessions").
  */
 import type { Context } from "hono";
-import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { deleteCookie, setCookie } from "hono/cookie";
 import { parse } from "hono/utils/cookie";
 import type { Config } from "../env";
 import { ForbiddenError } from "../errors";
@@ -17,12 +17,8 @@ export function cookieNameOf(config: Pick<Config, "HEADER_PREFIX">): string {
   return `${config.HEADER_PREFIX.toLowerCase()}_console`;
 }
 
-export function sessionTokenOf(c: Context<AppEnv>): string | undefined {
-  return getCookie(c, cookieNameOf(c.var.config));
-}
-
-/** The same, from a request the pipeline reads without Hono's context (proxy invocation). */
-export function sessionTokenOfRequest(request: Request, config: Pick<Config, "HEADER_PREFIX">): string | undefined {
+/** The session's token from the request's cookies (the proxy pipeline has no Hono context to read them with). */
+export function sessionTokenOf(request: Request, config: Pick<Config, "HEADER_PREFIX">): string | undefined {
   const header = request.headers.get("cookie");
   if (header === null) return undefined;
   const name = cookieNameOf(config);
@@ -35,31 +31,30 @@ export function sessionTokenOfRequest(request: Request, config: Pick<Config, "HE
  * browser would not keep a secure cookie. It carries no expiry: the session's row decides when it ends.
  */
 export function setSessionCookie(c: Context<AppEnv>, token: string): void {
-  setCookie(c, cookieNameOf(c.var.config), token, {
-    httpOnly: true,
-    sameSite: "Strict",
-    path: "/",
-    secure: !isPlainLoopback(new URL(c.req.url)),
-  });
+  setCookie(c, cookieNameOf(c.var.config), token, cookieOptionsOf(c));
 }
 
 export function clearSessionCookie(c: Context<AppEnv>): void {
-  deleteCookie(c, cookieNameOf(c.var.config), {
-    httpOnly: true,
-    sameSite: "Strict",
-    path: "/",
-    secure: !isPlainLoopback(new URL(c.req.url)),
-  });
+  deleteCookie(c, cookieNameOf(c.var.config), cookieOptionsOf(c));
+}
+
+function cookieOptionsOf(c: Context<AppEnv>) {
+  return { httpOnly: true, sameSite: "Strict", path: "/", secure: !isPlainLoopback(new URL(c.req.url)) } as const;
 }
 
 /**
  * A browser names the page that sent a request in `Origin`: a request that may change something and
  * that a cookie authenticates must come from the vault's own origin. Without `Origin` it is refused
  * too: browsers send it on every such fetch and form post, and only a browser holds the cookie.
+ * Any request, a GET included, that the browser marks as sent by another origin's page
+ * (`Sec-Fetch-Site: same-site` or `cross-site`) is refused as well: a GET through a proxy calls its
+ * destination, and SameSite=Strict still sends the cookie from a sibling origin of the same site.
  */
 export function requireOwnOrigin(request: Request): void {
-  if (SAFE_METHODS.has(request.method)) return;
-  if (request.headers.get("origin") !== new URL(request.url).origin) {
+  const site = request.headers.get("sec-fetch-site");
+  const foreign = site === "same-site" || site === "cross-site";
+  if (!foreign && SAFE_METHODS.has(request.method)) return;
+  if (foreign || request.headers.get("origin") !== new URL(request.url).origin) {
     throw new ForbiddenError("A request authenticated by the console session must come from the vault's own pages (Origin)");
   }
 }

@@ -68,7 +68,7 @@ const signOut = createRoute({
 
 /** The session of the request's cookie; a 401 without one. */
 async function sessionOf(c: Context<AppEnv>): Promise<consoleSessions.ResolvedSession> {
-  const token = sessionTokenOf(c);
+  const token = sessionTokenOf(c.req.raw, c.var.config);
   if (!token) throw new UnauthenticatedError("No console session: sign in with POST /console/session");
   requireOwnOrigin(c.req.raw);
   return consoleSessions.resolveSession(c.var.request, token, c.req.raw.headers);

@@ -1,7 +1,7 @@
 import { holdsPermission, type Principal } from "../auth/access";
 import { countAnonymousProxyCall, countKeyRequests } from "../auth/rate-limits";
 import { principalForKey, requireAllowedOrigin } from "../auth/service";
-import { requireOwnOrigin, sessionTokenOfRequest } from "../console/cookie";
+import { requireOwnOrigin, sessionTokenOf } from "../console/cookie";
 import { resolveSession } from "../console/service";
 import type { RequestContext, ScriptKind, TenantContext } from "../context";
 import { detokenizeJson } from "../detokenization/service";
@@ -151,7 +151,7 @@ function isAbsoluteUrl(text: string): boolean {
 async function callerOf(context: RequestContext, request: Request, requirer: string): Promise<Principal> {
   const { config } = context;
   const apiKey = request.headers.get(config.headers.apiKey);
-  const sessionToken = apiKey ? undefined : sessionTokenOfRequest(request, config);
+  const sessionToken = apiKey ? undefined : sessionTokenOf(request, config);
   if (sessionToken) {
     requireOwnOrigin(request);
     return (await resolveSession(context, sessionToken, request.headers)).principal;

@@ -42,13 +42,14 @@ const BOOKMARK = /^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{32}$/;
 
 /**
  * Resolves `{P}-API-KEY` (or, without it, the console session's cookie) to the principal (401 when
- * missing, unknown or revoked) and its tenant's context. A `{P}-CONSISTENCY-BOOKMARK` the caller sends makes the request's reads at least that
- * fresh; the reply carries the bookmark where the request left the tenant's data database.
+ * missing, unknown or revoked) and its tenant's context. A `{P}-CONSISTENCY-BOOKMARK` the caller
+ * sends makes the request's reads at least that fresh; the reply carries the bookmark where the
+ * request left the tenant's data database.
  */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { headers } = c.var.config;
   const apiKey = c.req.header(headers.apiKey);
-  const sessionToken = apiKey ? undefined : sessionTokenOf(c);
+  const sessionToken = apiKey ? undefined : sessionTokenOf(c.req.raw, c.var.config);
   const principal = sessionToken ? await principalOfConsoleSession(c, sessionToken) : await principalOfApiKey(c, apiKey);
   // Counted while the tenant is found: both only read, and a request over the limit goes no further.
   const [context] = await Promise.all([

@@ -5,7 +5,7 @@ import { logEntries } from "../support/audit";
 import { callConfigured } from "../support/configured";
 import { ageSessions, callWithCookie, consoleSessionRows, FOREIGN_ORIGIN, OWN_ORIGIN, signIn } from "../support/console";
 import { call, createApplication, dumpDatabase, expectProblem, type Reply, rowCounts, seedTenant } from "../support/harness";
-import { createProxy, invoke, loopback } from "../support/proxies";
+import { createProxy, destinationSaw, invoke, loopback } from "../support/proxies";
 import { createToken, seedTokenTenant, TOKEN_PERMISSIONS } from "../support/tokens";
 
 /*
@@ -251,5 +251,26 @@ describe("attacks on console sessions", () => {
     const reply = await invoke("GET", "", { proxyKey: proxy.key });
     expect(reply.status, reply.text).toBe(200);
     expect(reply.headers.get("set-cookie") ?? "").not.toMatch(/svc_console/i);
+  });
+
+  it("a sibling site's page (same site, another origin) cannot make the cookie's GET call a proxy or read a route", async () => {
+    const tenant = await seedTokenTenant();
+    const session = await signIn(tenant.key);
+    const proxy = await createProxy(tenant);
+    const marker = `sibling-${crypto.randomUUID()}`;
+    for (const site of ["same-site", "cross-site"]) {
+      const invoked = await invoke("GET", `/${marker}`, {
+        proxyKey: proxy.key,
+        headers: { cookie: session.cookie, "sec-fetch-site": site },
+      });
+      expect(invoked.status, invoked.text).toBe(403);
+      expectProblem(await callWithCookie(session, "GET", "/tokens", { origin: null, headers: { "sec-fetch-site": site } }), 403);
+    }
+    expect(await destinationSaw(marker)).toBe(0);
+    const own = await invoke("GET", `/${marker}`, {
+      proxyKey: proxy.key,
+      headers: { cookie: session.cookie, "sec-fetch-site": "same-origin" },
+    });
+    expect(own.status, own.text).toBe(200);
   });
 });
