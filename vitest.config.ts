@@ -74,7 +74,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     // Run from Node against a bundled vault: vitest.clients.config.ts.
-    exclude: ["test/clients/**", "test/node/**", "test/elements/**"],
+    exclude: ["test/clients/**", "test/node/**", "test/elements/**", "test/console/browser/**"],
     setupFiles: ["./test/support/apply-migrations.ts"],
     globalSetup: ["./test/support/loopback-server.ts"],
   },

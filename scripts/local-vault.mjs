@@ -15,6 +15,7 @@ export function buildWorker(outdir) {
   execFileSync("npm", ["run", "--silent", "build:wrapper"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   execFileSync("npm", ["run", "--silent", "build:docs"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   execFileSync("npm", ["run", "--silent", "build:elements"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync("npm", ["run", "--silent", "build:console"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
   execFileSync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], {
     cwd: root,
     stdio: "ignore",

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm start`: the whole vault locally. Creates .dev.vars with random secrets on first run (reused
 // afterwards), applies the D1 migrations to the local database, starts `wrangler dev` on port 8787
-// and prints the base URL, the bootstrap API key and the elements demo with the command that makes a
+// and prints the base URL, the console's address, the bootstrap API key and the elements demo with the command that makes a
 // public key for it.
 import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -45,6 +45,7 @@ if (existsSync(join(root, "grammar", "search.peggy"))) run("npm", ["run", "--sil
 run("npm", ["run", "--silent", "build:wrapper"]);
 run("npm", ["run", "--silent", "build:docs"]);
 run("npm", ["run", "--silent", "build:elements"]);
+run("npm", ["run", "--silent", "build:console"]);
 // The control database and every data database (DB_1 … DB_N, when wrangler.toml binds them).
 const wranglerToml = readFileSync(join(root, "wrangler.toml"), "utf8");
 const databases = [...wranglerToml.matchAll(/^binding\s*=\s*"(DB(?:_\d+)?)"/gm)].map((match) => match[1]);
@@ -64,6 +65,7 @@ wrangler.stdout.on("data", (chunk) => {
         "",
         "  Token vault is running.",
         `  Base URL:          http://localhost:${port}`,
+        `  Console:           http://localhost:${port}/console/ (sign in with the bootstrap key)`,
         `  API reference:     http://localhost:${port}/docs`,
         `  Bootstrap API key: ${devVars.BOOTSTRAP_API_KEY}`,
         `  Try:               curl -H "SVC-API-KEY: ${devVars.BOOTSTRAP_API_KEY}" http://localhost:${port}/applications`,

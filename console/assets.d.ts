@@ -1,0 +1,2 @@
+/** Style sheets imported for esbuild to bundle into the console's one CSS file. */
+declare module "*.css";
