@@ -69,7 +69,7 @@ wrangler.stdout.on("data", (chunk) => {
         `  API reference:     http://localhost:${port}/docs`,
         `  Bootstrap API key: ${devVars.BOOTSTRAP_API_KEY}`,
         `  Try:               curl -H "SVC-API-KEY: ${devVars.BOOTSTRAP_API_KEY}" http://localhost:${port}/applications`,
-        `  Operator key (header SVC-OPERATOR-KEY: /tenants, /keys): ${devVars.OPERATOR_API_KEY}`,
+        `  Operator key (header SVC-OPERATOR-KEY: /tenants, /operator/keys): ${devVars.OPERATOR_API_KEY}`,
         `  Elements demo:     http://localhost:${port}/elements/demo/ (paste a public key; make one with:)`,
         `    curl -H "SVC-API-KEY: ${devVars.BOOTSTRAP_API_KEY}" -H "content-type: application/json" \\`,
         `      -d '{"name":"checkout","type":"public","permissions":["token:create","token-intent:create"]}' http://localhost:${port}/applications`,

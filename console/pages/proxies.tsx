@@ -90,7 +90,10 @@ function ProxyForm({ proxy, onDone }: { proxy: Proxy | null; onDone: () => void 
   const [name, setName] = useState(proxy?.name ?? "");
   const [destination, setDestination] = useState(proxy?.destination_url ?? "");
   const [requireAuth, setRequireAuth] = useState(proxy?.require_auth ?? true);
-  const [requestCode, setRequestCode] = useState(proxy ? (proxy.request_transform?.code ?? "") : SAMPLE_REQUEST_TRANSFORM);
+  // A new proxy has no transform: each one costs a call into an isolate on every proxied request.
+  const [requestCode, setRequestCode] = useState(proxy?.request_transform?.code ?? "");
+  // The editor takes its text when it mounts: a new key mounts it again with the sample.
+  const [requestEditor, setRequestEditor] = useState(0);
   const [responseCode, setResponseCode] = useState(proxy?.response_transform?.code ?? "");
   const [application, setApplication] = useState(proxy?.application_id ?? "");
   const [applications] = useLoad<{ data: { id: string; name: string; type: string }[] }>("/applications?size=100");
@@ -150,8 +153,19 @@ function ProxyForm({ proxy, onDone }: { proxy: Proxy | null; onDone: () => void 
           </select>
         )}
       </Field>
-      <p class="hint">Request transform (empty: none)</p>
-      <CodeEditor label="Request transform" value={requestCode} onChange={setRequestCode} />
+      <p class="hint">
+        Request transform (empty: none; each transform runs on every call){" "}
+        <button
+          type="button"
+          onClick={() => {
+            setRequestCode(SAMPLE_REQUEST_TRANSFORM);
+            setRequestEditor((count) => count + 1);
+          }}
+        >
+          Start from a sample
+        </button>
+      </p>
+      <CodeEditor key={requestEditor} label="Request transform" value={requestCode} onChange={setRequestCode} />
       <p class="hint">Response transform (empty: none)</p>
       <CodeEditor label="Response transform" value={responseCode} onChange={setResponseCode} />
       <Problem reply={failure} />
