@@ -4,7 +4,6 @@ import { applicationRoutes } from "./applications/routes";
 import { auditRequests } from "./audit/middleware";
 import { logRoutes } from "./audit/routes";
 import { permissionRoutes } from "./auth/routes";
-import { clientKeyRoutes } from "./client-keys/routes";
 import { consoleRoutes } from "./console/routes";
 import { detokenizeRoutes } from "./detokenization/routes";
 import { elementRoutes } from "./elements/routes";
@@ -21,11 +20,12 @@ import {
 } from "./http/openapi-document";
 import { createRouter, documentEveryOperation, HTTP_METHODS } from "./http/router";
 import { jsonContent, problemResponses } from "./http/schemas";
+import { clientKeyRoutes } from "./keys/client-key-routes";
 import { keyRoutes } from "./keys/routes";
 import { isInvocationPath } from "./proxies/destination";
 import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
 import { reactorRoutes } from "./reactors/routes";
-import { authenticateKnownRoutes, traceAndConfigure } from "./runtime/middleware";
+import { authenticateKnownRoutes, bootstrapFirst, traceAndConfigure } from "./runtime/middleware";
 import { searchRoutes } from "./search/routes";
 import { sessionRoutes } from "./sessions/routes";
 import { tenantRoutes, tenantSelfRoutes } from "./tenants/routes";
@@ -71,6 +71,7 @@ export function buildApp() {
   // The API reference page: its script and styles are the vault's own static assets (public/docs).
   app.get("/docs", (c) => c.html(DOCS_PAGE, 200, DOCS_HEADERS));
   app.route("/", elementRoutes);
+  app.use("/console/session", bootstrapFirst);
   app.route("/", consoleRoutes);
   registerDocumentedHeaders(app);
 

@@ -94,7 +94,9 @@ const NO_KID_REFUSAL = "is a JWE without a `kid` naming the client encryption ke
  * once per call, however many values name it.
  */
 export function encryptedDataOpener(context: TenantContext) {
-  const privateKeys = new Map<string, Promise<CryptoKey | null>>();
+  // Settled keys only: a map of promises could carry one request's I/O into another's context
+  // (docs/architecture.md, "Isolate-wide state"); two values naming one key at once read it twice.
+  const privateKeys = new Map<string, CryptoKey | null>();
   const privateKeyOf = async (id: string): Promise<CryptoKey | null> => {
     const row = await storage.findClientKey(context.control, context.tenantId, id);
     if (!row || row.expiresAt <= Date.now()) return null;
@@ -106,12 +108,11 @@ export function encryptedDataOpener(context: TenantContext) {
     if (!header) return { data: value };
     if (!isOpenable(header)) return { refusal: JWE_REFUSALS.unsupported };
     if (typeof header.kid !== "string" || header.kid.length === 0) return { refusal: NO_KID_REFUSAL };
-    let privateKey = privateKeys.get(header.kid);
-    if (!privateKey) {
-      privateKey = privateKeyOf(header.kid);
-      privateKeys.set(header.kid, privateKey);
+    let key = privateKeys.get(header.kid);
+    if (key === undefined) {
+      key = await privateKeyOf(header.kid);
+      privateKeys.set(header.kid, key);
     }
-    const key = await privateKey;
     if (!key) return { refusal: UNUSABLE_KEY_REFUSAL };
     return decryptCompactJwe(value as string, key);
   };

@@ -13,7 +13,6 @@ import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { ForbiddenError, UnauthenticatedError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { CONSOLE_SESSIONS } from "../limits";
-import { ensureBootstrap } from "../tenants/service";
 import type { ConsoleSessionResponse } from "./schema";
 import * as storage from "./storage";
 
@@ -36,12 +35,9 @@ export interface ResolvedSession {
 /**
  * Exchanges an API key for a new console session. A public key is refused (403): it ships in every
  * shopper's page, and the console is for the people who run the vault. The sign-in counts against
- * the key, as any request with it does.
+ * the key, as any request with it does. (The app runs the bootstrap before it: runtime/middleware.ts.)
  */
 export async function signIn(context: RequestContext, apiKey: string, headers: Headers): Promise<SignedIn> {
-  // A vault's first request may be this one: the bootstrap key must work here as on every route.
-  const bootstrapKey = context.config.BOOTSTRAP_API_KEY;
-  if (bootstrapKey) await ensureBootstrap(context, bootstrapKey);
   const principal = await principalForKey(context, apiKey);
   if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
   context.audit.actingAs(principal);

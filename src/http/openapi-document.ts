@@ -97,7 +97,7 @@ export function registerDocumentedHeaders(app: OpenAPIHono<AppEnv>): void {
     in: "cookie",
     name: "svc_console",
     description:
-      "The console's session cookie (POST /console/session): every route that takes SVC-API-KEY accepts it when that header is absent, " +
+      "The console's session cookie (POST /console/session): every route that takes the API key header accepts it when that header is absent, " +
       "acting as the key that signed in; a request with it that may change something must come from the vault's own pages (Origin).",
   });
   registry.registerComponent("securitySchemes", "OperatorKey", {

@@ -96,8 +96,21 @@ async function tenantContextOf(c: Context<AppEnv>, tenantId: string): Promise<Te
 /** Authenticates every request that reaches a known route; unknown routes fall through to 404/405. */
 export const authenticateKnownRoutes: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!matchedRoutes(c).some((route) => route.method !== "ALL")) return next();
-  const bootstrapKey = c.var.config.BOOTSTRAP_API_KEY;
-  if (bootstrapKey) await ensureBootstrap(c.var.request, bootstrapKey);
+  await bootstrap(c);
   // Awaited, not returned: workerd reports a rejection adopted one microtask late as unhandled.
   await authenticate(c, next);
 };
+
+/**
+ * Runs the bootstrap (BOOTSTRAP_API_KEY) first, for routes that read a key outside the authenticated
+ * API: a vault's first request may be a console sign-in with the bootstrap key.
+ */
+export const bootstrapFirst: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await bootstrap(c);
+  await next();
+};
+
+async function bootstrap(c: Context<AppEnv>): Promise<void> {
+  const bootstrapKey = c.var.config.BOOTSTRAP_API_KEY;
+  if (bootstrapKey) await ensureBootstrap(c.var.request, bootstrapKey);
+}

@@ -1,13 +1,19 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { requirePermission } from "../auth/middleware";
+import { CLIENT_KEY_EXAMPLE, CLIENT_KEY_REQUEST_EXAMPLE, CREATED_CLIENT_KEY_EXAMPLE } from "../client-keys/examples";
+import { ClientKeyBody, ClientKeySchema, CreatedClientKeySchema } from "../client-keys/schema";
+import * as clientKeys from "../client-keys/service";
 import { requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { IdParams, jsonContent, optionalJsonBody, problemResponses } from "../http/schemas";
 import { idempotent } from "../idempotency/middleware";
-import { CLIENT_KEY_EXAMPLE, CLIENT_KEY_REQUEST_EXAMPLE, CREATED_CLIENT_KEY_EXAMPLE } from "./examples";
-import { ClientKeyBody, ClientKeySchema, CreatedClientKeySchema } from "./schema";
-import * as clientKeys from "./service";
+
+/*
+ * The tenants' client encryption keys (src/client-keys/) over HTTP: beside the operator's keyring
+ * routes, since their create takes an idempotency key (src/idempotency/ stands above
+ * src/client-keys/, which token creation uses to open a JWE).
+ */
 
 const tags = ["Client encryption keys"];
 const security = [{ ApiKey: [] }];
