@@ -398,7 +398,7 @@ describe("permissions: GET /permissions?application_type=", () => {
   it("lists the management permissions for management", async () => {
     const tenant = await seedTenant();
     const reply = await call("GET", "/permissions?application_type=management", { key: tenant.managementKey });
-    expect(reply.body).toHaveLength(19);
+    expect(reply.body).toHaveLength(22);
     expect(reply.body[0]).toEqual({
       type: "application:create",
       description: "Create applications and their keys",
