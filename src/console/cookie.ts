@@ -91,10 +91,27 @@ export function dropSessionCookieSetters(headers: Headers, cookieName: string): 
   // workerd has Headers.getSetCookie (the Fetch standard's); the generated runtime types lack it.
   const setters = (headers as Headers & { getSetCookie(): string[] }).getSetCookie();
   if (setters.length === 0) return;
-  const kept = setters.filter((setter) => setter.split("=", 1)[0]!.trim() !== cookieName);
+  const kept = setters.filter((setter) => sentNameOf(setter) !== cookieName);
   if (kept.length === setters.length) return;
   headers.delete("set-cookie");
   for (const setter of kept) headers.append("set-cookie", setter);
+}
+
+/**
+ * The name a browser sends a `Set-Cookie`'s cookie back under. A cookie with an empty name
+ * (`=svc_console=…`) is sent back as its value alone (RFC 6265bis 5.7, 5.8.3), so its name is the
+ * part of the value before `=`.
+ */
+function sentNameOf(setter: string): string {
+  const pair = setter.split(";", 1)[0]!;
+  const name = nameOfPair(pair);
+  return name !== "" ? name : nameOfPair(pair.slice(pair.indexOf("=") + 1));
+}
+
+/** The trimmed text before a pair's first `=`; empty without one. */
+function nameOfPair(pair: string): string {
+  const equals = pair.indexOf("=");
+  return equals === -1 ? "" : pair.slice(0, equals).trim();
 }
 
 /** http on localhost, 127.0.0.0/8 or [::1]: a developer's machine, where no network sees the cookie. */

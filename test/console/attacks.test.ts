@@ -253,6 +253,21 @@ describe("attacks on console sessions", () => {
     expect(reply.headers.get("set-cookie") ?? "").not.toMatch(/svc_console/i);
   });
 
+  it("a proxy's destination cannot plant the session's cookie as a nameless cookie either", async () => {
+    // A browser stores `=svc_console=…` as a cookie with an empty name and sends back its value
+    // alone (RFC 6265bis 5.7, 5.8.3): `Cookie: svc_console=…`, which the vault reads as its session.
+    const tenant = await seedTokenTenant();
+    for (const setter of ["=svc_console=console_planted; Path=/", " = svc_console=console_planted; Path=/console"]) {
+      const proxy = await createProxy(tenant, {
+        require_auth: false,
+        destination_url: loopback(`/respond?set-cookie=${encodeURIComponent(setter)}`),
+      });
+      const reply = await invoke("GET", "", { proxyKey: proxy.key });
+      expect(reply.status, reply.text).toBe(200);
+      expect(reply.headers.get("set-cookie") ?? "", setter).not.toMatch(/svc_console/i);
+    }
+  });
+
   it("a sibling site's page (same site, another origin) cannot make the cookie's GET call a proxy or read a route", async () => {
     const tenant = await seedTokenTenant();
     const session = await signIn(tenant.key);
