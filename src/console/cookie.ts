@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import { parse } from "hono/utils/cookie";
 import type { Config } from "../env";
-import { ForbiddenError } from "../errors";
+import { ForbiddenError, UnauthenticatedError } from "../errors";
 import type { AppEnv } from "../http/context";
 
 /** Methods that change nothing: a cookie request with any other must come from the vault's own pages. */
@@ -17,11 +17,21 @@ export function cookieNameOf(config: Pick<Config, "HEADER_PREFIX">): string {
   return `${config.HEADER_PREFIX.toLowerCase()}_console`;
 }
 
-/** The session's token from the request's cookies (the proxy pipeline has no Hono context to read them with). */
+/**
+ * The session's token from the request's cookies (the proxy pipeline has no Hono context to read them
+ * with). Two cookies of the name are a 401, never a choice between them: a sibling origin of the
+ * same site can set one for the whole site (`Domain=`) with a longer `Path`, which the browser sends
+ * first, and the visitor would then act as the attacker's session while signed in as themself.
+ */
 export function sessionTokenOf(request: Request, config: Pick<Config, "HEADER_PREFIX">): string | undefined {
   const header = request.headers.get("cookie");
   if (header === null) return undefined;
   const name = cookieNameOf(config);
+  if (header.split(";").filter((pair) => nameOfPair(pair) === name).length > 1) {
+    throw new UnauthenticatedError(
+      `The request carries two ${name} cookies (another site of this domain may have set one): clear this site's cookies and sign in again`,
+    );
+  }
   return parse(header, name)[name];
 }
 

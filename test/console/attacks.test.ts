@@ -268,6 +268,26 @@ describe("attacks on console sessions", () => {
     }
   });
 
+  it("a second session cookie tossed in by a sibling origin is never chosen over the visitor's own: two are a 401", async () => {
+    // A sibling origin of the same site can set `svc_console` for the whole site (Domain=) with a
+    // longer Path, which the browser then sends first: the vault would act as the attacker's session
+    // (its tenant) while the visitor believes to be signed in as themself, and type data into it.
+    const visitor = await seedTokenTenant();
+    const attacker = await seedTokenTenant();
+    const own = await signIn(visitor.key);
+    const tossed = await signIn(attacker.key);
+    for (const cookie of [`${tossed.cookie}; ${own.cookie}`, `${own.cookie}; other=1; ${tossed.cookie}`]) {
+      const session = await callWithCookie({ cookie }, "GET", "/console/session");
+      expect(session.status, session.text).toBe(401);
+      const tokens = await callWithCookie({ cookie }, "POST", "/tokens", { body: { type: "token", data: "typed by the visitor" } });
+      expect(tokens.status, tokens.text).toBe(401);
+      const proxy = await createProxy(attacker);
+      const invoked = await invoke("GET", "", { proxyKey: proxy.key, headers: { cookie, origin: OWN_ORIGIN } });
+      expect(invoked.status, invoked.text).toBe(401);
+    }
+    expect((await callWithCookie(own, "GET", "/console/session")).body.tenant_id).toBe(visitor.tenantId);
+  });
+
   it("a sibling site's page (same site, another origin) cannot make the cookie's GET call a proxy or read a route", async () => {
     const tenant = await seedTokenTenant();
     const session = await signIn(tenant.key);
