@@ -288,6 +288,17 @@ describe("attacks on console sessions", () => {
     expect((await callWithCookie(own, "GET", "/console/session")).body.tenant_id).toBe(visitor.tenantId);
   });
 
+  it("signing in again and again keeps at most 20 sessions of an application, ending the oldest", async () => {
+    // Each sign-in wrote a row of the control database that every tenant shares, bounded only by the
+    // key's rate limit (1,000 a second) while the cron deletes 1,000 ended rows every 15 minutes.
+    const tenant = await seedTokenTenant();
+    const sessions: Awaited<ReturnType<typeof signIn>>[] = [];
+    for (let i = 0; i < 23; i++) sessions.push(await signIn(tenant.key));
+    expect(await consoleSessionRows(tenant.tenantId)).toHaveLength(20);
+    for (const ended of sessions.slice(0, 3)) expectProblem(await callWithCookie(ended, "GET", "/console/session"), 401);
+    for (const kept of sessions.slice(3)) expect((await callWithCookie(kept, "GET", "/console/session")).status).toBe(200);
+  });
+
   it("a sibling site's page (same site, another origin) cannot make the cookie's GET call a proxy or read a route", async () => {
     const tenant = await seedTokenTenant();
     const session = await signIn(tenant.key);
