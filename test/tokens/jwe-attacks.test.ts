@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { dataDatabaseOf } from "../support/context";
 import { call, expectProblem } from "../support/harness";
 import { encryptJwe } from "../support/jwe";
+import { seedIntentTenant } from "../support/token-intents";
 import { seedTokenTenant, type TokenTenant } from "../support/tokens";
 
 /*
@@ -49,5 +50,34 @@ describe("JWE plaintext is held to the limits of a plain body", () => {
     const jwe = await encryptJwe(clientKey.public_key_pem, clientKey.id, deep);
     const reply = await call("POST", "/tokens", { key: tenant.key, body: { type: "token", data: jwe } });
     expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  });
+});
+
+describe("JWE data where the vault does not open it is refused, never stored as the JWE's text", () => {
+  // docs/decisions.md: a value that reads as a JWE is opened or refused, never stored as it is. A
+  // client encrypting an update or an intent would otherwise store ciphertext as the token's data.
+  it("PATCH /tokens/{id} refuses a JWE as data, leaving the token as it was", async () => {
+    const created = await call("POST", "/tokens", { key: tenant.key, body: { type: "token", data: "before" } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const jwe = await encryptJwe(clientKey.public_key_pem, clientKey.id, "after");
+    const patched = await call("PATCH", `/tokens/${created.body.id}`, {
+      key: tenant.key,
+      body: { data: jwe },
+      contentType: "application/merge-patch+json",
+    });
+    const problem = expectProblem(patched, 400);
+    expect(problem.errors).toHaveProperty(["data"]);
+    expect((await call("GET", `/tokens/${created.body.id}`, { key: tenant.key })).body.data).toBe("before");
+  });
+
+  it("POST /token-intents refuses a JWE as data", async () => {
+    const intents = await seedIntentTenant();
+    const key = await call("POST", "/keys", { key: intents.managementKey, body: {} });
+    const jwe = await encryptJwe(key.body.public_key_pem, key.body.id, "secret");
+    const problem = expectProblem(
+      await call("POST", "/token-intents", { key: intents.browserKey, body: { type: "token", data: jwe } }),
+      400,
+    );
+    expect(problem.errors).toHaveProperty(["data"]);
   });
 });
