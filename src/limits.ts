@@ -189,4 +189,6 @@ export const CONSOLE_SESSIONS = {
   absoluteLifetimeMs: 12 * 3_600_000,
   /** Renewal is written at most this often: a console polling every second costs one write a minute. */
   renewEveryMs: 60_000,
+  /** Live sessions of one application: a sign-in beyond them ends its oldest (the control database is every tenant's). */
+  maxPerApplication: 20,
 };

@@ -1,5 +1,5 @@
 import { compactDecrypt, decodeProtectedHeader, type ProtectedHeaderParameters } from "jose";
-import { utf8TextOf } from "../http/body";
+import { jsonDepthOf, MAX_JSON_DEPTH, utf8TextOf } from "../http/body";
 
 /*
  * Data a browser or app encrypted to one of the tenant's client encryption keys: a JWE in compact
@@ -41,17 +41,31 @@ export function isEncryptedData(value: unknown): boolean {
   return encryptedHeaderOf(value) !== null;
 }
 
+/**
+ * The deepest a JWE's plaintext may nest: as deep as the data of a plain POST /tokens body can (the
+ * body holds it one level down), so every walker of token data keeps the bound a body gives it.
+ */
+export const MAX_PLAINTEXT_DEPTH = MAX_JSON_DEPTH - 1;
+
+/**
+ * Where data is not opened (token updates, token intents), a value that reads as a JWE is refused
+ * rather than stored as its ciphertext's text (docs/decisions.md, "Client encryption keys").
+ */
+export const JWE_NOT_OPENED_HERE = "is a JWE: encrypted data is accepted only by POST /tokens and POST /tokenize";
+
 /** Why a JWE gave no data. */
 export const JWE_REFUSALS = {
   unsupported: "is a JWE the vault does not open: only ECDH-ES key agreement with A256GCM, uncompressed",
   undecryptable: "is a JWE that does not decrypt with the client encryption key it names",
   notText: "is a JWE whose plaintext is not UTF-8 text",
+  tooDeep: `is a JWE whose plaintext nests arrays and objects deeper than ${MAX_PLAINTEXT_DEPTH} levels`,
 } as const;
 
 /**
  * The plaintext of a JWE: the JSON value it holds, or the text itself when it is not JSON. A refusal
  * when it does not open with the key (a wrong key, a changed header, key, IV, ciphertext or tag, an
- * algorithm other than the two allowed) or its plaintext is not text.
+ * algorithm other than the two allowed), its plaintext is not text, or it nests deeper than data in a
+ * plain body may (the body's own check never saw it).
  */
 export async function decryptCompactJwe(jwe: string, privateKey: CryptoKey): Promise<{ data: unknown } | { refusal: string }> {
   let plaintext: Uint8Array;
@@ -66,6 +80,7 @@ export async function decryptCompactJwe(jwe: string, privateKey: CryptoKey): Pro
   }
   const text = utf8TextOf(plaintext);
   if (text === null) return { refusal: JWE_REFUSALS.notText };
+  if (jsonDepthOf(plaintext, MAX_PLAINTEXT_DEPTH) > MAX_PLAINTEXT_DEPTH) return { refusal: JWE_REFUSALS.tooDeep };
   try {
     return { data: JSON.parse(text) };
   } catch {

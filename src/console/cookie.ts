@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import { parse } from "hono/utils/cookie";
 import type { Config } from "../env";
-import { ForbiddenError } from "../errors";
+import { ForbiddenError, UnauthenticatedError } from "../errors";
 import type { AppEnv } from "../http/context";
 
 /** Methods that change nothing: a cookie request with any other must come from the vault's own pages. */
@@ -17,11 +17,21 @@ export function cookieNameOf(config: Pick<Config, "HEADER_PREFIX">): string {
   return `${config.HEADER_PREFIX.toLowerCase()}_console`;
 }
 
-/** The session's token from the request's cookies (the proxy pipeline has no Hono context to read them with). */
+/**
+ * The session's token from the request's cookies (the proxy pipeline has no Hono context to read them
+ * with). Two cookies of the name are a 401, never a choice between them: a sibling origin of the
+ * same site can set one for the whole site (`Domain=`) with a longer `Path`, which the browser sends
+ * first, and the visitor would then act as the attacker's session while signed in as themself.
+ */
 export function sessionTokenOf(request: Request, config: Pick<Config, "HEADER_PREFIX">): string | undefined {
   const header = request.headers.get("cookie");
   if (header === null) return undefined;
   const name = cookieNameOf(config);
+  if (header.split(";").filter((pair) => nameOfPair(pair) === name).length > 1) {
+    throw new UnauthenticatedError(
+      `The request carries two ${name} cookies (another site of this domain may have set one): clear this site's cookies and sign in again`,
+    );
+  }
   return parse(header, name)[name];
 }
 
@@ -91,10 +101,27 @@ export function dropSessionCookieSetters(headers: Headers, cookieName: string): 
   // workerd has Headers.getSetCookie (the Fetch standard's); the generated runtime types lack it.
   const setters = (headers as Headers & { getSetCookie(): string[] }).getSetCookie();
   if (setters.length === 0) return;
-  const kept = setters.filter((setter) => setter.split("=", 1)[0]!.trim() !== cookieName);
+  const kept = setters.filter((setter) => sentNameOf(setter) !== cookieName);
   if (kept.length === setters.length) return;
   headers.delete("set-cookie");
   for (const setter of kept) headers.append("set-cookie", setter);
+}
+
+/**
+ * The name a browser sends a `Set-Cookie`'s cookie back under. A cookie with an empty name
+ * (`=svc_console=…`) is sent back as its value alone (RFC 6265bis 5.7, 5.8.3), so its name is the
+ * part of the value before `=`.
+ */
+function sentNameOf(setter: string): string {
+  const pair = setter.split(";", 1)[0]!;
+  const name = nameOfPair(pair);
+  return name !== "" ? name : nameOfPair(pair.slice(pair.indexOf("=") + 1));
+}
+
+/** The trimmed text before a pair's first `=`; empty without one. */
+function nameOfPair(pair: string): string {
+  const equals = pair.indexOf("=");
+  return equals === -1 ? "" : pair.slice(0, equals).trim();
 }
 
 /** http on localhost, 127.0.0.0/8 or [::1]: a developer's machine, where no network sees the cookie. */

@@ -30,7 +30,8 @@ const signIn = createRoute({
     "the `svc_console` cookie (HttpOnly, SameSite=Strict, Secure unless served over plain http on loopback), which every API " +
     "route then accepts in place of `SVC-API-KEY`, acting as that key: same permissions, rules, rate limits and audit actor. " +
     "The session ends after 30 minutes unused, 12 hours after sign-in, at sign-out, and as soon as the key is revoked or its " +
-    "application deleted. A request from another site's page (its `Origin`) is a 403. The key is not stored, only its id.",
+    "application deleted; an application keeps at most 20 sessions, and a sign-in beyond them ends its oldest. A request " +
+    "from another site's page (its `Origin`) is a 403. The key is not stored, only its id.",
   middleware: [requireContentType("application/json")] as const,
   request: jsonBody(SignInBody, { api_key: "key_qG9t2XnB0yS5mVd7cE1hJ4kL8pR3wZ6aF0uI2oT5eYs" }),
   responses: {

@@ -59,7 +59,7 @@ export async function signIn(context: RequestContext, apiKey: string, headers: H
     expiresAt: Math.min(now + CONSOLE_SESSIONS.idleLifetimeMs, endsAt),
     endsAt,
   };
-  await storage.insertSession(context.control, row);
+  await storage.insertSession(context.control, row, CONSOLE_SESSIONS.maxPerApplication);
   context.audit.describe({ entityId: row.id });
   return { token, session: await describeSession(context, principal, row) };
 }

@@ -1,11 +1,26 @@
-import { and, eq, lte, sql } from "drizzle-orm";
+import { and, desc, eq, lte, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { consoleSessions } from "../db/control-tables";
 
 export type ConsoleSessionRow = typeof consoleSessions.$inferSelect;
 
-export async function insertSession(db: Database, row: ConsoleSessionRow): Promise<void> {
-  await db.insert(consoleSessions).values(row);
+/**
+ * Inserts the session and, in the same batch, deletes the application's sessions beyond its newest
+ * `maxPerApplication` (in the order they were inserted): signing in again and again cannot grow the
+ * control database, which every tenant shares, and the person signing in is never refused.
+ */
+export async function insertSession(db: Database, row: ConsoleSessionRow, maxPerApplication: number): Promise<void> {
+  const ofApplication = and(eq(consoleSessions.tenantId, row.tenantId), eq(consoleSessions.applicationId, row.applicationId));
+  const newest = db
+    .select({ id: consoleSessions.id })
+    .from(consoleSessions)
+    .where(ofApplication)
+    .orderBy(desc(sql`rowid`))
+    .limit(maxPerApplication);
+  await db.batch([
+    db.insert(consoleSessions).values(row),
+    db.delete(consoleSessions).where(and(ofApplication, sql`${consoleSessions.id} NOT IN ${newest}`)),
+  ]);
 }
 
 export async function findSessionByTokenHash(db: Database, tokenHash: string): Promise<ConsoleSessionRow | undefined> {

@@ -30,7 +30,7 @@ export function utf8TextOf(bytes: Uint8Array): string | null {
  * The deepest nesting of arrays and objects in JSON text, found by one scan that skips strings;
  * it stops counting past `limit`. Text that is not JSON gets some number: the parser judges it.
  */
-export function jsonDepthOf(bytes: Uint8Array, limit = MAX_JSON_DEPTH): number {
+export function jsonDepthOf(bytes: Uint8Array, limit: number = MAX_JSON_DEPTH): number {
   let depth = 0;
   let deepest = 0;
   let inString = false;

@@ -1,11 +1,12 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { cookieNameOf, dropSessionCookieSetters } from "../console/cookie";
 import { type Problem, problemOf, ResponseError, ValidationError } from "../errors";
 import type { AppEnv } from "./context";
 
 /** The API's error handler: problem details (problemOf), or the response an error carries. */
 export function handleError(error: Error, c: Context<AppEnv>): Response {
-  if (error instanceof ResponseError) return error.toResponse();
+  if (error instanceof ResponseError) return tenantCodeAnswer(error.toResponse(), c);
   if (error instanceof HTTPException) {
     // Hono's own validators: malformed JSON and similar client errors.
     const problem = new ValidationError(error.message || "Malformed request").toProblem();
@@ -13,6 +14,19 @@ export function handleError(error: Error, c: Context<AppEnv>): Response {
   }
   const { problem, headers } = problemOf(error, c.var.traceId ?? crypto.randomUUID(), "", c.var.request?.revealed);
   return withTrace(c, problemResponse(problem, headers));
+}
+
+/**
+ * An answer tenant code chose (a reactor's CustomHttpResponseError) comes from the vault's origin,
+ * the console's: it loses every Set-Cookie of the console's session cookie (the code's author could
+ * plant its own tenant's session, and the visitor would type into that tenant), and runs sandboxed
+ * should a browser ever render it, as a proxy's answer does.
+ */
+function tenantCodeAnswer(response: Response, c: Context<AppEnv>): Response {
+  if (c.var.config) dropSessionCookieSetters(response.headers, cookieNameOf(c.var.config));
+  response.headers.append("content-security-policy", "sandbox");
+  response.headers.set("x-content-type-options", "nosniff");
+  return response;
 }
 
 function titleOf(status: number): string {

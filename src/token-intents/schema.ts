@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { isEncryptedData, JWE_NOT_OPENED_HERE } from "../client-keys/jwe";
 import { utf8 } from "../crypto/encoding";
 import { eitherByMember, Uuid } from "../http/schemas";
 import { TOKEN_INTENTS } from "../limits";
@@ -13,6 +14,10 @@ export const CreateTokenIntentBody = z
     // Measured before the type's rules walk it: those never see more than the bound.
     if (intent.data !== undefined && utf8.encode(JSON.stringify(intent.data)).length > MAX_DATA_BYTES) {
       ctx.addIssue({ code: "custom", path: ["data"], message: `must be at most ${MAX_DATA_BYTES} bytes as JSON` });
+      return;
+    }
+    if (isEncryptedData(intent.data)) {
+      ctx.addIssue({ code: "custom", path: ["data"], message: JWE_NOT_OPENED_HERE });
       return;
     }
     refuseData(intent.type, intent.data, ctx);

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { isEncryptedData } from "../client-keys/jwe";
+import { isEncryptedData, JWE_NOT_OPENED_HERE } from "../client-keys/jwe";
 import { DATE_TIME_FORMS, parseDateTime } from "../http/date-times";
 import { PageQuery, repeatable, UNKNOWN_MEMBERS_REFUSED } from "../http/schemas";
 import { TOKENS } from "../limits";
@@ -192,7 +192,9 @@ export type CreateToken = z.infer<typeof CreateTokenBody>;
 export const UpdateTokenBody = z
   .strictObject(
     {
-      data: JsonValue.refine((data) => data !== null, "cannot be removed").optional(),
+      data: JsonValue.refine((data) => data !== null, "cannot be removed")
+        .refine((data) => !isEncryptedData(data), JWE_NOT_OPENED_HERE)
+        .optional(),
       metadata: z
         .record(z.string(), z.string({ error: "must be a string, or null to remove the entry" }).nullable(), {
           error: "must be an object of string values",

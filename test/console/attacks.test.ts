@@ -253,6 +253,52 @@ describe("attacks on console sessions", () => {
     expect(reply.headers.get("set-cookie") ?? "").not.toMatch(/svc_console/i);
   });
 
+  it("a proxy's destination cannot plant the session's cookie as a nameless cookie either", async () => {
+    // A browser stores `=svc_console=…` as a cookie with an empty name and sends back its value
+    // alone (RFC 6265bis 5.7, 5.8.3): `Cookie: svc_console=…`, which the vault reads as its session.
+    const tenant = await seedTokenTenant();
+    for (const setter of ["=svc_console=console_planted; Path=/", " = svc_console=console_planted; Path=/console"]) {
+      const proxy = await createProxy(tenant, {
+        require_auth: false,
+        destination_url: loopback(`/respond?set-cookie=${encodeURIComponent(setter)}`),
+      });
+      const reply = await invoke("GET", "", { proxyKey: proxy.key });
+      expect(reply.status, reply.text).toBe(200);
+      expect(reply.headers.get("set-cookie") ?? "", setter).not.toMatch(/svc_console/i);
+    }
+  });
+
+  it("a second session cookie tossed in by a sibling origin is never chosen over the visitor's own: two are a 401", async () => {
+    // A sibling origin of the same site can set `svc_console` for the whole site (Domain=) with a
+    // longer Path, which the browser then sends first: the vault would act as the attacker's session
+    // (its tenant) while the visitor believes to be signed in as themself, and type data into it.
+    const visitor = await seedTokenTenant();
+    const attacker = await seedTokenTenant();
+    const own = await signIn(visitor.key);
+    const tossed = await signIn(attacker.key);
+    for (const cookie of [`${tossed.cookie}; ${own.cookie}`, `${own.cookie}; other=1; ${tossed.cookie}`]) {
+      const session = await callWithCookie({ cookie }, "GET", "/console/session");
+      expect(session.status, session.text).toBe(401);
+      const tokens = await callWithCookie({ cookie }, "POST", "/tokens", { body: { type: "token", data: "typed by the visitor" } });
+      expect(tokens.status, tokens.text).toBe(401);
+      const proxy = await createProxy(attacker);
+      const invoked = await invoke("GET", "", { proxyKey: proxy.key, headers: { cookie, origin: OWN_ORIGIN } });
+      expect(invoked.status, invoked.text).toBe(401);
+    }
+    expect((await callWithCookie(own, "GET", "/console/session")).body.tenant_id).toBe(visitor.tenantId);
+  });
+
+  it("signing in again and again keeps at most 20 sessions of an application, ending the oldest", async () => {
+    // Each sign-in wrote a row of the control database that every tenant shares, bounded only by the
+    // key's rate limit (1,000 a second) while the cron deletes 1,000 ended rows every 15 minutes.
+    const tenant = await seedTokenTenant();
+    const sessions: Awaited<ReturnType<typeof signIn>>[] = [];
+    for (let i = 0; i < 23; i++) sessions.push(await signIn(tenant.key));
+    expect(await consoleSessionRows(tenant.tenantId)).toHaveLength(20);
+    for (const ended of sessions.slice(0, 3)) expectProblem(await callWithCookie(ended, "GET", "/console/session"), 401);
+    for (const kept of sessions.slice(3)) expect((await callWithCookie(kept, "GET", "/console/session")).status).toBe(200);
+  });
+
   it("a sibling site's page (same site, another origin) cannot make the cookie's GET call a proxy or read a route", async () => {
     const tenant = await seedTokenTenant();
     const session = await signIn(tenant.key);
