@@ -1,12 +1,12 @@
 import { createRoute, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { UnauthenticatedError } from "../errors";
+import { clearSessionCookie, refuseForeignOrigin, requireOwnOrigin, sessionTokenOf, setSessionCookie } from "../http/console-cookie";
 import type { AppEnv } from "../http/context";
 import { EXAMPLE_IDS } from "../http/examples";
 import { requireContentType } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { jsonBody, jsonContent, problemResponses } from "../http/schemas";
-import { clearSessionCookie, refuseForeignOrigin, requireOwnOrigin, sessionTokenOf, setSessionCookie } from "./cookie";
 import { ConsoleSessionSchema, SignInBody } from "./schema";
 import * as consoleSessions from "./service";
 

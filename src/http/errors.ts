@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { cookieNameOf, dropSessionCookieSetters } from "../console/cookie";
 import { type Problem, problemOf, ResponseError, ValidationError } from "../errors";
+import { cookieNameOf, dropSessionCookieSetters } from "./console-cookie";
 import type { AppEnv } from "./context";
 
 /** The API's error handler: problem details (problemOf), or the response an error carries. */

@@ -1,6 +1,6 @@
-import { cookieNameOf, withoutSessionCookie } from "../console/cookie";
 import type { Config } from "../env";
 import type { ProblemError } from "../errors";
+import { cookieNameOf, withoutSessionCookie } from "../http/console-cookie";
 
 /** Headers that describe one connection, not the request: never forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set([

@@ -1,13 +1,13 @@
 import { holdsPermission, type Principal } from "../auth/access";
 import { countAnonymousProxyCall, countKeyRequests } from "../auth/rate-limits";
 import { principalForKey, requireAllowedOrigin } from "../auth/service";
-import { requireOwnOrigin, sessionTokenOf } from "../console/cookie";
 import { resolveSession } from "../console/service";
 import type { RequestContext, ScriptKind, TenantContext } from "../context";
 import { detokenizeJson } from "../detokenization/service";
 import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../egress/policy";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../errors";
 import { utf8TextOf } from "../http/body";
+import { requireOwnOrigin, sessionTokenOf } from "../http/console-cookie";
 import { HTTP_METHODS } from "../http/router";
 import { ScriptFailedError, type TransformResult } from "../sandbox";
 import { mightHoldReferences, parseStructured, type StructuredMediaType, serialiseStructured, structuredMediaTypeOf } from "./bodies";

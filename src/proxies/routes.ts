@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { requirePermission } from "../auth/middleware";
-import { cookieNameOf, dropSessionCookieSetters } from "../console/cookie";
+import { cookieNameOf, dropSessionCookieSetters } from "../http/console-cookie";
 import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
 import { limitBody, optionalJson, requireContentType } from "../http/middleware";

@@ -7,7 +7,7 @@ import { deleteCookie, setCookie } from "hono/cookie";
 import { parse } from "hono/utils/cookie";
 import type { Config } from "../env";
 import { ForbiddenError, UnauthenticatedError } from "../errors";
-import type { AppEnv } from "../http/context";
+import type { AppEnv } from "./context";
 
 /** Methods that change nothing: a cookie request with any other must come from the vault's own pages. */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
