@@ -75,13 +75,13 @@ export async function moveTenant(context: RequestContext, tenantId: string, inpu
       move = { ...move, ...changes };
       if (move.phase === "blocked") credentialsChanged();
     } else if (move.phase === "blocked") {
-      const changes = await lastCopyStep(context, source, target, move);
-      if (changes === null) {
+      const stage = await lastCopyStep(context, source, target, move);
+      if (stage === null) {
         move = { ...move, phase: "switched", phaseStartedAt: Date.now() };
         credentialsChanged();
       } else {
-        await storage.updateMove(control, tenantId, changes);
-        move = { ...move, ...changes };
+        await storage.updateMove(control, tenantId, stage);
+        move = { ...move, ...stage };
       }
     } else {
       await waitUntil(move.phaseStartedAt + ttl);
