@@ -11,6 +11,7 @@ import { principalForKey, principalForKeyId } from "../auth/service";
 import type { RequestContext } from "../context";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { ForbiddenError, UnauthenticatedError } from "../errors";
+import { requireOwnOrigin } from "../http/console-cookie";
 import { isoTime } from "../http/schemas";
 import { CONSOLE_SESSIONS } from "../limits";
 import type { ConsoleSessionResponse } from "./schema";
@@ -62,6 +63,17 @@ export async function signIn(context: RequestContext, apiKey: string, headers: H
   await storage.insertSession(context.control, row, CONSOLE_SESSIONS.maxPerApplication);
   context.audit.describe({ entityId: row.id });
   return { token, session: await describeSession(context, principal, row) };
+}
+
+/**
+ * The principal of the console session a request's cookie carries, for the API and for proxy
+ * invocation alike. A request that may change something must come from the vault's own origin,
+ * checked before the session is read: a foreign one changes nothing (403). Resolving the session
+ * counts the request against its key.
+ */
+export async function principalOfSessionRequest(context: RequestContext, request: Request, token: string): Promise<KeyPrincipal> {
+  requireOwnOrigin(request);
+  return (await resolveSession(context, token, request.headers)).principal;
 }
 
 /**

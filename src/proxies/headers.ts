@@ -31,8 +31,9 @@ export interface ForwardableHeaders {
 /**
  * The caller's headers as the destination should see them: without any of the vault's own headers,
  * hop-by-hop headers, the Cloudflare edge's `cf-*` headers, and names holding anything but
- * letters, digits, `-` and `_`; the console session's cookie is taken out of `Cookie`. Read with `forEach`: in workerd, iterating a Headers costs about
- * twice as much CPU as one `forEach` over it (bench/lib/profile.mjs, no transform).
+ * letters, digits, `-` and `_`; the console session's cookie is taken out of `Cookie`. Read with
+ * `forEach`: in workerd, iterating a Headers costs about twice as much CPU as one `forEach` over it
+ * (bench/lib/profile.mjs, no transform).
  */
 export function forwardableRequestHeaders(headers: Headers, config: Config): ForwardableHeaders {
   const connection = headers.get("connection");

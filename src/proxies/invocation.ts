@@ -1,13 +1,13 @@
 import { holdsPermission, type Principal } from "../auth/access";
 import { countAnonymousProxyCall, countKeyRequests } from "../auth/rate-limits";
 import { principalForKey, requireAllowedOrigin } from "../auth/service";
-import { resolveSession } from "../console/service";
+import { principalOfSessionRequest } from "../console/service";
 import type { RequestContext, ScriptKind, TenantContext } from "../context";
 import { detokenizeJson } from "../detokenization/service";
 import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../egress/policy";
 import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../errors";
 import { utf8TextOf } from "../http/body";
-import { requireOwnOrigin, sessionTokenOf } from "../http/console-cookie";
+import { sessionTokenOf } from "../http/console-cookie";
 import { HTTP_METHODS } from "../http/router";
 import { ScriptFailedError, type TransformResult } from "../sandbox";
 import { mightHoldReferences, parseStructured, type StructuredMediaType, serialiseStructured, structuredMediaTypeOf } from "./bodies";
@@ -152,10 +152,7 @@ async function callerOf(context: RequestContext, request: Request, requirer: str
   const { config } = context;
   const apiKey = request.headers.get(config.headers.apiKey);
   const sessionToken = apiKey ? undefined : sessionTokenOf(request, config);
-  if (sessionToken) {
-    requireOwnOrigin(request);
-    return (await resolveSession(context, sessionToken, request.headers)).principal;
-  }
+  if (sessionToken) return await principalOfSessionRequest(context, request, sessionToken);
   if (!apiKey) throw new UnauthenticatedError(`${requirer} the ${config.HEADER_PREFIX}-API-KEY header`);
   const caller = await principalForKey(context, apiKey);
   if (!caller) throw new UnauthenticatedError("The API key is unknown, revoked, or not valid for this proxy");

@@ -7,11 +7,11 @@ import { matchedRoutes } from "hono/route";
 import type { KeyPrincipal } from "../auth/access";
 import { countKeyRequests } from "../auth/rate-limits";
 import { principalForKey, requireAllowedOrigin } from "../auth/service";
-import { resolveSession } from "../console/service";
+import { principalOfSessionRequest } from "../console/service";
 import type { TenantContext } from "../context";
 import { configOf } from "../env";
 import { UnauthenticatedError, ValidationError } from "../errors";
-import { requireOwnOrigin, sessionTokenOf } from "../http/console-cookie";
+import { sessionTokenOf } from "../http/console-cookie";
 import type { AppEnv } from "../http/context";
 import { isInvocationPath } from "../proxies/destination";
 import { ensureBootstrap } from "../tenants/service";
@@ -50,7 +50,9 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
   const { headers } = c.var.config;
   const apiKey = c.req.header(headers.apiKey);
   const sessionToken = apiKey ? undefined : sessionTokenOf(c.req.raw, c.var.config);
-  const principal = sessionToken ? await principalOfConsoleSession(c, sessionToken) : await principalOfApiKey(c, apiKey);
+  const principal = sessionToken
+    ? await principalOfSessionRequest(c.var.request, c.req.raw, sessionToken)
+    : await principalOfApiKey(c, apiKey);
   // Counted while the tenant is found: both only read, and a request over the limit goes no further.
   const [context] = await Promise.all([
     tenantContextOf(c, principal.tenantId),
@@ -69,17 +71,6 @@ async function principalOfApiKey(c: Context<AppEnv>, apiKey: string | undefined)
   if (!principal) throw new UnauthenticatedError("The API key is unknown or has been revoked");
   c.var.request.audit.actingAs(principal);
   requireAllowedOrigin(principal, c.req.header("origin"), new URL(c.req.url).origin);
-  return principal;
-}
-
-/**
- * The principal of the console session's key. A request that may change something must come from
- * the vault's own origin, checked before the session is read: a foreign one changes nothing (403).
- * Resolving the session counts the request against its key.
- */
-async function principalOfConsoleSession(c: Context<AppEnv>, token: string): Promise<KeyPrincipal> {
-  requireOwnOrigin(c.req.raw);
-  const { principal } = await resolveSession(c.var.request, token, c.req.raw.headers);
   return principal;
 }
 
