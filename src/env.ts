@@ -119,6 +119,8 @@ export type Config = z.infer<typeof ConfigSchema> & {
     apiKey: string;
     proxyKey: string;
     proxyUrl: string;
+    /** Client-encrypted token requests a proxy call carries (src/proxies/encrypted-header.ts). */
+    encrypted: string;
     traceId: string;
     /** Answered by /proxy: the status the destination answered. */
     proxyDestinationStatus: string;
@@ -170,6 +172,7 @@ export function configOf(env: object): Config {
     apiKey: `${prefix}-api-key`,
     proxyKey: `${prefix}-proxy-key`,
     proxyUrl: `${prefix}-proxy-url`,
+    encrypted: `${prefix}-encrypted`,
     traceId: `${prefix}-trace-id`,
     proxyDestinationStatus: `${prefix}-proxy-destination-status`,
     idempotencyKey: `${prefix}-idempotency-key`,

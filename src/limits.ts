@@ -114,6 +114,8 @@ export const PROXIES = {
   destinationUrlMaxLength: 400,
   maxConfigurationEntries: 100,
   configurationValueMaxLength: 10_000,
+  /** Token requests one `{P}-ENCRYPTED` header may hold: each is a key agreement and a decryption. */
+  maxEncryptedRequests: 20,
 } as const;
 
 export const REACTORS = {

@@ -30,6 +30,9 @@ interface Expression {
   source: string | null;
 }
 
+/** What `{{ encrypted … }}` reads when the call carries client-encrypted data (src/proxies/encrypted-header.ts). */
+const ENCRYPTED = "encrypted";
+
 /** `token_intent: <id>`, as the original interface writes an expression that reads a token intent. */
 const INTENT_EXPRESSION = /^\s*token_intent\s*:([\s\S]*)$/;
 
@@ -71,16 +74,27 @@ interface Plan {
  * application for an anonymous partner, who must not see the data). Then an expression that fails
  * on the data gives null like any other empty result, and nothing tells which one failed: an error
  * that depends on the data would be an oracle of it. Expressions that do not parse are refused either way.
+ *
+ * `encrypted`: the client-encrypted data a proxy call carries, already decrypted. Expressions whose
+ * id is `encrypted` read it instead of a token, and need no principal.
  */
 export async function detokenizeJson(
   context: TenantContext,
   principal: Principal | null,
   value: unknown,
-  { root = "body", forCaller = true, references = 0 }: { root?: string; forCaller?: boolean; references?: number } = {},
+  {
+    root = "body",
+    forCaller = true,
+    references = 0,
+    encrypted,
+  }: { root?: string; forCaller?: boolean; references?: number; encrypted?: unknown } = {},
 ): Promise<unknown> {
   const plan = planOf(value, root, references);
-  if (plan.tokenIds.size === 0 && plan.intentIds.size === 0) return value;
-  const data = await reveal(context, principal, plan);
+  // With client-encrypted data at hand, `encrypted` names it rather than a token of that id.
+  const readsEncrypted = encrypted !== undefined && plan.tokenIds.delete(ENCRYPTED);
+  if (plan.tokenIds.size === 0 && plan.intentIds.size === 0 && !readsEncrypted) return value;
+  const data = plan.tokenIds.size === 0 && plan.intentIds.size === 0 ? new Map<string, unknown>() : await reveal(context, principal, plan);
+  if (readsEncrypted) data.set(ENCRYPTED, encrypted);
   const errors: FieldErrors = {};
   const substitution = new Substitution(plan, data, { root, errors, quiet: !forCaller, revealed: context.revealed });
   const substituted = substitute(value, [], substitution);

@@ -12,6 +12,7 @@ import { HTTP_METHODS } from "../http/router";
 import { ScriptFailedError, type TransformResult } from "../sandbox";
 import { mightHoldReferences, parseStructured, type StructuredMediaType, serialiseStructured, structuredMediaTypeOf } from "./bodies";
 import { type CallerTarget, callerTarget, destinationFor, proxyKeyInQuery } from "./destination";
+import { encryptedRequestsOf } from "./encrypted-header";
 import { DestinationResponseError, DestinationTimeoutError } from "./errors";
 import { forwardableRequestHeaders, headersFrom, headersObject } from "./headers";
 import type { ProxyConfiguration } from "./schema";
@@ -172,6 +173,7 @@ async function outgoingRequest(invocation: Invocation, request: Request): Promis
   const transformCode = mediaType && proxy ? proxy.requestTransformCode : null;
   const body = await readRequestBody(request, mediaType, transformCode !== null);
   const forwarded = forwardableRequestHeaders(request.headers, context.config);
+  const encrypted = await encryptedRequestsOf(context, request, invocation.detokenizer, invocation.forCaller);
   let message: { headers: Record<string, unknown>; body: unknown } = {
     headers: forwarded.values,
     body: body.read ? body.value : undefined,
@@ -181,6 +183,7 @@ async function outgoingRequest(invocation: Invocation, request: Request): Promis
     message = (await detokenizeJson(context, invocation.detokenizer, message, {
       root: "",
       forCaller: invocation.forCaller,
+      encrypted: encrypted ?? undefined,
     })) as typeof message;
   }
 
