@@ -40,7 +40,7 @@ export interface SealOptions {
 }
 
 /** ECIES-v1 to the recipient's public key: Google's signedMessage (a JSON string). */
-export function encryptMessage(plaintext: string, recipientPublicKey = MERCHANT_PUBLIC_KEY_BASE64): string {
+function encryptMessage(plaintext: string, recipientPublicKey = MERCHANT_PUBLIC_KEY_BASE64): string {
   const ephemeral = createECDH("prime256v1");
   const ephemeralPublicKey = ephemeral.generateKeys();
   const shared = ephemeral.computeSecret(Buffer.from(recipientPublicKey, "base64"));
