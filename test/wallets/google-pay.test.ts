@@ -129,6 +129,14 @@ describe("POST /google-pay", () => {
     expect(await dumpDatabase()).not.toContain(PAN_ONLY.pan);
   });
 
+  it("shows a public key only the intent's id, type and times: never the card's facts", async () => {
+    const page = (await createApplication(tenant, { type: "public", permissions: ["google-pay:create"] })).key;
+    const reply = await decrypt(page, panOnlyToken());
+    expect(reply.status, reply.text).toBe(201);
+    expect(Object.keys(reply.body.token_intent).sort()).toEqual(["created_at", "created_by", "expires_at", "id", "tenant_id", "type"]);
+    expect(reply.text).not.toContain("1111");
+  });
+
   it("names the merchant registration when given, and refuses one that is not the tenant's", async () => {
     expect((await decrypt(serverKey, panOnlyToken(), { merchant_registration_id: merchantId })).status).toBe(201);
     const other = await seedTenant();
