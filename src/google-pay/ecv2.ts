@@ -147,7 +147,13 @@ async function trustedRootKeys(rootKeys: RootSigningKey[], now: number): Promise
   for (const root of rootKeys) {
     if (root.protocolVersion !== PROTOCOL_VERSION || root.keyExpiration === undefined) continue;
     if (!/^\d{1,15}$/.test(root.keyExpiration) || Number(root.keyExpiration) <= now) continue;
-    const key = await importVerifyingKey(fromBase64(root.keyValue) as Uint8Array<ArrayBuffer>);
+    let spki: Uint8Array<ArrayBuffer>;
+    try {
+      spki = fromBase64(root.keyValue) as Uint8Array<ArrayBuffer>;
+    } catch {
+      continue;
+    }
+    const key = await importVerifyingKey(spki);
     if (key) trusted.push(key);
   }
   return trusted;

@@ -69,7 +69,10 @@ describe("ECv2 (Tink's published test keys)", () => {
 
   it("tries every root key, and trusts none of another protocol version, nor an expired one, nor one without expiry", async () => {
     const token = sealEcV2(PLAINTEXT, { recipientId: RECIPIENT_ID });
-    expect(await unsealEcV2(token, await recipient({ rootKeys: [rootKey(ALTERNATE_PUBLIC_SIGNING_KEY), rootKey()] }))).toBe(PLAINTEXT);
+    const garbled = [rootKey("not base64!"), rootKey("AAAA")];
+    expect(await unsealEcV2(token, await recipient({ rootKeys: [...garbled, rootKey(ALTERNATE_PUBLIC_SIGNING_KEY), rootKey()] }))).toBe(
+      PLAINTEXT,
+    );
     expect(await refusalOf(unsealEcV2(token, await recipient({ rootKeys: [rootKey(ALTERNATE_PUBLIC_SIGNING_KEY)] })))).toBe(
       "intermediate_signature_invalid",
     );
