@@ -109,6 +109,28 @@ describe("merchant registration", () => {
     expect(await rowCounts()).toEqual(before);
   });
 
+  it("needs google-pay-merchant:create, read and delete, which only management applications hold", async () => {
+    const reader = (await createApplication(tenant, { type: "management", permissions: ["google-pay-merchant:read"] })).key;
+    expect((await call("GET", `/google-pay/merchant-registration/${merchantId}`, { key: reader })).status).toBe(200);
+    const refusedCreate = expectProblem(
+      await call("POST", "/google-pay/merchant-registration", { key: reader, body: { merchant_identifier: "x" } }),
+      403,
+    );
+    expect(refusedCreate.detail).toMatch(/google-pay-merchant:create/);
+    expect(expectProblem(await addKey(reader, merchantId, MERCHANT_PRIVATE_KEY_PKCS8_BASE64), 403).detail).toMatch(
+      /google-pay-merchant:create/,
+    );
+    const refusedDelete = expectProblem(await call("DELETE", `/google-pay/merchant-registration/${merchantId}`, { key: reader }), 403);
+    expect(refusedDelete.detail).toMatch(/google-pay-merchant:delete/);
+    for (const type of ["private", "public"]) {
+      const refused = await call("POST", "/applications", {
+        key: tenant.managementKey,
+        body: { name: "server", type, permissions: ["google-pay-merchant:read"] },
+      });
+      expectProblem(refused, 400);
+    }
+  });
+
   it("holds at most 5 keys per registration", async () => {
     const id = await registerMerchant(tenant.managementKey, "merchant-full");
     for (let i = 0; i < 5; i++) expect((await addKey(tenant.managementKey, id, MERCHANT_PRIVATE_KEY_PKCS8_BASE64)).status).toBe(201);
