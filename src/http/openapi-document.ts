@@ -59,7 +59,8 @@ export const OPENAPI_OBJECT = {
     },
     {
       name: "Google Pay",
-      description: "Google Pay tokens (ECv2) decrypted in the vault into token intents, for the merchants registered with their private keys.",
+      description:
+        "Google Pay tokens (ECv2) decrypted in the vault into token intents, for the merchants registered with their private keys.",
     },
     { name: "Audit log", description: "Who did what to which entity, in a hash chain that can be verified." },
     { name: "Operators", description: "The deployment operator's routes: tenants, their placement and their keys." },
