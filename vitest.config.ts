@@ -56,6 +56,18 @@ export default defineConfig({
           ROTATION_BATCH_SIZE: "5",
           // No rests between them: the tests check what a rotation does; its pace is the bench's (bench/keys.mjs).
           ROTATION_DUTY_CYCLE: "1",
+          // Google Pay's root signing keys: the ECv2 test key of Tink's published tests
+          // (test/wallets/tink-ecv2-vectors.ts), in force until 2100; tests sign tokens with its private key.
+          GOOGLE_PAY_ROOT_SIGNING_KEYS: JSON.stringify({
+            keys: [
+              {
+                keyValue:
+                  "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE/1+3HBVSbdv+j7NaArdgMyoSAM43yRydzqdg1TxodSzA96Dj4Mc1EiKroxxunavVIvdxGnJeFViTzFvzFRxyCw==",
+                protocolVersion: "ECv2",
+                keyExpiration: "4102444800000",
+              },
+            ],
+          }),
           TEST_MIGRATIONS: await readD1Migrations("./migrations"),
         },
         serviceBindings: { FAKE_NAMESPACE: { name: "fake-dispatch-namespace", entrypoint: "FakeNamespace" } },

@@ -8,6 +8,7 @@ import { consoleRoutes } from "./console/routes";
 import { detokenizeRoutes } from "./detokenization/routes";
 import { elementRoutes } from "./elements/routes";
 import { MethodNotAllowedError, NotFoundError } from "./errors";
+import { googlePayRoutes } from "./google-pay/routes";
 import type { AppEnv } from "./http/context";
 import { handleError, problemResponse } from "./http/errors";
 import { limitBody } from "./http/middleware";
@@ -89,6 +90,7 @@ export function buildApp() {
   api.route("/", logRoutes);
   api.route("/", webhookRoutes);
   api.route("/", clientKeyRoutes);
+  api.route("/", googlePayRoutes);
   api.route("/", tenantSelfRoutes);
   // Authentication counts every request against its key (src/auth/rate-limits.ts), refuses a public key's browser
   // calls from origins its application does not allow (403), and reads the caller's bookmark.

@@ -30,6 +30,10 @@ const flag = (fallback: "true" | "false" = "false") =>
 
 const positiveInteger = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
+const GooglePayRootKeysSchema = z.object({
+  keys: z.array(z.object({ keyValue: z.string(), protocolVersion: z.string(), keyExpiration: z.string().optional() })).max(20),
+});
+
 export const ConfigSchema = z.object({
   HEADER_PREFIX: z
     .string()
@@ -99,6 +103,33 @@ export const ConfigSchema = z.object({
    * least 0.05 (rests of 19 times the work): below it a rotation would barely move.
    */
   ROTATION_DUTY_CYCLE: z.coerce.number().min(0.05).max(1).default(0.25),
+  /**
+   * Google's root signing keys for Google Pay tokens, the JSON Google publishes (`{"keys": [{keyValue,
+   * protocolVersion, keyExpiration}]}`), set by the operator (docs/decisions.md, "Google Pay root signing
+   * keys"). Without it, POST /google-pay refuses every token.
+   */
+  GOOGLE_PAY_ROOT_SIGNING_KEYS: z
+    .string()
+    .default('{"keys":[]}')
+    .transform((value, context) => {
+      const parsed = GooglePayRootKeysSchema.safeParse(
+        (() => {
+          try {
+            return JSON.parse(value);
+          } catch {
+            return undefined;
+          }
+        })(),
+      );
+      if (!parsed.success) {
+        context.addIssue({
+          code: "custom",
+          message: 'must be the JSON Google publishes: {"keys": [{"keyValue", "protocolVersion", "keyExpiration"}]}',
+        });
+        return [];
+      }
+      return parsed.data.keys;
+    }),
   CLOUDFLARE_ACCOUNT_ID: z.string().optional(),
   CLOUDFLARE_API_TOKEN: z.string().optional(),
   CLOUDFLARE_API_BASE: z.url().default("https://api.cloudflare.com/client/v4"),

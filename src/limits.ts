@@ -194,3 +194,17 @@ export const CONSOLE_SESSIONS = {
   /** Live sessions of one application: a sign-in beyond them ends its oldest (the control database is every tenant's). */
   maxPerApplication: 20,
 };
+
+/** Google Pay (src/google-pay/; docs/api.md, "Google Pay"). */
+export const GOOGLE_PAY = {
+  /** Merchant registrations one tenant may hold. */
+  maxMerchantsPerTenant: 10,
+  /** Private keys one merchant registration may hold: enough to overlap a key rotation. */
+  maxKeysPerMerchant: 5,
+  /** A token's `signedMessage`: a card's encrypted message is well under 2 KiB. */
+  maxSignedMessageChars: 16 * KiB,
+  /** A token's `intermediateSigningKey.signedKey`. */
+  maxSignedKeyChars: 1 * KiB,
+  /** Signatures over the intermediate key each token may carry; each is checked against every root key. */
+  maxIntermediateSignatures: 4,
+} as const;

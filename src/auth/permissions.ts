@@ -28,19 +28,31 @@ export const MANAGEMENT_PERMISSIONS = [
   "keys:create",
   "keys:read",
   "keys:delete",
+  "google-pay-merchant:create",
+  "google-pay-merchant:read",
+  "google-pay-merchant:delete",
   "log:read",
   "tenant:read",
   "tenant:update",
 ] as const;
 
-export const PERMISSIONS = [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...MANAGEMENT_PERMISSIONS] as const;
+/** Google Pay tokens decrypted by the vault (src/google-pay/): a PAN_ONLY token becomes a token intent. */
+export const GOOGLE_PAY_PERMISSIONS = ["google-pay:create"] as const;
+
+export const PERMISSIONS = [
+  ...TOKEN_PERMISSIONS,
+  ...TOKEN_INTENT_PERMISSIONS,
+  "session:authorize",
+  ...MANAGEMENT_PERMISSIONS,
+  ...GOOGLE_PAY_PERMISSIONS,
+] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
 
 /** Which application types may hold each permission. */
 export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
-  public: ["token:create", "token:update", "token-intent:create"],
-  private: [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize"],
+  public: ["token:create", "token:update", "token-intent:create", ...GOOGLE_PAY_PERMISSIONS],
+  private: [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...GOOGLE_PAY_PERMISSIONS],
   management: MANAGEMENT_PERMISSIONS,
   expiring: TOKEN_PERMISSIONS,
 };
@@ -75,6 +87,10 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "keys:create": "Create client encryption keys (their public key is shown once)",
   "keys:read": "Read client encryption keys (never a public or private key)",
   "keys:delete": "Delete client encryption keys, destroying their private keys",
+  "google-pay-merchant:create": "Register Google Pay merchants and their private keys (never answered back)",
+  "google-pay-merchant:read": "Read Google Pay merchant registrations and their keys' fingerprints",
+  "google-pay-merchant:delete": "Delete Google Pay merchant registrations and their keys, destroying the private keys",
+  "google-pay:create": "Decrypt Google Pay tokens into token intents (POST /google-pay)",
   "log:read": "Read and verify the audit log",
   "tenant:read": "Read the caller's own tenant (GET /tenants/self)",
   "tenant:update": "Rename the caller's own tenant (PUT /tenants/self)",

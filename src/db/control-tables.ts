@@ -316,3 +316,40 @@ export const consoleSessions = sqliteTable(
     index("console_sessions_expires").on(table.expiresAt),
   ],
 );
+
+/**
+ * A tenant's Google Pay merchant registrations (src/google-pay/): the merchant id Google signs its
+ * tokens for (`merchant:<merchant_identifier>` is the recipient id POST /google-pay checks).
+ */
+export const googlePayMerchants = sqliteTable(
+  "google_pay_merchants",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    merchantIdentifier: text("merchant_identifier").notNull(),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [index("google_pay_merchants_tenant_created").on(table.tenantId, table.createdAt, table.id)],
+);
+
+/**
+ * A Google Pay merchant's private keys, the ECv2 recipient keys its tokens are encrypted to. Sealed
+ * under the tenant's data key like any tenant secret (crypto-shredding and rotation cover them) and
+ * never answered: only a fingerprint of the public key is shown.
+ */
+export const googlePayMerchantKeys = sqliteTable(
+  "google_pay_merchant_keys",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    merchantId: text("merchant_id").notNull(),
+    /** The private key (PKCS #8, base64), encrypted under the tenant key; never answered. */
+    privateKeyCiphertext: text("private_key_ciphertext").notNull(),
+    /** SHA-256 of the public key's uncompressed point, hex. */
+    fingerprint: text("fingerprint").notNull(),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [index("google_pay_merchant_keys_merchant").on(table.tenantId, table.merchantId, table.createdAt, table.id)],
+);

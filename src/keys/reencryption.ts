@@ -1,6 +1,7 @@
 import { privateKeyContext } from "../client-keys/service";
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
+import { merchantKeyContext } from "../google-pay/service";
 import { detokenizedContext, outcomeContext, sealingContext } from "../idempotency/service";
 import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";
 import { configurationContext as reactorConfigurationContext } from "../reactors/configuration";
@@ -49,6 +50,13 @@ const SEALED_COLUMNS: SealedColumn[] = [
     column: "private_key_ciphertext",
     key: ["id"],
     context: (row) => privateKeyContext(row.id!),
+  },
+  {
+    database: "control",
+    table: "google_pay_merchant_keys",
+    column: "private_key_ciphertext",
+    key: ["id"],
+    context: (row) => merchantKeyContext(row.id!),
   },
   {
     database: "data",

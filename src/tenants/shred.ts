@@ -22,6 +22,8 @@ const CONTROL_TABLES = [
   "reactor_formulas",
   "webhooks",
   "client_encryption_keys",
+  "google_pay_merchants",
+  "google_pay_merchant_keys",
 ];
 
 /** Tokens (with their index rows), then audit entries, one purge step deletes per tenant. */

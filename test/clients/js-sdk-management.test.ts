@@ -54,7 +54,12 @@ describe("the JS SDK managing the vault with HEADER_PREFIX=BT", () => {
 
   it("permissions.list filters by application type", async () => {
     const permissions = await management.permissions.list({ applicationType: "public" } as any);
-    expect(permissions.map((permission) => permission.type)).toEqual(["token:create", "token:update", "token-intent:create"]);
+    expect(permissions.map((permission) => permission.type)).toEqual([
+      "token:create",
+      "token:update",
+      "token-intent:create",
+      "google-pay:create",
+    ]);
   });
 
   it("proxies.patch succeeds (204) and the change reads back", async () => {

@@ -11,6 +11,7 @@ import { readReply } from "../support/reply.mjs";
 import { createIntent, INTENT_PERMISSIONS } from "../support/token-intents";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
 import { createWebhook, receiver } from "../support/webhooks";
+import { MERCHANT_PRIVATE_KEY_PKCS8_BASE64 } from "../wallets/tink-ecv2-vectors";
 
 /*
  * One security sweep over every operation of the served OpenAPI document: without a key the answer
@@ -48,6 +49,7 @@ const VALID_BODIES: Record<string, unknown> = {
   "POST /applications/{id}/keys": {},
   "POST /applications/{id}/regenerate": {},
   "PUT /webhooks/{id}": { name: "renamed", url: "https://example.com/hook", events: ["token.created"] },
+  "POST /google-pay/merchant-registration/{merchant_id}/certificates": { merchant_certificate_data: MERCHANT_PRIVATE_KEY_PKCS8_BASE64 },
 };
 
 /** Routes that need a key of one application type rather than a permission: the 403 names the type. */
@@ -102,6 +104,16 @@ beforeAll(async () => {
   const clientKey = await call("POST", "/keys", { key: owner.managementKey, body: {} });
   expect(clientKey.status, JSON.stringify(clientKey.body)).toBe(201);
   await createWebhook(owner, { url: receiver().url });
+  const merchant = await call("POST", "/google-pay/merchant-registration", {
+    key: owner.managementKey,
+    body: { merchant_identifier: "owned" },
+  });
+  expect(merchant.status, JSON.stringify(merchant.body)).toBe(201);
+  const merchantKey = await call("POST", `/google-pay/merchant-registration/${merchant.body.id}/certificates`, {
+    key: owner.managementKey,
+    body: { merchant_certificate_data: MERCHANT_PRIVATE_KEY_PKCS8_BASE64 },
+  });
+  expect(merchantKey.status, JSON.stringify(merchantKey.body)).toBe(201);
   proxyKey = proxy.key;
   ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
   ownerIds = {
@@ -115,6 +127,10 @@ beforeAll(async () => {
     requests: reaction.body.asyncReactorRequestId,
     webhooks: webhook.id,
     "client-keys": clientKey.body.id,
+    // Google Pay: a merchant registration is {id} after merchant-registration and {merchant_id} before its certificates.
+    "merchant-registration": merchant.body.id,
+    merchants: merchant.body.id,
+    certificates: merchantKey.body.id,
     proxy: "charges",
     tenants: owner.tenantId,
   };
@@ -278,6 +294,8 @@ describe("security sweep over every route of the OpenAPI document", () => {
     expect(stillThere.status).toBe(200);
     expect((await call("GET", `/token-intents/${ownerIds["token-intents"]}`, { key: intentReader })).status).toBe(200);
     expect((await call("GET", `/keys/${ownerIds["client-keys"]}`, { key: owner.managementKey })).status).toBe(200);
+    const ownersMerchantKey = `/google-pay/merchant-registration/${ownerIds.merchants}/certificates/${ownerIds.certificates}`;
+    expect((await call("GET", ownersMerchantKey, { key: owner.managementKey })).status).toBe(200);
   }, 60_000);
 
   it("answers 400 naming start to another tenant's cursor on every cursor-paged route, and shows nothing of the owner's", async () => {

@@ -5,6 +5,8 @@ import { verifyLog } from "../support/audit";
 import { callConfigured } from "../support/configured";
 import { dataDatabaseOf, keysOfTenant } from "../support/context";
 import { runCron } from "../support/cron";
+import { PAN_ONLY, paymentMessage, sealEcV2 } from "../support/google-pay";
+import { registerGooglePayMerchant } from "../support/google-pay-merchants";
 import { call, callRoute, createApplication, dumpDatabase, expectProblem } from "../support/harness";
 import { encryptJwe } from "../support/jwe";
 import { expectLoggedError } from "../support/logs";
@@ -73,6 +75,7 @@ describe("rotating a tenant's data keys", () => {
     const webhook = await createWebhook(tenant, { url: hook.url });
     const clientKey = await call("POST", "/keys", { key: tenant.managementKey, body: {} });
     expect(clientKey.status, JSON.stringify(clientKey.body)).toBe(201);
+    await registerGooglePayMerchant(tenant.managementKey, "rotated-merchant");
     const idempotent = { key: tenant.key, headers: { "SVC-IDEMPOTENCY-KEY": "before-rotation" } };
     const first = await call("POST", "/tokens", { ...idempotent, body: { type: "token", data: "idempotent-value" } });
     expect(first.status).toBe(201);
@@ -159,11 +162,12 @@ describe("rotating a tenant's data keys", () => {
     const sealedElsewhere = await env.DB.prepare(
       `SELECT key_ciphertext AS sealed FROM proxies WHERE tenant_id = ?1 UNION ALL SELECT configuration FROM proxies WHERE tenant_id = ?1
          UNION ALL SELECT configuration FROM reactors WHERE tenant_id = ?1 UNION ALL SELECT secret_ciphertext FROM webhooks WHERE tenant_id = ?1
-         UNION ALL SELECT private_key_ciphertext FROM client_encryption_keys WHERE tenant_id = ?1`,
+         UNION ALL SELECT private_key_ciphertext FROM client_encryption_keys WHERE tenant_id = ?1
+         UNION ALL SELECT private_key_ciphertext FROM google_pay_merchant_keys WHERE tenant_id = ?1`,
     )
       .bind(tenant.tenantId)
       .all<{ sealed: string }>();
-    expect(sealedElsewhere.results.map((row) => row.sealed.slice(0, 3))).toEqual(["v2.", "v2.", "v2.", "v2.", "v2."]);
+    expect(sealedElsewhere.results.map((row) => row.sealed.slice(0, 3))).toEqual(["v2.", "v2.", "v2.", "v2.", "v2.", "v2."]);
     // The stored answer, and the commit mark its token's batch sealed.
     const idempotency = await d1
       .prepare("SELECT response, outcome FROM idempotency_records WHERE tenant_id = ?")
@@ -184,6 +188,11 @@ describe("rotating a tenant's data keys", () => {
     const jwe = await encryptJwe(clientKey.body.public_key_pem, clientKey.body.id, "encrypted-after-rotation");
     const fromJwe = await createToken(tenant.key, { type: "token", data: jwe });
     expect((await call("GET", `/tokens/${fromJwe.id}`, { key: tenant.key })).body.data).toBe("encrypted-after-rotation");
+    // The Google Pay merchant's private key, re-encrypted, still decrypts a token.
+    const googlePayer = await createApplication(tenant, { type: "private", permissions: ["google-pay:create"] });
+    const token = sealEcV2(paymentMessage(PAN_ONLY), { recipientId: "merchant:rotated-merchant" });
+    const decrypted = await call("POST", "/google-pay", { key: googlePayer.key, body: { google_payment_data: token } });
+    expect(decrypted.status, decrypted.text).toBe(201);
     const replay = await call("POST", "/tokens", { ...idempotent, body: { type: "token", data: "idempotent-value" } });
     expect(replay.body).toEqual(first.body);
     const proxied = await invoke("POST", "", { proxyKey: proxy.key, apiKey: tenant.key, body: { ssn: `{{ ${seeded[0]!.id} }}` } });

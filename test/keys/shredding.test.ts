@@ -5,8 +5,10 @@ import { fromBase64 } from "../../src/crypto/encoding";
 import { Keyring } from "../../src/crypto/keyring";
 import { DataKeys, derivedMaterial, TenantKeys } from "../../src/crypto/tenant-keys";
 import { configOf } from "../../src/env";
+import { merchantKeyContext } from "../../src/google-pay/service";
 import { keysOfTenant } from "../support/context";
 import { runCron } from "../support/cron";
+import { registerGooglePayMerchant } from "../support/google-pay-merchants";
 import { call, expectProblem } from "../support/harness";
 import { createProxy } from "../support/proxies";
 import { createToken, SSN, seedTokenTenant, VISA } from "../support/tokens";
@@ -50,6 +52,10 @@ describe("crypto-shredding a tenant", () => {
     const sealedPrivateKey = await env.DB.prepare("SELECT private_key_ciphertext AS sealed FROM client_encryption_keys WHERE id = ?")
       .bind(clientKey.body.id)
       .first<{ sealed: string }>();
+    const googlePay = await registerGooglePayMerchant(doomed.managementKey, "doomed-merchant");
+    const sealedMerchantKey = await env.DB.prepare("SELECT private_key_ciphertext AS sealed FROM google_pay_merchant_keys WHERE id = ?")
+      .bind(googlePay.keyId)
+      .first<{ sealed: string }>();
     const kept = await createToken(other.key, { type: "card_number", data: VISA });
     const ciphertexts = await storedCiphertexts(doomed.tenantId);
     expect(ciphertexts).toHaveLength(2);
@@ -70,6 +76,8 @@ describe("crypto-shredding a tenant", () => {
       }
       const privateKey = sealedPrivateKey!.sealed.replace(/^v\d+\./, `v${keys.version}.`);
       await expect(candidate.decrypt(privateKey, privateKeyContext(clientKey.body.id))).rejects.toThrow();
+      const merchantKey = sealedMerchantKey!.sealed.replace(/^v\d+\./, `v${keys.version}.`);
+      await expect(candidate.decrypt(merchantKey, merchantKeyContext(googlePay.keyId))).rejects.toThrow();
     }
     // The client key's row goes with the keys, in the same batch.
     expect(
@@ -77,6 +85,12 @@ describe("crypto-shredding a tenant", () => {
     ).toEqual({
       n: 0,
     });
+    // So do its Google Pay merchant registrations and their keys.
+    for (const table of ["google_pay_merchants", "google_pay_merchant_keys"]) {
+      expect(await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = ?`).bind(doomed.tenantId).first(), table).toEqual({
+        n: 0,
+      });
+    }
     await expect(keysOfTenant(doomed.tenantId)).rejects.toThrow(/not found/);
     expectProblem(await call("GET", "/tokens", { key: doomed.key }), 401);
     expectProblem(await call("GET", "/applications", { key: doomed.managementKey }), 401);
