@@ -51,7 +51,8 @@ export const MAX_PLAINTEXT_DEPTH = MAX_JSON_DEPTH - 1;
  * Where data is not opened (token updates, token intents), a value that reads as a JWE is refused
  * rather than stored as its ciphertext's text (docs/decisions.md, "Client encryption keys").
  */
-export const JWE_NOT_OPENED_HERE = "is a JWE: encrypted data is accepted only by POST /tokens, POST /tokenize and a proxy call's encrypted header";
+export const JWE_NOT_OPENED_HERE =
+  "is a JWE: encrypted data is accepted only by POST /tokens, POST /tokenize and a proxy call's encrypted header";
 
 /** Why a JWE gave no data. */
 export const JWE_REFUSALS = {
