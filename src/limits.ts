@@ -192,3 +192,19 @@ export const CONSOLE_SESSIONS = {
   /** Live sessions of one application: a sign-in beyond them ends its oldest (the control database is every tenant's). */
   maxPerApplication: 20,
 };
+
+/** Apple Pay (src/apple-pay/; docs/decisions.md, "Apple Pay"). */
+export const APPLE_PAY = {
+  /** A token signed longer ago than this is refused: Apple's payment sheet hands it over at once. */
+  signingWindowPastMs: 5 * 60_000,
+  /** Nor one signed further ahead than this (clock skew between Apple and the vault). */
+  signingWindowFutureMs: 60_000,
+  /** Merchant registrations one tenant may hold. */
+  maxMerchantsPerTenant: 20,
+  /** Payment processing certificates one merchant registration may hold (old and new, while rotating). */
+  maxCertificatesPerMerchant: 5,
+  /** Longest `payment_processor_certificate_data` (base64 PEM of a certificate and its key), in characters. */
+  maxCertificateDataLength: 16_384,
+  /** Longest `paymentData.data` and `paymentData.signature`, in base64 characters. */
+  maxTokenFieldLength: 65_536,
+} as const;
