@@ -205,6 +205,8 @@ export const APPLE_PAY = {
   maxCertificatesPerMerchant: 5,
   /** Longest `payment_processor_certificate_data` (base64 PEM of a certificate and its key), in characters. */
   maxCertificateDataLength: 16_384,
+  /** Most iterations of a PKCS #12 file's key derivations (WebCrypto's PBKDF2 in Workers allows no more). */
+  maxPkcs12Iterations: 100_000,
   /** Longest `paymentData.data` and `paymentData.signature`, in base64 characters. */
   maxTokenFieldLength: 65_536,
 } as const;

@@ -24,11 +24,21 @@ export interface EcV1Token {
   header: { ephemeralPublicKey: string; publicKeyHash: string; transactionId: string; applicationData?: string };
 }
 
+/**
+ * The clock the signing-time window is read against: Date.now. Published tokens were signed years
+ * ago, so the tests, which run in the vault's isolate, move this clock (and only this one) to a
+ * token's signing time; no configuration, binding or request can (docs/decisions.md, "Apple Pay").
+ */
+export const signingClock = { now: (): number => Date.now() };
+
 /** Why a token was refused: said to the caller, and never about the key or the plaintext. */
 export class TokenRefusal extends Error {}
 
-/** WebCrypto for pkijs, once per isolate (it holds no request's state). */
-const engine = new pkijs.CryptoEngine({ name: "webcrypto", crypto });
+/**
+ * WebCrypto for pkijs, once per isolate (it holds no request's state). Its type lacks the Workers
+ * extension `timingSafeEqual` of SubtleCrypto, which pkijs never calls.
+ */
+export const pkiEngine = new pkijs.CryptoEngine({ name: "webcrypto", crypto }) as unknown as pkijs.ICryptoEngine;
 
 function asn1Of(der: Uint8Array, what: string): asn1js.AsnType {
   const parsed = asn1js.fromBER(der);
@@ -112,7 +122,7 @@ export async function verifySignature(token: EcV1Token, now: number): Promise<vo
   try {
     result = await signedData.verify(
       { signer: 0, data: signed.buffer, trustedCerts: [root], checkChain: true, checkDate: new Date(signingTime), extendedMode: true },
-      engine,
+      pkiEngine,
     );
   } catch {
     throw new TokenRefusal("signature does not verify under Apple Root CA - G3");
@@ -153,7 +163,9 @@ async function symmetricKeyOf(token: EcV1Token, privateKey: CryptoKey, merchantI
     if (error instanceof TokenRefusal) throw error;
     throw new TokenRefusal("header.ephemeralPublicKey is not a P-256 public key");
   }
-  const shared = new Uint8Array(await crypto.subtle.deriveBits({ name: "ECDH", public: ephemeral }, privateKey, 256));
+  // The Workers types name the member `$public`; WebCrypto (and workerd) read `public`.
+  const ecdh = { name: "ECDH", public: ephemeral } as unknown as SubtleCryptoDeriveKeyAlgorithm;
+  const shared = new Uint8Array(await crypto.subtle.deriveBits(ecdh, privateKey, 256));
   const otherInfo = concat(utf8.encode("\x0did-aes256-GCM"), utf8.encode("Apple"), merchantIdHash);
   const digest = await crypto.subtle.digest("SHA-256", concat(new Uint8Array([0, 0, 0, 1]), shared, otherInfo));
   return crypto.subtle.importKey("raw", digest, "AES-GCM", false, ["decrypt"]);
@@ -174,7 +186,7 @@ export async function decryptPaymentData(token: EcV1Token, privateKey: CryptoKey
     throw new TokenRefusal("data does not decrypt with the merchant's payment processing key");
   }
   try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(plaintext));
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(plaintext));
   } catch {
     throw new TokenRefusal("data does not decrypt to JSON");
   }

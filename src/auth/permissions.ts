@@ -8,6 +8,9 @@ export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", 
 /** Token intents (src/token-intents/): create with a public or private key; read and delete with a private one. */
 export const TOKEN_INTENT_PERMISSIONS = ["token-intent:create", "token-intent:read", "token-intent:delete"] as const;
 
+/** Apple Pay (src/apple-pay/): decrypting a token with a public or private key; its merchant configuration with a management one. */
+export const APPLE_PAY_PERMISSIONS = ["apple-pay:create"] as const;
+
 export const MANAGEMENT_PERMISSIONS = [
   "application:create",
   "application:read",
@@ -28,19 +31,26 @@ export const MANAGEMENT_PERMISSIONS = [
   "keys:create",
   "keys:read",
   "keys:delete",
+  "apple-pay:manage",
   "log:read",
   "tenant:read",
   "tenant:update",
 ] as const;
 
-export const PERMISSIONS = [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...MANAGEMENT_PERMISSIONS] as const;
+export const PERMISSIONS = [
+  ...TOKEN_PERMISSIONS,
+  ...TOKEN_INTENT_PERMISSIONS,
+  "session:authorize",
+  ...MANAGEMENT_PERMISSIONS,
+  ...APPLE_PAY_PERMISSIONS,
+] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
 
 /** Which application types may hold each permission. */
 export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
-  public: ["token:create", "token:update", "token-intent:create"],
-  private: [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize"],
+  public: ["token:create", "token:update", "token-intent:create", ...APPLE_PAY_PERMISSIONS],
+  private: [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...APPLE_PAY_PERMISSIONS],
   management: MANAGEMENT_PERMISSIONS,
   expiring: TOKEN_PERMISSIONS,
 };
@@ -75,6 +85,8 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "keys:create": "Create client encryption keys (their public key is shown once)",
   "keys:read": "Read client encryption keys (never a public or private key)",
   "keys:delete": "Delete client encryption keys, destroying their private keys",
+  "apple-pay:manage": "Register Apple Pay merchants and their payment processing certificates (never answered back)",
+  "apple-pay:create": "Decrypt Apple Pay payment tokens into card token intents (POST /apple-pay)",
   "log:read": "Read and verify the audit log",
   "tenant:read": "Read the caller's own tenant (GET /tenants/self)",
   "tenant:update": "Rename the caller's own tenant (PUT /tenants/self)",

@@ -22,6 +22,8 @@ const CONTROL_TABLES = [
   "reactor_formulas",
   "webhooks",
   "client_encryption_keys",
+  "apple_pay_merchants",
+  "apple_pay_certificates",
 ];
 
 /** Tokens (with their index rows), then audit entries, one purge step deletes per tenant. */
