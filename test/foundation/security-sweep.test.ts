@@ -11,6 +11,7 @@ import { readReply } from "../support/reply.mjs";
 import { createIntent, INTENT_PERMISSIONS } from "../support/token-intents";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
 import { createWebhook, receiver } from "../support/webhooks";
+import { GALA_PKCS12_BASE64 } from "../wallets/apple-pay-vector";
 
 /*
  * One security sweep over every operation of the served OpenAPI document: without a key the answer
@@ -48,6 +49,10 @@ const VALID_BODIES: Record<string, unknown> = {
   "POST /applications/{id}/keys": {},
   "POST /applications/{id}/regenerate": {},
   "PUT /webhooks/{id}": { name: "renamed", url: "https://example.com/hook", events: ["token.created"] },
+  "POST /apple-pay/merchant-registration/{merchantId}/certificates": {
+    payment_processor_certificate_data: GALA_PKCS12_BASE64,
+    payment_processor_certificate_password: "s3cret",
+  },
 };
 
 /** Routes that need a key of one application type rather than a permission: the 403 names the type. */
@@ -102,6 +107,12 @@ beforeAll(async () => {
   const clientKey = await call("POST", "/keys", { key: owner.managementKey, body: {} });
   expect(clientKey.status, JSON.stringify(clientKey.body)).toBe(201);
   await createWebhook(owner, { url: receiver().url });
+  const merchant = await call("POST", "/apple-pay/merchant-registration", { key: owner.managementKey, body: {} });
+  const certificates = await call("POST", `/apple-pay/merchant-registration/${merchant.body.id}/certificates`, {
+    key: owner.managementKey,
+    body: VALID_BODIES["POST /apple-pay/merchant-registration/{merchantId}/certificates"],
+  });
+  expect(certificates.status, JSON.stringify(certificates.body)).toBe(201);
   proxyKey = proxy.key;
   ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
   ownerIds = {
@@ -115,6 +126,9 @@ beforeAll(async () => {
     requests: reaction.body.asyncReactorRequestId,
     webhooks: webhook.id,
     "client-keys": clientKey.body.id,
+    "merchant-registration": merchant.body.id,
+    merchantId: merchant.body.id,
+    certificates: certificates.body.id,
     proxy: "charges",
     tenants: owner.tenantId,
   };
@@ -278,6 +292,8 @@ describe("security sweep over every route of the OpenAPI document", () => {
     expect(stillThere.status).toBe(200);
     expect((await call("GET", `/token-intents/${ownerIds["token-intents"]}`, { key: intentReader })).status).toBe(200);
     expect((await call("GET", `/keys/${ownerIds["client-keys"]}`, { key: owner.managementKey })).status).toBe(200);
+    const certificates = `/apple-pay/merchant-registration/${ownerIds.merchantId}/certificates/${ownerIds.certificates}`;
+    expect((await call("GET", certificates, { key: owner.managementKey })).status).toBe(200);
   }, 60_000);
 
   it("answers 400 naming start to another tenant's cursor on every cursor-paged route, and shows nothing of the owner's", async () => {

@@ -22,7 +22,7 @@ import { readReply } from "./reply.mjs";
  * fifth (the operator's keyring and the tenants' client encryption keys) when /keys pushed the last past it.
  */
 
-export const FUZZ_GROUPS = ["tokens", "applications", "management", "extensions", "keys"] as const;
+export const FUZZ_GROUPS = ["tokens", "applications", "management", "extensions", "keys", "wallets"] as const;
 export type FuzzGroup = (typeof FUZZ_GROUPS)[number];
 
 /**
@@ -36,6 +36,7 @@ export function fuzzGroupOf(operation: Pick<DocumentedOperation, "path">): FuzzG
   if (["applications", "sessions"].includes(segment)) return "applications";
   if (segment === "keys" || (segment === "operator" && segments[1] === "keys")) return "keys";
   if (["reactor-formulas", "reactors", "logs", "webhooks"].includes(segment)) return "extensions";
+  if (segment === "apple-pay") return "wallets";
   return "management";
 }
 
@@ -62,10 +63,14 @@ async function seedKeys(): Promise<void> {
       "token-intent:read",
       "token-intent:delete",
       "session:authorize",
+      "apple-pay:create",
     ],
   });
   // A public key reaches POST /sessions, which refuses every other type of key.
-  const page = await createApplication(tenant, { type: "public", permissions: ["token:create", "token-intent:create"] });
+  const page = await createApplication(tenant, {
+    type: "public",
+    permissions: ["token:create", "token-intent:create", "apple-pay:create"],
+  });
   keys = [tenant.managementKey, everything.key, page.key];
   sessionCookie = (await signIn(tenant.managementKey)).cookie;
 }
