@@ -40,7 +40,9 @@ describe("authentication", () => {
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "proxy:create", application_types: ["management"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "session:authorize", application_types: ["private"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "keys:create", application_types: ["management"] }));
-    expect(reply.body).toHaveLength(32);
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:manage", application_types: ["management"] }));
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:create", application_types: ["private", "public"] }));
+    expect(reply.body).toHaveLength(34);
   });
 });
 
