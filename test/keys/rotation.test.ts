@@ -1,7 +1,6 @@
 import { env } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { processingKeyContext } from "../../src/apple-pay/service";
 import { verifyLog } from "../support/audit";
 import { callConfigured } from "../support/configured";
 import { dataDatabaseOf, keysOfTenant } from "../support/context";
@@ -13,8 +12,6 @@ import { createProxy, invoke } from "../support/proxies";
 import { createFormula, createReactor, react } from "../support/reactors";
 import { createToken, patchToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
 import { createWebhook, receivedBy, receiver } from "../support/webhooks";
-import { registerApplePayCertificates } from "../wallets/apple-pay-merchant";
-import { GALA_PRIVATE_KEY_PEM } from "../wallets/apple-pay-vector";
 
 const ROUND_GAP_MS = 50;
 const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
@@ -76,7 +73,6 @@ describe("rotating a tenant's data keys", () => {
     const webhook = await createWebhook(tenant, { url: hook.url });
     const clientKey = await call("POST", "/keys", { key: tenant.managementKey, body: {} });
     expect(clientKey.status, JSON.stringify(clientKey.body)).toBe(201);
-    const applePayCertificates = await registerApplePayCertificates(tenant.managementKey);
     const idempotent = { key: tenant.key, headers: { "SVC-IDEMPOTENCY-KEY": "before-rotation" } };
     const first = await call("POST", "/tokens", { ...idempotent, body: { type: "token", data: "idempotent-value" } });
     expect(first.status).toBe(201);
@@ -163,17 +159,11 @@ describe("rotating a tenant's data keys", () => {
     const sealedElsewhere = await env.DB.prepare(
       `SELECT key_ciphertext AS sealed FROM proxies WHERE tenant_id = ?1 UNION ALL SELECT configuration FROM proxies WHERE tenant_id = ?1
          UNION ALL SELECT configuration FROM reactors WHERE tenant_id = ?1 UNION ALL SELECT secret_ciphertext FROM webhooks WHERE tenant_id = ?1
-         UNION ALL SELECT private_key_ciphertext FROM client_encryption_keys WHERE tenant_id = ?1
-         UNION ALL SELECT private_key_ciphertext FROM apple_pay_certificates WHERE tenant_id = ?1`,
+         UNION ALL SELECT private_key_ciphertext FROM client_encryption_keys WHERE tenant_id = ?1`,
     )
       .bind(tenant.tenantId)
       .all<{ sealed: string }>();
-    expect(sealedElsewhere.results.map((row) => row.sealed.slice(0, 3))).toEqual(["v2.", "v2.", "v2.", "v2.", "v2.", "v2."]);
-    // The Apple Pay processing key, re-sealed, is still the merchant's key.
-    const applePayKey = sealedElsewhere.results.at(-1)!.sealed;
-    expect(await (await keysOfTenant(tenant.tenantId)).decrypt(applePayKey, processingKeyContext(applePayCertificates.id))).toBe(
-      GALA_PRIVATE_KEY_PEM.replace(/-----[^-]+-----|\s/g, ""),
-    );
+    expect(sealedElsewhere.results.map((row) => row.sealed.slice(0, 3))).toEqual(["v2.", "v2.", "v2.", "v2.", "v2."]);
     // The stored answer, and the commit mark its token's batch sealed.
     const idempotency = await d1
       .prepare("SELECT response, outcome FROM idempotency_records WHERE tenant_id = ?")

@@ -153,6 +153,26 @@ describe("Apple Pay merchant configuration", () => {
     expect(await rowCounts()).toEqual(before);
   });
 
+  it("re-seals the processing key under the new version when the tenant's keys rotate, and still decrypts with it", async () => {
+    const { tenant, certificates, server } = await merchantTenant();
+    const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
+    const started = await call("POST", `/tenants/${tenant.tenantId}/rotation`, { headers: operator });
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    let status = started.body;
+    while (status.state !== "done") {
+      expect(status.last_error).toBeNull();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = (await call("GET", `/tenants/${tenant.tenantId}/rotation`, { headers: operator })).body;
+    }
+    const row = await env.DB.prepare("SELECT private_key_ciphertext FROM apple_pay_certificates WHERE id = ?")
+      .bind(certificates.id)
+      .first<{ private_key_ciphertext: string }>();
+    expect(row!.private_key_ciphertext).toMatch(/^v2\./);
+    expect((await keysOfTenant(tenant.tenantId)).heldVersions).toEqual([2]);
+    const decrypted = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: server.key, body: tokenWith() }));
+    expect(decrypted.status, JSON.stringify(decrypted.body)).toBe(201);
+  }, 30_000);
+
   it("deletes a certificate, and a merchant with its certificates: 204, then 404", async () => {
     const { tenant, merchant, certificates } = await merchantTenant();
     const path = `/apple-pay/merchant-registration/${merchant.id}/certificates/${certificates.id}`;
