@@ -370,7 +370,7 @@ describe("applications: POST /applications/{id}/regenerate", () => {
 
 describe("permissions: GET /permissions?application_type=", () => {
   it.each([
-    ["public", ["token:create", "token:update", "token-intent:create"]],
+    ["public", ["token:create", "token:update", "token-intent:create", "apple-pay:create"]],
     [
       "private",
       [
@@ -384,6 +384,7 @@ describe("permissions: GET /permissions?application_type=", () => {
         "token-intent:read",
         "token-intent:delete",
         "session:authorize",
+        "apple-pay:create",
       ],
     ],
     ["expiring", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
@@ -398,7 +399,7 @@ describe("permissions: GET /permissions?application_type=", () => {
   it("lists the management permissions for management", async () => {
     const tenant = await seedTenant();
     const reply = await call("GET", "/permissions?application_type=management", { key: tenant.managementKey });
-    expect(reply.body).toHaveLength(22);
+    expect(reply.body).toHaveLength(23);
     expect(reply.body[0]).toEqual({
       type: "application:create",
       description: "Create applications and their keys",
@@ -408,7 +409,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(32);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(34);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {
