@@ -207,6 +207,8 @@ export const APPLE_PAY = {
   maxCertificateDataLength: 16_384,
   /** Most iterations of a PKCS #12 file's key derivations (WebCrypto's PBKDF2 in Workers allows no more). */
   maxPkcs12Iterations: 100_000,
+  /** Certificates a token's signature may carry (Apple's carries its leaf and intermediate). */
+  maxSignatureCertificates: 3,
   /** Longest `paymentData.data` and `paymentData.signature`, in base64 characters. */
   maxTokenFieldLength: 65_536,
 } as const;

@@ -113,6 +113,10 @@ export async function verifySignature(token: EcV1Token, now: number): Promise<vo
     throw new TokenRefusal("signature is not CMS SignedData");
   }
   if (signedData.signerInfos.length !== 1) throw new TokenRefusal("signature must have exactly one signer");
+  // Apple's signature carries its leaf and intermediate; more would make chain building search among them.
+  if ((signedData.certificates?.length ?? 0) > APPLE_PAY.maxSignatureCertificates) {
+    throw new TokenRefusal(`signature carries more than ${APPLE_PAY.maxSignatureCertificates} certificates`);
+  }
   const signingTime = signingTimeOf(signedData.signerInfos[0]!);
   if (signingTime < now - APPLE_PAY.signingWindowPastMs || signingTime > now + APPLE_PAY.signingWindowFutureMs) {
     throw new TokenRefusal("signature's signing time is outside the accepted window");

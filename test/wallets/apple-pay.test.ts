@@ -1,4 +1,5 @@
 import { env } from "cloudflare:test";
+import * as pkijs from "pkijs";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { APPLE_ROOT_CA_G3 } from "../../src/apple-pay/apple-root";
 import { signingClock } from "../../src/apple-pay/ec-v1";
@@ -354,6 +355,22 @@ describe("POST /apple-pay: an EC_v1 token decrypted into a card token intent", (
     const refused = await call("POST", "/apple-pay", { key: without.key, body: tokenWith() });
     expect(expectProblem(refused, 403).detail).toMatch(/apple-pay:create/);
     expectProblem(await call("POST", "/apple-pay", { key: tenant.managementKey, body: tokenWith() }), 403);
+  });
+
+  it("refuses a signature carrying more certificates than Apple's chain before building any chain", async () => {
+    const { server } = await merchantTenant();
+    const info = pkijs.ContentInfo.fromBER(bytesOf(GALA_TOKEN.signature));
+    const signedData = new pkijs.SignedData({ schema: info.content });
+    const [leaf] = signedData.certificates!;
+    signedData.certificates!.push(leaf!, leaf!);
+    const stuffed = new pkijs.ContentInfo({ contentType: info.contentType, content: signedData.toSchema(true) });
+    const signature = b64Of(new Uint8Array(stuffed.toSchema().toBER(false)));
+    const before = await rowCounts();
+    const reply = await signedAgo(60_000, () =>
+      call("POST", "/apple-pay", { key: server.key, body: tokenWith({ ...GALA_TOKEN, signature }) }),
+    );
+    expect(expectProblem(reply, 400).errors?.["apple_payment_data.paymentData"]).toEqual(["signature carries more than 3 certificates"]);
+    expect(await rowCounts()).toEqual(before);
   });
 
   it("refuses RSA_v1 tokens and malformed fields with a 400", async () => {
