@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { applePayRoutes } from "./apple-pay/routes";
 import { applicationRoutes } from "./applications/routes";
 import { auditRequests } from "./audit/middleware";
 import { logRoutes } from "./audit/routes";
@@ -91,6 +92,7 @@ export function buildApp() {
   api.route("/", webhookRoutes);
   api.route("/", clientKeyRoutes);
   api.route("/", googlePayRoutes);
+  api.route("/", applePayRoutes);
   api.route("/", tenantSelfRoutes);
   // Authentication counts every request against its key (src/auth/rate-limits.ts), refuses a public key's browser
   // calls from origins its application does not allow (403), and reads the caller's bookmark.

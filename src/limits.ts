@@ -208,3 +208,23 @@ export const GOOGLE_PAY = {
   /** Signatures over the intermediate key each token may carry; each is checked against every root key. */
   maxIntermediateSignatures: 4,
 } as const;
+
+/** Apple Pay (src/apple-pay/; docs/decisions.md, "Apple Pay"). */
+export const APPLE_PAY = {
+  /** A token signed longer ago than this is refused: Apple's payment sheet hands it over at once. */
+  signingWindowPastMs: 5 * 60_000,
+  /** Nor one signed further ahead than this (clock skew between Apple and the vault). */
+  signingWindowFutureMs: 60_000,
+  /** Merchant registrations one tenant may hold. */
+  maxMerchantsPerTenant: 20,
+  /** Payment processing certificates one merchant registration may hold (old and new, while rotating). */
+  maxCertificatesPerMerchant: 5,
+  /** Longest `payment_processor_certificate_data` (base64 PEM of a certificate and its key), in characters. */
+  maxCertificateDataLength: 16_384,
+  /** Most iterations of a PKCS #12 file's key derivations (WebCrypto's PBKDF2 in Workers allows no more). */
+  maxPkcs12Iterations: 100_000,
+  /** Certificates a token's signature may carry (Apple's carries its leaf and intermediate). */
+  maxSignatureCertificates: 3,
+  /** Longest `paymentData.data` and `paymentData.signature`, in base64 characters. */
+  maxTokenFieldLength: 65_536,
+} as const;

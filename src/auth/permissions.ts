@@ -8,6 +8,9 @@ export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", 
 /** Token intents (src/token-intents/): create with a public or private key; read and delete with a private one. */
 export const TOKEN_INTENT_PERMISSIONS = ["token-intent:create", "token-intent:read", "token-intent:delete"] as const;
 
+/** Apple Pay (src/apple-pay/): decrypting a token with a public or private key; its merchant configuration with a management one. */
+export const APPLE_PAY_PERMISSIONS = ["apple-pay:create"] as const;
+
 export const MANAGEMENT_PERMISSIONS = [
   "application:create",
   "application:read",
@@ -31,6 +34,7 @@ export const MANAGEMENT_PERMISSIONS = [
   "google-pay-merchant:create",
   "google-pay-merchant:read",
   "google-pay-merchant:delete",
+  "apple-pay:manage",
   "log:read",
   "tenant:read",
   "tenant:update",
@@ -45,14 +49,15 @@ export const PERMISSIONS = [
   "session:authorize",
   ...MANAGEMENT_PERMISSIONS,
   ...GOOGLE_PAY_PERMISSIONS,
+  ...APPLE_PAY_PERMISSIONS,
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
 
 /** Which application types may hold each permission. */
 export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
-  public: ["token:create", "token:update", "token-intent:create", ...GOOGLE_PAY_PERMISSIONS],
-  private: [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...GOOGLE_PAY_PERMISSIONS],
+  public: ["token:create", "token:update", "token-intent:create", ...GOOGLE_PAY_PERMISSIONS, ...APPLE_PAY_PERMISSIONS],
+  private: [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...GOOGLE_PAY_PERMISSIONS, ...APPLE_PAY_PERMISSIONS],
   management: MANAGEMENT_PERMISSIONS,
   expiring: TOKEN_PERMISSIONS,
 };
@@ -91,6 +96,8 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "google-pay-merchant:read": "Read Google Pay merchant registrations and their keys' fingerprints",
   "google-pay-merchant:delete": "Delete Google Pay merchant registrations and their keys, destroying the private keys",
   "google-pay:create": "Decrypt Google Pay tokens into token intents (POST /google-pay)",
+  "apple-pay:manage": "Register Apple Pay merchants and their payment processing certificates (never answered back)",
+  "apple-pay:create": "Decrypt Apple Pay payment tokens into card token intents (POST /apple-pay)",
   "log:read": "Read and verify the audit log",
   "tenant:read": "Read the caller's own tenant (GET /tenants/self)",
   "tenant:update": "Rename the caller's own tenant (PUT /tenants/self)",

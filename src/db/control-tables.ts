@@ -353,3 +353,50 @@ export const googlePayMerchantKeys = sqliteTable(
   },
   (table) => [index("google_pay_merchant_keys_merchant").on(table.tenantId, table.merchantId, table.createdAt, table.id)],
 );
+
+/**
+ * A tenant's Apple Pay merchant registrations (src/apple-pay/): a merchant identifier, under which
+ * payment processing certificates are registered.
+ */
+export const applePayMerchants = sqliteTable(
+  "apple_pay_merchants",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    merchantIdentifier: text("merchant_identifier").notNull(),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [index("apple_pay_merchants_tenant_created").on(table.tenantId, table.createdAt, table.id)],
+);
+
+/**
+ * A merchant registration's payment processing certificates: the certificate Apple issued (public)
+ * and its private key, sealed under the tenant's data key, so crypto-shredding and rotation cover it
+ * like any tenant secret. The key is never answered.
+ */
+export const applePayCertificates = sqliteTable(
+  "apple_pay_certificates",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    merchantRegistrationId: text("merchant_registration_id").notNull(),
+    domain: text("domain"),
+    /** The certificate, DER in base64. */
+    certificate: text("certificate").notNull(),
+    /** SHA-256 of the certificate's public key (base64): the `publicKeyHash` of tokens encrypted to it. */
+    publicKeyHash: text("public_key_hash").notNull(),
+    /** SHA-256 of the certificate (hex). */
+    fingerprint: text("fingerprint").notNull(),
+    /** The private key (PKCS #8, base64), encrypted under the tenant key; never answered. */
+    privateKeyCiphertext: text("private_key_ciphertext").notNull(),
+    /** The certificate's notAfter. */
+    expiresAt: integer("expires_at").notNull(),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [
+    index("apple_pay_certificates_tenant_merchant").on(table.tenantId, table.merchantRegistrationId),
+    index("apple_pay_certificates_tenant_key_hash").on(table.tenantId, table.publicKeyHash),
+  ],
+);

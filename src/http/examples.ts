@@ -21,6 +21,8 @@ export const EXAMPLE_IDS = {
   webhook: "c5d6e7f8-a9b0-4c1d-8e2f-3a4b5c6d7e8f",
   clientKey: "b1e2c3d4-5678-4234-9abc-def012345678",
   log: "d7e8f9a0-b1c2-4d3e-9f4a-5b6c7d8e9f0a",
+  applePayMerchant: "3a6f1c2e-8d4b-4e7a-9b1c-5d2e8f4a6b0c",
+  applePayCertificates: "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
 } as const;
 
 export const EXAMPLE_TIME = "2026-11-23T12:00:00.000Z";

@@ -62,6 +62,10 @@ export const OPENAPI_OBJECT = {
       description:
         "Google Pay tokens (ECv2) decrypted in the vault into token intents, for the merchants registered with their private keys.",
     },
+    {
+      name: "Apple Pay",
+      description: "Apple Pay merchants, their payment processing certificates, and EC_v1 payment tokens decrypted into token intents.",
+    },
     { name: "Audit log", description: "Who did what to which entity, in a hash chain that can be verified." },
     { name: "Operators", description: "The deployment operator's routes: tenants, their placement and their keys." },
     { name: "Status", description: "Whether the vault answers, for clients and monitors: no key needed." },

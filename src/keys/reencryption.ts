@@ -1,3 +1,4 @@
+import { processingKeyContext } from "../apple-pay/service";
 import { privateKeyContext } from "../client-keys/service";
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
@@ -57,6 +58,13 @@ const SEALED_COLUMNS: SealedColumn[] = [
     column: "private_key_ciphertext",
     key: ["id"],
     context: (row) => merchantKeyContext(row.id!),
+  },
+  {
+    database: "control",
+    table: "apple_pay_certificates",
+    column: "private_key_ciphertext",
+    key: ["id"],
+    context: (row) => processingKeyContext(row.id!),
   },
   {
     database: "data",

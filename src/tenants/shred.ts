@@ -24,6 +24,8 @@ const CONTROL_TABLES = [
   "client_encryption_keys",
   "google_pay_merchants",
   "google_pay_merchant_keys",
+  "apple_pay_merchants",
+  "apple_pay_certificates",
 ];
 
 /** Tokens (with their index rows), then audit entries, one purge step deletes per tenant. */

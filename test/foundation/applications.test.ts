@@ -370,7 +370,7 @@ describe("applications: POST /applications/{id}/regenerate", () => {
 
 describe("permissions: GET /permissions?application_type=", () => {
   it.each([
-    ["public", ["token:create", "token:update", "token-intent:create", "google-pay:create"]],
+    ["public", ["token:create", "token:update", "token-intent:create", "google-pay:create", "apple-pay:create"]],
     [
       "private",
       [
@@ -385,6 +385,7 @@ describe("permissions: GET /permissions?application_type=", () => {
         "token-intent:delete",
         "session:authorize",
         "google-pay:create",
+        "apple-pay:create",
       ],
     ],
     ["expiring", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
@@ -399,7 +400,7 @@ describe("permissions: GET /permissions?application_type=", () => {
   it("lists the management permissions for management", async () => {
     const tenant = await seedTenant();
     const reply = await call("GET", "/permissions?application_type=management", { key: tenant.managementKey });
-    expect(reply.body).toHaveLength(25);
+    expect(reply.body).toHaveLength(26);
     expect(reply.body[0]).toEqual({
       type: "application:create",
       description: "Create applications and their keys",
@@ -409,7 +410,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(36);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(38);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {

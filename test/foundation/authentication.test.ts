@@ -42,7 +42,9 @@ describe("authentication", () => {
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "keys:create", application_types: ["management"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "google-pay:create", application_types: ["private", "public"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "google-pay-merchant:create", application_types: ["management"] }));
-    expect(reply.body).toHaveLength(36);
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:manage", application_types: ["management"] }));
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:create", application_types: ["private", "public"] }));
+    expect(reply.body).toHaveLength(38);
   });
 });
 

@@ -11,6 +11,7 @@ import { readReply } from "../support/reply.mjs";
 import { createIntent, INTENT_PERMISSIONS } from "../support/token-intents";
 import { createToken, seedTokenTenant, type TokenTenant } from "../support/tokens";
 import { createWebhook, receiver } from "../support/webhooks";
+import { GALA_PKCS12_BASE64 } from "../wallets/apple-pay-vector";
 import { MERCHANT_PRIVATE_KEY_PKCS8_BASE64 } from "../wallets/tink-ecv2-vectors";
 
 /*
@@ -50,6 +51,10 @@ const VALID_BODIES: Record<string, unknown> = {
   "POST /applications/{id}/regenerate": {},
   "PUT /webhooks/{id}": { name: "renamed", url: "https://example.com/hook", events: ["token.created"] },
   "POST /google-pay/merchant-registration/{merchant_id}/certificates": { merchant_certificate_data: MERCHANT_PRIVATE_KEY_PKCS8_BASE64 },
+  "POST /apple-pay/merchant-registration/{merchantId}/certificates": {
+    payment_processor_certificate_data: GALA_PKCS12_BASE64,
+    payment_processor_certificate_password: "s3cret",
+  },
 };
 
 /** Routes that need a key of one application type rather than a permission: the 403 names the type. */
@@ -114,6 +119,12 @@ beforeAll(async () => {
     body: { merchant_certificate_data: MERCHANT_PRIVATE_KEY_PKCS8_BASE64 },
   });
   expect(merchantKey.status, JSON.stringify(merchantKey.body)).toBe(201);
+  const appleMerchant = await call("POST", "/apple-pay/merchant-registration", { key: owner.managementKey, body: {} });
+  const certificates = await call("POST", `/apple-pay/merchant-registration/${appleMerchant.body.id}/certificates`, {
+    key: owner.managementKey,
+    body: VALID_BODIES["POST /apple-pay/merchant-registration/{merchantId}/certificates"],
+  });
+  expect(certificates.status, JSON.stringify(certificates.body)).toBe(201);
   proxyKey = proxy.key;
   ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
   ownerIds = {
@@ -127,10 +138,15 @@ beforeAll(async () => {
     requests: reaction.body.asyncReactorRequestId,
     webhooks: webhook.id,
     "client-keys": clientKey.body.id,
+    // The wallets' ids are looked up under the wallet first (ownedPath): "google-pay/certificates".
     // Google Pay: a merchant registration is {id} after merchant-registration and {merchant_id} before its certificates.
-    "merchant-registration": merchant.body.id,
-    merchants: merchant.body.id,
-    certificates: merchantKey.body.id,
+    "google-pay/merchant-registration": merchant.body.id,
+    "google-pay/merchants": merchant.body.id,
+    "google-pay/certificates": merchantKey.body.id,
+    // Apple Pay: {id} after merchant-registration, {merchantId} before its certificates.
+    "apple-pay/merchant-registration": appleMerchant.body.id,
+    "apple-pay/merchantId": appleMerchant.body.id,
+    "apple-pay/certificates": certificates.body.id,
     proxy: "charges",
     tenants: owner.tenantId,
   };
@@ -158,7 +174,7 @@ function ownedPath(path: string): string {
         : segment === "{id}" || segment === "{path}"
           ? segments[index - 1]!
           : segment.slice(1, -1).replace(/_id$/, "s");
-      const id = ownerIds[collection];
+      const id = ownerIds[`${segments[1]}/${collection}`] ?? ownerIds[collection];
       if (!id) throw new Error(`the sweep has no owned id for ${segment} in ${path}: add one in beforeAll`);
       return encodeURIComponent(id);
     })
@@ -294,8 +310,10 @@ describe("security sweep over every route of the OpenAPI document", () => {
     expect(stillThere.status).toBe(200);
     expect((await call("GET", `/token-intents/${ownerIds["token-intents"]}`, { key: intentReader })).status).toBe(200);
     expect((await call("GET", `/keys/${ownerIds["client-keys"]}`, { key: owner.managementKey })).status).toBe(200);
-    const ownersMerchantKey = `/google-pay/merchant-registration/${ownerIds.merchants}/certificates/${ownerIds.certificates}`;
+    const ownersMerchantKey = `/google-pay/merchant-registration/${ownerIds["google-pay/merchants"]}/certificates/${ownerIds["google-pay/certificates"]}`;
     expect((await call("GET", ownersMerchantKey, { key: owner.managementKey })).status).toBe(200);
+    const ownersCertificates = `/apple-pay/merchant-registration/${ownerIds["apple-pay/merchantId"]}/certificates/${ownerIds["apple-pay/certificates"]}`;
+    expect((await call("GET", ownersCertificates, { key: owner.managementKey })).status).toBe(200);
   }, 60_000);
 
   it("answers 400 naming start to another tenant's cursor on every cursor-paged route, and shows nothing of the owner's", async () => {

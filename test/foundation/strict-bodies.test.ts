@@ -47,6 +47,7 @@ beforeAll(async () => {
       "token:use",
       "token-intent:create",
       "session:authorize",
+      "apple-pay:create",
     ],
   });
   keys = [tenant.managementKey, tokens.key];

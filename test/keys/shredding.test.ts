@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { processingKeyContext } from "../../src/apple-pay/service";
 import { privateKeyContext } from "../../src/client-keys/service";
 import { fromBase64 } from "../../src/crypto/encoding";
 import { Keyring } from "../../src/crypto/keyring";
@@ -12,6 +13,7 @@ import { registerGooglePayMerchant } from "../support/google-pay-merchants";
 import { call, expectProblem } from "../support/harness";
 import { createProxy } from "../support/proxies";
 import { createToken, SSN, seedTokenTenant, VISA } from "../support/tokens";
+import { registerApplePayCertificates } from "../wallets/apple-pay-merchant";
 
 const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
 
@@ -56,6 +58,10 @@ describe("crypto-shredding a tenant", () => {
     const sealedMerchantKey = await env.DB.prepare("SELECT private_key_ciphertext AS sealed FROM google_pay_merchant_keys WHERE id = ?")
       .bind(googlePay.keyId)
       .first<{ sealed: string }>();
+    const applePayCertificates = await registerApplePayCertificates(doomed.managementKey);
+    const sealedProcessingKey = await env.DB.prepare("SELECT private_key_ciphertext AS sealed FROM apple_pay_certificates WHERE id = ?")
+      .bind(applePayCertificates.id)
+      .first<{ sealed: string }>();
     const kept = await createToken(other.key, { type: "card_number", data: VISA });
     const ciphertexts = await storedCiphertexts(doomed.tenantId);
     expect(ciphertexts).toHaveLength(2);
@@ -78,6 +84,14 @@ describe("crypto-shredding a tenant", () => {
       await expect(candidate.decrypt(privateKey, privateKeyContext(clientKey.body.id))).rejects.toThrow();
       const merchantKey = sealedMerchantKey!.sealed.replace(/^v\d+\./, `v${keys.version}.`);
       await expect(candidate.decrypt(merchantKey, merchantKeyContext(googlePay.keyId))).rejects.toThrow();
+      const processingKey = sealedProcessingKey!.sealed.replace(/^v\d+\./, `v${keys.version}.`);
+      await expect(candidate.decrypt(processingKey, processingKeyContext(applePayCertificates.id))).rejects.toThrow();
+    }
+    // The Apple Pay merchants and certificates go with the keys, in the same batch.
+    for (const table of ["apple_pay_merchants", "apple_pay_certificates"]) {
+      expect(await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = ?`).bind(doomed.tenantId).first()).toEqual({
+        n: 0,
+      });
     }
     // The client key's row goes with the keys, in the same batch.
     expect(

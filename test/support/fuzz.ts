@@ -64,10 +64,14 @@ async function seedKeys(): Promise<void> {
       "token-intent:delete",
       "session:authorize",
       "google-pay:create",
+      "apple-pay:create",
     ],
   });
   // A public key reaches POST /sessions, which refuses every other type of key.
-  const page = await createApplication(tenant, { type: "public", permissions: ["token:create", "token-intent:create"] });
+  const page = await createApplication(tenant, {
+    type: "public",
+    permissions: ["token:create", "token-intent:create", "apple-pay:create"],
+  });
   keys = [tenant.managementKey, everything.key, page.key];
   sessionCookie = (await signIn(tenant.managementKey)).cookie;
 }

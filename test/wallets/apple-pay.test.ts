@@ -1,0 +1,387 @@
+import { env } from "cloudflare:test";
+import * as pkijs from "pkijs";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { APPLE_ROOT_CA_G3 } from "../../src/apple-pay/apple-root";
+import { signingClock } from "../../src/apple-pay/ec-v1";
+import { processingKeyContext } from "../../src/apple-pay/service";
+import { sealingContext } from "../../src/token-intents/presentation";
+import { dataDatabaseOf, keysOfTenant } from "../support/context";
+import { call, createApplication, dumpDatabase, expectProblem, rowCounts, seedTenant, type Tenant } from "../support/harness";
+import {
+  GALA_CERTIFICATE_PEM,
+  GALA_LEGACY_PKCS12_BASE64,
+  GALA_PKCS12_BASE64,
+  GALA_PRIVATE_KEY_PEM,
+  GALA_SIGNED_AT,
+  GALA_SLOW_PKCS12_BASE64,
+  GALA_TOKEN,
+} from "./apple-pay-vector";
+
+/*
+ * Apple Pay over HTTP. The published token (apple-pay-vector.ts) was signed in 2021, and the vault
+ * accepts a signature at most 5 minutes old: the tests that decrypt it move the clock the window is
+ * read against (signingClock, in this isolate, which is the vault's) near the signing time. Nothing
+ * else sees the moved clock, and production has no such knob (docs/decisions.md, "Apple Pay").
+ */
+
+const base64 = (text: string) => btoa(text);
+const bytesOf = (b64: string) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+const b64Of = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
+const hexOf = (bytes: ArrayBuffer) => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+/** The base64 text with one byte of what it encodes flipped. */
+function flipped(b64: string, at: number): string {
+  const bytes = bytesOf(b64);
+  bytes[at]! ^= 0x01;
+  return b64Of(bytes);
+}
+
+function tokenWith(paymentData: object = GALA_TOKEN) {
+  return { apple_payment_data: { paymentData, transactionIdentifier: GALA_TOKEN.header.transactionId.toUpperCase() } };
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** Runs `request` with the signing-time window read `offsetMs` after the token's signing time. */
+async function signedAgo<T>(offsetMs: number, request: () => Promise<T>): Promise<T> {
+  const clock = vi.spyOn(signingClock, "now").mockReturnValue(GALA_SIGNED_AT + offsetMs);
+  try {
+    return await request();
+  } finally {
+    clock.mockRestore();
+  }
+}
+
+async function registerMerchant(tenant: Tenant, body: object = { merchant_identifier: "merchant.test.spreedly.123merchant" }) {
+  const reply = await call("POST", "/apple-pay/merchant-registration", { key: tenant.managementKey, body });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  return reply.body;
+}
+
+async function registerCertificates(tenant: Tenant, merchantId: string, data = GALA_PKCS12_BASE64, password = "s3cret") {
+  return call("POST", `/apple-pay/merchant-registration/${merchantId}/certificates`, {
+    key: tenant.managementKey,
+    body: { payment_processor_certificate_data: data, payment_processor_certificate_password: password, domain: "shop.example.com" },
+  });
+}
+
+/** A tenant with gala's merchant registered, and a private key that may decrypt and sees cards revealed. */
+async function merchantTenant() {
+  const tenant = await seedTenant();
+  const merchant = await registerMerchant(tenant);
+  const certificates = await registerCertificates(tenant, merchant.id);
+  expect(certificates.status, JSON.stringify(certificates.body)).toBe(201);
+  const server = await createApplication(tenant, {
+    type: "private",
+    rules: [{ priority: 1, container: "/", transform: "reveal", permissions: ["token:create", "apple-pay:create"] }],
+  });
+  return { tenant, merchant, certificates: certificates.body, server };
+}
+
+describe("Apple Pay merchant configuration", () => {
+  it("embeds Apple Root CA - G3: its SHA-256 fingerprint is the one Apple publishes", async () => {
+    expect(hexOf(await crypto.subtle.digest("SHA-256", APPLE_ROOT_CA_G3 as Uint8Array<ArrayBuffer>)).toUpperCase()).toBe(
+      "63343ABFB89A6A03EBB57E9B3F5FA7BE7C4F5C756F3017B3A8C488C3653E9179",
+    );
+  });
+
+  it("registers a merchant and a PKCS #12 certificate, answering the certificate's facts and never its key", async () => {
+    const tenant = await seedTenant();
+    const merchant = await registerMerchant(tenant);
+    expect(merchant).toMatchObject({ tenant_id: tenant.tenantId, merchant_identifier: "merchant.test.spreedly.123merchant" });
+    expect((await call("GET", `/apple-pay/merchant-registration/${merchant.id}`, { key: tenant.managementKey })).body).toEqual(merchant);
+
+    const created = await registerCertificates(tenant, merchant.id);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toEqual({
+      id: expect.any(String),
+      tenant_id: tenant.tenantId,
+      merchant_registration_id: merchant.id,
+      domain: "shop.example.com",
+      payment_processor_certificate_expiration_date: "2023-09-30T14:15:08.000Z",
+      payment_processor_certificate_fingerprint: "57b44f751d2acdd7fe81e498fec1ccd6769d55391793c072594bed196f4dad84",
+      created_by: tenant.managementApplicationId,
+      created_at: expect.any(String),
+    });
+    const read = await call("GET", `/apple-pay/merchant-registration/${merchant.id}/certificates/${created.body.id}`, {
+      key: tenant.managementKey,
+    });
+    expect(read.body).toEqual(created.body);
+  });
+
+  it("keeps the private key only sealed under the tenant's data key, under the certificate's own context", async () => {
+    const { tenant, certificates } = await merchantTenant();
+    const row = await env.DB.prepare("SELECT * FROM apple_pay_certificates WHERE id = ?")
+      .bind(certificates.id)
+      .first<Record<string, string>>();
+    expect(row!.private_key_ciphertext).toMatch(/^v\d+\./);
+    const keys = await keysOfTenant(tenant.tenantId);
+    const pkcs8 = await keys.decrypt(row!.private_key_ciphertext!, processingKeyContext(certificates.id));
+    expect(pkcs8).toBe(GALA_PRIVATE_KEY_PEM.replace(/-----[^-]+-----|\s/g, ""));
+    await expect(keys.decrypt(row!.private_key_ciphertext!, processingKeyContext(crypto.randomUUID()))).rejects.toThrow();
+    expect(await dumpDatabase()).not.toContain(pkcs8);
+  });
+
+  it("takes PEM text with the certificate and a PKCS #8 key", async () => {
+    const tenant = await seedTenant();
+    const merchant = await registerMerchant(tenant);
+    const reply = await registerCertificates(tenant, merchant.id, base64(GALA_CERTIFICATE_PEM + GALA_PRIVATE_KEY_PEM), "");
+    expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  });
+
+  it("refuses, with a 400 and nothing stored, credentials it cannot use", async () => {
+    const tenant = await seedTenant();
+    const merchant = await registerMerchant(tenant);
+    const stranger = (await crypto.subtle.generateKey({ name: "ECDH", namedCurve: "P-256" }, true, ["deriveBits"])) as CryptoKeyPair;
+    const strangerPem = `-----BEGIN PRIVATE KEY-----\n${b64Of(new Uint8Array((await crypto.subtle.exportKey("pkcs8", stranger.privateKey)) as ArrayBuffer))}\n-----END PRIVATE KEY-----\n`;
+    const rootPem = `-----BEGIN CERTIFICATE-----\n${b64Of(APPLE_ROOT_CA_G3)}\n-----END CERTIFICATE-----\n`;
+    const before = await rowCounts();
+    const cases: [string, string, RegExp][] = [
+      [GALA_PKCS12_BASE64, "wrong", /does not open with this password/],
+      [GALA_LEGACY_PKCS12_BASE64, "s3cret", /legacy cipher/],
+      [GALA_SLOW_PKCS12_BASE64, "s3cret", /more than 100000 iterations/],
+      [base64(GALA_CERTIFICATE_PEM + strangerPem), "", /not the certificate's/],
+      [base64(rootPem + strangerPem), "", /merchant id extension/],
+      [base64(GALA_CERTIFICATE_PEM), "", /no PRIVATE KEY/],
+      [base64("not a certificate"), "", /neither PEM text nor a PKCS #12 file/],
+    ];
+    for (const [data, password, message] of cases) {
+      const problem = expectProblem(await registerCertificates(tenant, merchant.id, data, password), 400);
+      expect(problem.errors?.payment_processor_certificate_data?.[0]).toMatch(message);
+    }
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it("re-seals the processing key under the new version when the tenant's keys rotate, and still decrypts with it", async () => {
+    const { tenant, certificates, server } = await merchantTenant();
+    const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
+    const started = await call("POST", `/tenants/${tenant.tenantId}/rotation`, { headers: operator });
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    let status = started.body;
+    while (status.state !== "done") {
+      expect(status.last_error).toBeNull();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = (await call("GET", `/tenants/${tenant.tenantId}/rotation`, { headers: operator })).body;
+    }
+    const row = await env.DB.prepare("SELECT private_key_ciphertext FROM apple_pay_certificates WHERE id = ?")
+      .bind(certificates.id)
+      .first<{ private_key_ciphertext: string }>();
+    expect(row!.private_key_ciphertext).toMatch(/^v2\./);
+    expect((await keysOfTenant(tenant.tenantId)).heldVersions).toEqual([2]);
+    const decrypted = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: server.key, body: tokenWith() }));
+    expect(decrypted.status, JSON.stringify(decrypted.body)).toBe(201);
+  }, 30_000);
+
+  it("deletes a certificate, and a merchant with its certificates: 204, then 404", async () => {
+    const { tenant, merchant, certificates } = await merchantTenant();
+    const path = `/apple-pay/merchant-registration/${merchant.id}/certificates/${certificates.id}`;
+    expect((await call("DELETE", path, { key: tenant.managementKey })).status).toBe(204);
+    expectProblem(await call("GET", path, { key: tenant.managementKey }), 404);
+    const again = await registerCertificates(tenant, merchant.id);
+    expect((await call("DELETE", `/apple-pay/merchant-registration/${merchant.id}`, { key: tenant.managementKey })).status).toBe(204);
+    expectProblem(await call("GET", `/apple-pay/merchant-registration/${merchant.id}`, { key: tenant.managementKey }), 404);
+    const row = await env.DB.prepare("SELECT id FROM apple_pay_certificates WHERE id = ?").bind(again.body.id).first();
+    expect(row).toBeNull();
+    expectProblem(await registerCertificates(tenant, merchant.id), 404);
+  });
+
+  it("answers 404 to another tenant's merchant and certificates, and leaves them in place", async () => {
+    const { tenant, merchant, certificates } = await merchantTenant();
+    const intruder = await seedTenant();
+    const certificatePath = `/apple-pay/merchant-registration/${merchant.id}/certificates/${certificates.id}`;
+    expectProblem(await call("GET", `/apple-pay/merchant-registration/${merchant.id}`, { key: intruder.managementKey }), 404);
+    expectProblem(await call("DELETE", `/apple-pay/merchant-registration/${merchant.id}`, { key: intruder.managementKey }), 404);
+    expectProblem(await call("GET", certificatePath, { key: intruder.managementKey }), 404);
+    expectProblem(await call("DELETE", certificatePath, { key: intruder.managementKey }), 404);
+    expectProblem(await registerCertificates(intruder, merchant.id), 404);
+    expect((await call("GET", certificatePath, { key: tenant.managementKey })).status).toBe(200);
+  });
+
+  it("needs apple-pay:manage, which only management applications hold", async () => {
+    const tenant = await seedTenant();
+    const other = await createApplication(tenant, { type: "management", permissions: ["keys:read"] });
+    const refused = await call("POST", "/apple-pay/merchant-registration", { key: other.key, body: {} });
+    expect(expectProblem(refused, 403).detail).toMatch(/apple-pay:manage/);
+    const privateApp = await call("POST", "/applications", {
+      key: tenant.managementKey,
+      body: { name: "server", type: "private", permissions: ["apple-pay:manage"] },
+    });
+    expectProblem(privateApp, 400);
+  });
+
+  it("holds a tenant to 20 merchants and a merchant to 5 certificates (409 beyond)", async () => {
+    const tenant = await seedTenant();
+    const merchants = [];
+    for (let i = 0; i < 20; i++) merchants.push(await registerMerchant(tenant, {}));
+    expect(merchants[0].merchant_identifier).toBe(tenant.tenantId);
+    expectProblem(await call("POST", "/apple-pay/merchant-registration", { key: tenant.managementKey, body: {} }), 409);
+    for (let i = 0; i < 5; i++) expect((await registerCertificates(tenant, merchants[0].id)).status).toBe(201);
+    expectProblem(await registerCertificates(tenant, merchants[0].id), 409);
+  }, 30_000);
+});
+
+describe("POST /apple-pay: an EC_v1 token decrypted into a card token intent", () => {
+  it("decrypts gala's published token to the plaintext its source states, kept sealed as a card intent", async () => {
+    const { tenant, server } = await merchantTenant();
+    const reply = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: server.key, body: tokenWith() }));
+    expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+    expect(reply.body.apple_pay).toMatchObject({
+      type: "dpan",
+      tenant_id: tenant.tenantId,
+      status: "active",
+      created_by: server.id,
+      transaction_id: GALA_TOKEN.header.transactionId,
+      payment_data_type: "3DSecure",
+      device_manufacturer_identifier: "050110030273",
+      card: { bin: "53537563", last4: "1169", expiration_month: 9, expiration_year: 2024 },
+    });
+    expect(reply.text).not.toContain("5353756319181169");
+    expect(reply.text).not.toContain("AMwBRjPWDnAgAA7Rls7mAoABFA==");
+
+    const id = reply.body.apple_pay.id;
+    const row = await (await dataDatabaseOf(tenant.tenantId))
+      .prepare("SELECT * FROM token_intents WHERE id = ?")
+      .bind(id)
+      .first<Record<string, string>>();
+    expect(row!.type).toBe("card");
+    const keys = await keysOfTenant(tenant.tenantId);
+    expect(JSON.parse(await keys.decrypt(row!.ciphertext!, sealingContext(id)))).toEqual({
+      number: "5353756319181169",
+      expiration_month: 9,
+      expiration_year: 2024,
+    });
+    const dump = await dumpDatabase();
+    expect(dump).not.toContain("5353756319181169");
+    expect(dump).not.toContain("AMwBRjPWDnAgAA7Rls7mAoABFA==");
+  });
+
+  it("shows a public key no card facts", async () => {
+    const { tenant } = await merchantTenant();
+    const browser = await createApplication(tenant, { type: "public", permissions: ["apple-pay:create"] });
+    const reply = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: browser.key, body: tokenWith() }));
+    expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+    expect(reply.body.apple_pay.card).toBeUndefined();
+  });
+
+  /** The token's signing-time attribute, `210901190306Z`, one second later: the signed attributes no longer match their signature. */
+  function withSigningTimeMoved(): string {
+    const der = bytesOf(GALA_TOKEN.signature);
+    const text = new TextDecoder("latin1").decode(der);
+    const at = text.indexOf("210901190306Z");
+    expect(at).toBeGreaterThan(0);
+    der[at + 11] = "7".charCodeAt(0);
+    return b64Of(der);
+  }
+
+  it("refuses, with a 400 and nothing stored, one flipped byte of the signature, the ciphertext, the ephemeral key or the signing time", async () => {
+    const { server } = await merchantTenant();
+    const signature = bytesOf(GALA_TOKEN.signature);
+    const tampered = {
+      signature: { ...GALA_TOKEN, signature: flipped(GALA_TOKEN.signature, signature.length - 20) },
+      ciphertext: { ...GALA_TOKEN, data: flipped(GALA_TOKEN.data, 10) },
+      tag: { ...GALA_TOKEN, data: flipped(GALA_TOKEN.data, bytesOf(GALA_TOKEN.data).length - 1) },
+      ephemeralKey: {
+        ...GALA_TOKEN,
+        header: { ...GALA_TOKEN.header, ephemeralPublicKey: flipped(GALA_TOKEN.header.ephemeralPublicKey, 40) },
+      },
+      transactionId: { ...GALA_TOKEN, header: { ...GALA_TOKEN.header, transactionId: `00${GALA_TOKEN.header.transactionId.slice(2)}` } },
+      signingTime: { ...GALA_TOKEN, signature: withSigningTimeMoved() },
+    };
+    const before = await rowCounts();
+    for (const [what, paymentData] of Object.entries(tampered)) {
+      const reply = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: server.key, body: tokenWith(paymentData) }));
+      const problem = expectProblem(reply, 400);
+      expect(problem.errors?.["apple_payment_data.paymentData"]?.[0], what).toMatch(/signature/);
+    }
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it("refuses a token signed more than 5 minutes ago or more than a minute ahead, and takes one within", async () => {
+    const { server } = await merchantTenant();
+    const before = await rowCounts();
+    for (const offset of [5 * 60_000 + 1_000, -61_000]) {
+      const reply = await signedAgo(offset, () => call("POST", "/apple-pay", { key: server.key, body: tokenWith() }));
+      expect(expectProblem(reply, 400).errors?.["apple_payment_data.paymentData"]).toEqual([
+        "signature's signing time is outside the accepted window",
+      ]);
+    }
+    // Today, the published token is years old.
+    expectProblem(await call("POST", "/apple-pay", { key: server.key, body: tokenWith() }), 400);
+    expect(await rowCounts()).toEqual(before);
+    const within = await signedAgo(5 * 60_000 - 1_000, () => call("POST", "/apple-pay", { key: server.key, body: tokenWith() }));
+    expect(within.status).toBe(201);
+  });
+
+  it("decrypts only with the caller's tenant's certificates, of the merchant named when one is", async () => {
+    const owner = await merchantTenant();
+    const intruder = await seedTenant();
+    const intruderServer = await createApplication(intruder, { type: "private", permissions: ["apple-pay:create"] });
+    const otherMerchant = await registerMerchant(owner.tenant);
+    const before = await rowCounts();
+    const attempts = [
+      () => call("POST", "/apple-pay", { key: intruderServer.key, body: tokenWith() }),
+      () =>
+        call("POST", "/apple-pay", {
+          key: intruderServer.key,
+          body: { ...tokenWith(), merchant_registration_id: owner.merchant.id },
+        }),
+      () => call("POST", "/apple-pay", { key: owner.server.key, body: { ...tokenWith(), merchant_registration_id: otherMerchant.id } }),
+    ];
+    for (const attempt of attempts) {
+      const problem = expectProblem(await signedAgo(60_000, attempt), 400);
+      expect(problem.errors?.["apple_payment_data.paymentData.header.publicKeyHash"]?.[0]).toMatch(
+        /names no payment processing certificate/,
+      );
+    }
+    expect(await rowCounts()).toEqual(before);
+    const named = await signedAgo(60_000, () =>
+      call("POST", "/apple-pay", { key: owner.server.key, body: { ...tokenWith(), merchant_registration_id: owner.merchant.id } }),
+    );
+    expect(named.status).toBe(201);
+  });
+
+  it("no longer decrypts once the certificate is deleted", async () => {
+    const { tenant, merchant, certificates, server } = await merchantTenant();
+    const path = `/apple-pay/merchant-registration/${merchant.id}/certificates/${certificates.id}`;
+    expect((await call("DELETE", path, { key: tenant.managementKey })).status).toBe(204);
+    expectProblem(await signedAgo(60_000, () => call("POST", "/apple-pay", { key: server.key, body: tokenWith() })), 400);
+  });
+
+  it("needs apple-pay:create, which public and private applications may hold", async () => {
+    const { tenant } = await merchantTenant();
+    const without = await createApplication(tenant, { type: "private", permissions: ["token-intent:create"] });
+    const refused = await call("POST", "/apple-pay", { key: without.key, body: tokenWith() });
+    expect(expectProblem(refused, 403).detail).toMatch(/apple-pay:create/);
+    expectProblem(await call("POST", "/apple-pay", { key: tenant.managementKey, body: tokenWith() }), 403);
+  });
+
+  it("refuses a signature carrying more certificates than Apple's chain before building any chain", async () => {
+    const { server } = await merchantTenant();
+    const info = pkijs.ContentInfo.fromBER(bytesOf(GALA_TOKEN.signature));
+    const signedData = new pkijs.SignedData({ schema: info.content });
+    const [leaf] = signedData.certificates!;
+    signedData.certificates!.push(leaf!, leaf!);
+    const stuffed = new pkijs.ContentInfo({ contentType: info.contentType, content: signedData.toSchema(true) });
+    const signature = b64Of(new Uint8Array(stuffed.toSchema().toBER(false)));
+    const before = await rowCounts();
+    const reply = await signedAgo(60_000, () =>
+      call("POST", "/apple-pay", { key: server.key, body: tokenWith({ ...GALA_TOKEN, signature }) }),
+    );
+    expect(expectProblem(reply, 400).errors?.["apple_payment_data.paymentData"]).toEqual(["signature carries more than 3 certificates"]);
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it("refuses RSA_v1 tokens and malformed fields with a 400", async () => {
+    const { server } = await merchantTenant();
+    const cases = [
+      { ...GALA_TOKEN, version: "RSA_v1" },
+      { ...GALA_TOKEN, data: "not base64!" },
+      { ...GALA_TOKEN, header: { ...GALA_TOKEN.header, transactionId: "xyz" } },
+      { ...GALA_TOKEN, signature: btoa("not DER") },
+    ];
+    for (const paymentData of cases)
+      expectProblem(await call("POST", "/apple-pay", { key: server.key, body: tokenWith(paymentData) }), 400);
+  });
+});
