@@ -37,7 +37,8 @@ beforeAll(async () => {
   const tenant = await seedTenant();
   const tokens = await createApplication(tenant, {
     type: "private",
-    // session:authorize too, so that POST /sessions/authorize reads its body; token-intent:create for POST /token-intents.
+    // session:authorize too, so that POST /sessions/authorize reads its body; token-intent:create for POST /token-intents;
+    // google-pay:create and apple-pay:create for the wallets.
     permissions: [
       "token:create",
       "token:read",
@@ -47,6 +48,7 @@ beforeAll(async () => {
       "token:use",
       "token-intent:create",
       "session:authorize",
+      "google-pay:create",
       "apple-pay:create",
     ],
   });
