@@ -41,6 +41,15 @@ afterAll(async () => {
 
 /** The page has no accessibility violation, is screenshotted, and sent nothing to another origin. */
 async function checkPage(page: Page, name: string, { requests, violations }: Pick<ConsolePage, "requests" | "violations">) {
+  // What the page shows once its lists have loaded, not their loading states.
+  await expect
+    .poll(() =>
+      page
+        .getByRole("status")
+        .filter({ hasText: /^(Loading|Verifying)/ })
+        .count(),
+    )
+    .toBe(0);
   await screenshot(page, name);
   expect(await accessibilityViolations(page)).toEqual([]);
   expect(requests.filter((url) => new URL(url).origin !== rig.baseUrl)).toEqual([]);
