@@ -58,8 +58,11 @@ export function LogsPage(_: { session: Session }) {
   })}`;
   const [logs, reloadLogs] = useLoad<LogPage>(path);
   const [types] = useLoad<{ display_name: string; value: string }[]>("/logs/entity-types");
+  // From the state as it is when the change applies: two fields changed before a render (a blur and a
+  // change) would otherwise each write over the other with the filters they were rendered with.
   const set = (name: keyof typeof filters) => (event: Event) => {
-    setFilters({ ...filters, [name]: (event.currentTarget as HTMLInputElement).value });
+    const value = (event.currentTarget as HTMLInputElement).value;
+    setFilters((current) => ({ ...current, [name]: value }));
     setCursors([]);
   };
   return (
