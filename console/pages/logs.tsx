@@ -36,37 +36,34 @@ function isoOf(local: string): string | undefined {
   return local ? new Date(local).toISOString() : undefined;
 }
 
+/** A page of GET /logs: the first by number (with its total), the ones after by the cursor the page before answered. */
+interface LogPage {
+  pagination: { total_items?: number; next?: string };
+  data: Log[];
+}
+
 export function LogsPage(_: { session: Session }) {
   const [filters, setFilters] = useState({ entity_type: "", entity_id: "", start: "", end: "", actor: "", operation: "" });
-  const [page, setPage] = useState(1);
+  // The cursors of the pages before the one shown: Older pushes the page's `next`, Newer pops.
+  const [cursors, setCursors] = useState<string[]>([]);
   const path = `/logs${query({
     entity_type: filters.entity_type,
-    entity_id: filters.entity_id,
+    entity_id: filters.entity_id.trim(),
+    actor_id: filters.actor.trim(),
+    operation: filters.operation.trim(),
     start_date: isoOf(filters.start),
     end_date: isoOf(filters.end),
-    page,
+    start: cursors.at(-1),
     size: PAGE_SIZE,
   })}`;
-  const [logs, reloadLogs] = useLoad<{ pagination: { total_pages: number; total_items: number }; data: Log[] }>(path);
+  const [logs, reloadLogs] = useLoad<LogPage>(path);
   const [types] = useLoad<{ display_name: string; value: string }[]>("/logs/entity-types");
-  // GET /logs filters by entity and time; actor and operation narrow the page shown (the API has no such filter).
-  const shown: typeof logs =
-    logs.state === "ready"
-      ? {
-          state: "ready",
-          data: {
-            ...logs.data,
-            data: logs.data.data.filter(
-              (log) =>
-                (!filters.actor || (log.actor_id ?? "").includes(filters.actor)) &&
-                (!filters.operation || log.operation.includes(filters.operation)),
-            ),
-          },
-        }
-      : logs;
+  // From the state as it is when the change applies: two fields changed before a render (a blur and a
+  // change) would otherwise each write over the other with the filters they were rendered with.
   const set = (name: keyof typeof filters) => (event: Event) => {
-    setFilters({ ...filters, [name]: (event.currentTarget as HTMLInputElement).value });
-    setPage(1);
+    const value = (event.currentTarget as HTMLInputElement).value;
+    setFilters((current) => ({ ...current, [name]: value }));
+    setCursors([]);
   };
   return (
     <>
@@ -89,20 +86,20 @@ export function LogsPage(_: { session: Session }) {
           )}
         </Field>
         <Field label="Entity id">{(id) => <input id={id} value={filters.entity_id} onChange={set("entity_id")} />}</Field>
+        <Field label="Actor id" hint="The application that made the request">
+          {(id, hint) => <input id={id} aria-describedby={hint} value={filters.actor} onChange={set("actor")} />}
+        </Field>
+        <Field label="Operation" hint="create, read, list, invoke …">
+          {(id, hint) => <input id={id} aria-describedby={hint} value={filters.operation} onChange={set("operation")} />}
+        </Field>
         <Field label="From (your time zone)">
           {(id) => <input id={id} type="datetime-local" value={filters.start} onChange={set("start")} />}
         </Field>
         <Field label="Until (your time zone)">
           {(id) => <input id={id} type="datetime-local" value={filters.end} onChange={set("end")} />}
         </Field>
-        <Field label="Actor id (this page)">{(id) => <input id={id} value={filters.actor} onInput={set("actor")} />}</Field>
-        <Field label="Operation (this page)">{(id) => <input id={id} value={filters.operation} onInput={set("operation")} />}</Field>
       </form>
-      <ListState
-        loaded={shown.state === "ready" ? { state: "ready", data: shown.data.data } : shown}
-        what="the log"
-        empty="No entries match."
-      >
+      <ListState loaded={logs.state === "ready" ? { state: "ready", data: logs.data.data } : logs} what="the log" empty="No entries match.">
         {(entries) => (
           <table>
             <caption>Audit log, newest first</caption>
@@ -141,13 +138,19 @@ export function LogsPage(_: { session: Session }) {
       </ListState>
       {logs.state === "ready" && (
         <div class="pager">
-          <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>
+          <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
             Newer
           </button>
-          <span>
-            Page {page} of {Math.max(1, logs.data.pagination.total_pages)} ({logs.data.pagination.total_items} entries)
+          <span data-log-page>
+            Page {cursors.length + 1}
+            {logs.data.pagination.total_items !== undefined &&
+              ` of ${Math.max(1, Math.ceil(logs.data.pagination.total_items / PAGE_SIZE))} (${logs.data.pagination.total_items} ${logs.data.pagination.total_items === 1 ? "entry matches" : "entries match"})`}
           </span>
-          <button type="button" disabled={page >= logs.data.pagination.total_pages} onClick={() => setPage(page + 1)}>
+          <button
+            type="button"
+            disabled={!logs.data.pagination.next}
+            onClick={() => logs.data.pagination.next && setCursors([...cursors, logs.data.pagination.next])}
+          >
             Older
           </button>
         </div>

@@ -105,7 +105,7 @@ function Activity() {
           <ListState loaded={{ state: "ready", data: summary.data.recent_errors }} what="errors" empty="No errors in this window.">
             {(errors) => (
               <table>
-                <caption>Recent errors, newest first</caption>
+                <caption class="visually-hidden">Recent errors, newest first</caption>
                 <thead>
                   <tr>
                     <th scope="col">Time</th>
@@ -148,7 +148,7 @@ function BusyTable({ title, items }: { title: string; items: Busy[] }) {
       <ListState loaded={{ state: "ready", data: items }} what={title} empty="No calls in this window.">
         {(rows) => (
           <table>
-            <caption>{title}</caption>
+            <caption class="visually-hidden">{title}</caption>
             <thead>
               <tr>
                 <th scope="col">Name</th>

@@ -3,9 +3,18 @@ import { requirePermission } from "../auth/middleware";
 import { examplePage } from "../http/examples";
 import { staleReadsAllowed } from "../http/middleware";
 import { createRouter } from "../http/router";
-import { jsonContent, paginated, problemResponses } from "../http/schemas";
+import { cursorPaginated, jsonContent, problemResponses } from "../http/schemas";
 import { ENTITY_TYPES_EXAMPLE, LOG_ENTRY_EXAMPLE, SUMMARY_EXAMPLE, VERIFICATION_EXAMPLE } from "./examples";
-import { EntityTypeSchema, LogQuery, LogSchema, SummaryQuery, SummarySchema, VerificationSchema, VerifyQuery } from "./schema";
+import {
+  EntityTypeSchema,
+  LogPaginationSchema,
+  LogQuery,
+  LogSchema,
+  SummaryQuery,
+  SummarySchema,
+  VerificationSchema,
+  VerifyQuery,
+} from "./schema";
 import { entityTypes, listLogs, verifyLogs } from "./service";
 import { summarizeLogs } from "./summary";
 
@@ -22,11 +31,18 @@ const list = createRoute({
     "Needs `log:read`. Entries record every operation on tokens (each token a proxy, reactor or detokenization uses " +
     "included), every request to applications, keys, proxies, formulas, reactors, webhooks and tenants, and every refused " +
     "request, never with token data, keys, configuration values, request bodies or code. An entry appears once the audit " +
-    "queue's consumer has written it, usually within a second or two.",
+    "queue's consumer has written it, usually within a second or two. Filtered by `actor_id` or `operation` (the vault's " +
+    "extensions of the original's filters) a page reads one index range of that filter. Pages are by number (`page`), and " +
+    "each but the last also answers `pagination.next`: sent back as `start`, it gives the page after it by cursor, which " +
+    "counts nothing and skips no entries by offset, for the same filters and key only.",
   middleware: [requirePermission("log:read"), staleReadsAllowed] as const,
   request: { query: LogQuery },
   responses: {
-    200: jsonContent(paginated(LogSchema), "A page of entries", examplePage(LOG_ENTRY_EXAMPLE)),
+    200: jsonContent(
+      z.union([z.object({ pagination: LogPaginationSchema, data: z.array(LogSchema) }), cursorPaginated(LogSchema)]),
+      "A page of entries: by number, or by cursor when `start` was sent",
+      examplePage(LOG_ENTRY_EXAMPLE),
+    ),
     ...problemResponses(400, 401, 403),
   },
 });
@@ -76,18 +92,7 @@ const summary = createRoute({
 });
 
 export const logRoutes = createRouter()
-  .openapi(list, async (c) => {
-    const query = c.req.valid("query");
-    const filter = {
-      entityType: query.entity_type,
-      entityId: query.entity_id,
-      startDate: query.start_date,
-      endDate: query.end_date,
-      page: query.page,
-      size: query.size,
-    };
-    return c.json(await listLogs(c.var.context, c.var.principal, filter), 200);
-  })
+  .openapi(list, async (c) => c.json(await listLogs(c.var.context, c.var.principal, c.req.valid("query")), 200))
   .openapi(types, (c) => c.json(entityTypes(), 200))
   .openapi(summary, async (c) => c.json(await summarizeLogs(c.var.context, c.req.valid("query").window), 200))
   .openapi(verify, async (c) => {

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { PageQuery } from "../http/schemas";
+import { Cursor, PageNumber, PageQuery, PaginationSchema } from "../http/schemas";
 import { ACTOR_TYPES } from "./entry";
 
 /** An ISO 8601 date or date-time query parameter, as milliseconds. */
@@ -10,11 +10,34 @@ const DateQuery = z
   .optional();
 
 export const LogQuery = PageQuery.extend({
+  page: PageNumber.optional().openapi({ description: "A page by number (1 unless given); not with `start`" }),
+  start: Cursor.optional().openapi({
+    description:
+      "The `pagination.next` of the previous page, for the page after it (by cursor, without counting); good only for the same filters and key",
+  }),
   entity_type: z.string().max(64).optional().openapi({ description: "Only entries about this entity type (see /logs/entity-types)" }),
   entity_id: z.string().max(200).optional().openapi({ description: "Only entries about this entity" }),
+  actor_id: z.string().max(200).optional().openapi({
+    description: "Only entries of this actor: the application (or `operator`) that made the request. An extension of the vault's",
+  }),
+  operation: z
+    .string()
+    .max(64)
+    .optional()
+    .openapi({ description: "Only entries of this operation (`create`, `read`, `invoke` …). An extension of the vault's" }),
   start_date: DateQuery.openapi({ description: "Entries created at or after this time (ISO 8601)" }),
   end_date: DateQuery.openapi({ description: "Entries created before this time (ISO 8601)" }),
+}).refine((query) => query.page === undefined || query.start === undefined, {
+  path: ["start"],
+  message: "pages by cursor or by number, not both: send start or page",
 });
+
+export type LogListRequest = z.infer<typeof LogQuery>;
+
+/** A page by number of GET /logs: the list's pagination, and the cursor of the page after it when one follows. */
+export const LogPaginationSchema = PaginationSchema.extend({
+  next: z.string().optional().openapi({ description: "Pass it as `start` for the next page by cursor; absent on the last page" }),
+}).openapi("LogPagination");
 
 export const LogSchema = z
   .object({

@@ -1,11 +1,13 @@
 import type { Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
-import { isoTime, type Page, pageOf } from "../http/schemas";
+import { cursorAfter, positionOf } from "../db/cursors";
+import { type CursorPage, cursorPageOf, isoTime, type Page, pageOf } from "../http/schemas";
 import { AUDIT } from "../limits";
 import { anchorMac, type ChainedEntry, GENESIS, headMac, linkHash } from "./chain";
 import { ENTITY_TYPES } from "./entry";
 import { HOUR_MS, KEPT_HOURS, purgeRollupBefore } from "./rollup";
+import type { LogListRequest } from "./schema";
 import * as storage from "./storage";
 
 const VERIFY_PAGE = 500;
@@ -17,16 +19,58 @@ export function entityTypes() {
   return Object.entries(ENTITY_TYPES).map(([value, display_name]) => ({ display_name, value }));
 }
 
+/**
+ * A page of the tenant's entries, newest first. Without `start`, a page by number (the original
+ * interface's shape, which its SDKs page through), whose pagination also carries `next` when more
+ * entries follow; with `start`, the page after that cursor, read by keyset without counting. The
+ * cursor is bound to the filters and the key's application (src/db/cursors.ts).
+ */
 export async function listLogs(
   context: TenantContext,
   principal: Principal,
-  filter: storage.LogFilter,
-): Promise<Page<ReturnType<typeof present>>> {
-  const { rows, total } = await storage.logPage(context.db, principal.tenantId, filter);
-  return pageOf(rows.map(present), total, filter.page, filter.size);
+  query: LogListRequest,
+): Promise<(Page<LogResponse> & { pagination: { next?: string } }) | CursorPage<LogResponse>> {
+  const filter = {
+    entityType: query.entity_type,
+    entityId: query.entity_id,
+    actorId: query.actor_id,
+    operation: query.operation,
+    startDate: query.start_date,
+    endDate: query.end_date,
+  };
+  const keys = await context.keys();
+  const binding = {
+    list: "GET /logs",
+    applicationId: principal.applicationId,
+    request: [query.entity_type, query.entity_id, query.actor_id, query.operation, query.start_date, query.end_date].map(
+      (value) => value ?? null,
+    ),
+  };
+  const nextAfter = (row: LogRow) => cursorAfter(keys, binding, { createdAt: row.createdAt, id: String(row.seq) });
+  if (query.start === undefined) {
+    const page = query.page ?? 1;
+    const { rows, total } = await storage.logPage(context.db, principal.tenantId, { ...filter, page, size: query.size });
+    const answer = pageOf(rows.map(present), total, page, query.size);
+    const last = rows.at(-1);
+    return last && page * query.size < total ? { ...answer, pagination: { ...answer.pagination, next: await nextAfter(last) } } : answer;
+  }
+  const position = await positionOf(keys, binding, query.start);
+  const rows = await storage.logsAfter(
+    context.db,
+    principal.tenantId,
+    filter,
+    { createdAt: position.createdAt, seq: Number(position.id) },
+    query.size + 1,
+  );
+  const page = rows.slice(0, query.size);
+  const last = page.at(-1);
+  return cursorPageOf(page.map(present), query.size, rows.length > query.size && last ? await nextAfter(last) : undefined);
 }
 
-function present(row: Awaited<ReturnType<typeof storage.logPage>>["rows"][number]) {
+type LogRow = Awaited<ReturnType<typeof storage.logPage>>["rows"][number];
+type LogResponse = ReturnType<typeof present>;
+
+function present(row: LogRow) {
   return {
     id: row.id,
     tenant_id: row.tenantId,

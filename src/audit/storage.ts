@@ -5,7 +5,7 @@
  * one value, which D1 bounds too: callers append chunks (src/db/chunks.ts), sized by
  * `loggedBytes`, and keepPending's by pendingChunks.
  */
-import { and, desc, eq, gte, lt, type SQL } from "drizzle-orm";
+import { and, desc, eq, gte, lt, type SQL, sql } from "drizzle-orm";
 import { chunked, jsonBytes } from "../db/chunks";
 import type { Database } from "../db/client";
 import { auditLog } from "../db/data-tables";
@@ -244,22 +244,51 @@ export async function hashAt(d1: D1Database, tenantId: string, seq: number): Pro
 export interface LogFilter {
   entityType?: string;
   entityId?: string;
+  actorId?: string;
+  operation?: string;
   startDate?: number;
   endDate?: number;
   page: number;
   size: number;
 }
 
-/** A page of the tenant's entries, newest first. */
-export function logPage(db: Database, tenantId: string, filter: LogFilter) {
-  const where: (SQL | undefined)[] = [
+/** Where a cursor page of the log resumes: after this entry, in the list's order (created_at, seq) descending. */
+export interface LogPosition {
+  createdAt: number;
+  seq: number;
+}
+
+function logFilterOf(tenantId: string, filter: Omit<LogFilter, "page" | "size">): SQL | undefined {
+  return and(
     eq(auditLog.tenantId, tenantId),
     filter.entityType !== undefined ? eq(auditLog.entityType, filter.entityType) : undefined,
     filter.entityId !== undefined ? eq(auditLog.entityId, filter.entityId) : undefined,
+    filter.actorId !== undefined ? eq(auditLog.actorId, filter.actorId) : undefined,
+    filter.operation !== undefined ? eq(auditLog.operation, filter.operation) : undefined,
     filter.startDate !== undefined ? gte(auditLog.createdAt, filter.startDate) : undefined,
     filter.endDate !== undefined ? lt(auditLog.createdAt, filter.endDate) : undefined,
-  ];
-  return selectPage(db, auditLog, and(...where), [desc(auditLog.createdAt), desc(auditLog.seq)], filter);
+  );
+}
+
+const NEWEST_FIRST = [desc(auditLog.createdAt), desc(auditLog.seq)];
+
+/** A page of the tenant's entries, newest first. */
+export function logPage(db: Database, tenantId: string, filter: LogFilter) {
+  return selectPage(db, auditLog, logFilterOf(tenantId, filter), NEWEST_FIRST, filter);
+}
+
+/**
+ * Up to `limit` of the tenant's entries after a position, newest first: a cursor page. Filtered by
+ * actor or by operation it reads one range of audit_log_tenant_actor or audit_log_tenant_operation,
+ * which hold (created_at, seq) in the list's order, so it stops after `limit` entries.
+ */
+export function logsAfter(db: Database, tenantId: string, filter: Omit<LogFilter, "page" | "size">, after: LogPosition, limit: number) {
+  return db
+    .select()
+    .from(auditLog)
+    .where(and(logFilterOf(tenantId, filter), sql`(${auditLog.createdAt}, ${auditLog.seq}) < (${after.createdAt}, ${after.seq})`))
+    .orderBy(...NEWEST_FIRST)
+    .limit(limit);
 }
 
 /** Tenants with a chain in this database, for retention. */

@@ -260,6 +260,9 @@ export const auditLog = sqliteTable(
     uniqueIndex("audit_log_tenant_id").on(table.tenantId, table.id),
     index("audit_log_tenant_created").on(table.tenantId, table.createdAt),
     index("audit_log_tenant_entity").on(table.tenantId, table.entityType, table.entityId, table.seq),
+    // GET /logs filtered by actor or by operation: a page is the next size+1 entries of one index range, in the list's order.
+    index("audit_log_tenant_actor").on(table.tenantId, table.actorId, table.createdAt, table.seq),
+    index("audit_log_tenant_operation").on(table.tenantId, table.operation, table.createdAt, table.seq),
     // The recent errors of GET /logs/summary: a tenant's newest failures without reading its successes.
     index("audit_log_tenant_errors").on(table.tenantId, table.createdAt).where(sql`status >= 400`),
   ],

@@ -12,9 +12,27 @@ import type { AppEnv } from "./context";
 /** Methods that change nothing: a cookie request with any other must come from the vault's own pages. */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-/** `svc_console`, or `bt_console` with HEADER_PREFIX=BT. */
+/** `svc_console`, or `bt_console` with HEADER_PREFIX=BT: the name on plain http on loopback, and the stem of the secure one. */
 export function cookieNameOf(config: Pick<Config, "HEADER_PREFIX">): string {
   return `${config.HEADER_PREFIX.toLowerCase()}_console`;
+}
+
+/** The prefix browsers keep only on a `Secure`, `Path=/` cookie without `Domain`: set by this origin alone. */
+const HOST_PREFIX = "__Host-";
+
+/**
+ * The session cookie's name for a request to `url`: `__Host-svc_console` wherever the cookie is
+ * `Secure`, so a sibling subdomain cannot set one (a cookie it sets for the whole site carries a
+ * `Domain`, which browsers refuse under this prefix), nor shadow or toss ours; the plain name on
+ * http on loopback, where browsers would not keep a secure cookie.
+ */
+export function sessionCookieNameOf(config: Pick<Config, "HEADER_PREFIX">, url: URL): string {
+  return isPlainLoopback(url) ? cookieNameOf(config) : `${HOST_PREFIX}${cookieNameOf(config)}`;
+}
+
+/** Whether a cookie's name is the session's, under either name (`name` is the plain one). */
+function isSessionCookieName(candidate: string, name: string): boolean {
+  return candidate === name || candidate === `${HOST_PREFIX}${name}`;
 }
 
 /**
@@ -26,7 +44,7 @@ export function cookieNameOf(config: Pick<Config, "HEADER_PREFIX">): string {
 export function sessionTokenOf(request: Request, config: Pick<Config, "HEADER_PREFIX">): string | undefined {
   const header = request.headers.get("cookie");
   if (header === null) return undefined;
-  const name = cookieNameOf(config);
+  const name = sessionCookieNameOf(config, new URL(request.url));
   if (header.split(";").filter((pair) => nameOfPair(pair) === name).length > 1) {
     throw new UnauthenticatedError(
       `The request carries two ${name} cookies (another site of this domain may have set one): clear this site's cookies and sign in again`,
@@ -41,11 +59,11 @@ export function sessionTokenOf(request: Request, config: Pick<Config, "HEADER_PR
  * browser would not keep a secure cookie. It carries no expiry: the session's row decides when it ends.
  */
 export function setSessionCookie(c: Context<AppEnv>, token: string): void {
-  setCookie(c, cookieNameOf(c.var.config), token, cookieOptionsOf(c));
+  setCookie(c, sessionCookieNameOf(c.var.config, new URL(c.req.url)), token, cookieOptionsOf(c));
 }
 
 export function clearSessionCookie(c: Context<AppEnv>): void {
-  deleteCookie(c, cookieNameOf(c.var.config), cookieOptionsOf(c));
+  deleteCookie(c, sessionCookieNameOf(c.var.config, new URL(c.req.url)), cookieOptionsOf(c));
 }
 
 function cookieOptionsOf(c: Context<AppEnv>) {
@@ -81,19 +99,21 @@ export function refuseForeignOrigin(c: Context<AppEnv>): void {
 }
 
 /**
- * A `Cookie` header without the console session's cookie, or null when nothing else is left: a
- * proxy forwards the caller's cookies, and the session must never reach a destination.
+ * A `Cookie` header without the console session's cookie (under either name; `cookieName` is the
+ * plain one), or null when nothing else is left: a proxy forwards the caller's cookies, and the
+ * session must never reach a destination.
  */
 export function withoutSessionCookie(cookieHeader: string, cookieName: string): string | null {
   const kept = cookieHeader
     .split(";")
     .map((pair) => pair.trim())
-    .filter((pair) => pair !== "" && pair.split("=", 1)[0]!.trim() !== cookieName);
+    .filter((pair) => pair !== "" && !isSessionCookieName(pair.split("=", 1)[0]!.trim(), cookieName));
   return kept.length > 0 ? kept.join("; ") : null;
 }
 
 /**
- * Drops every `Set-Cookie` of an answer that would set the console session's cookie: a proxy's
+ * Drops every `Set-Cookie` of an answer that would set the console session's cookie (under either
+ * name; `cookieName` is the plain one): a proxy's
  * destination answers on the vault's origin, and must not plant a session (its own tenant's) in the
  * visitor's browser or sign the visitor out.
  */
@@ -101,7 +121,7 @@ export function dropSessionCookieSetters(headers: Headers, cookieName: string): 
   // workerd has Headers.getSetCookie (the Fetch standard's); the generated runtime types lack it.
   const setters = (headers as Headers & { getSetCookie(): string[] }).getSetCookie();
   if (setters.length === 0) return;
-  const kept = setters.filter((setter) => sentNameOf(setter) !== cookieName);
+  const kept = setters.filter((setter) => !isSessionCookieName(sentNameOf(setter), cookieName));
   if (kept.length === setters.length) return;
   headers.delete("set-cookie");
   for (const setter of kept) headers.append("set-cookie", setter);

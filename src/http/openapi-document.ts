@@ -107,7 +107,8 @@ export function registerDocumentedHeaders(app: OpenAPIHono<AppEnv>): void {
     name: "svc_console",
     description:
       "The console's session cookie (POST /console/session): every route that takes the API key header accepts it when that header is absent, " +
-      "acting as the key that signed in; a request with it that may change something must come from the vault's own pages (Origin).",
+      "acting as the key that signed in; a request with it that may change something must come from the vault's own pages (Origin). " +
+      "Named with the `__Host-` prefix wherever it is Secure (every origin but plain http on loopback).",
   });
   registry.registerComponent("securitySchemes", "OperatorKey", {
     type: "apiKey",

@@ -66,6 +66,51 @@ describe("GET /logs", () => {
     expectProblem(await list(tenant.managementKey, { start_date: "yesterday" }), 400);
   });
 
+  it("filters by actor_id, an extension: the application that made the request", async () => {
+    const actor = entries.find((entry) => entry.entity_type === "token")!.actor_id!;
+    const byActor = await list(tenant.managementKey, { actor_id: actor });
+    expect(byActor.status).toBe(200);
+    const listed = byActor.body.data as LogEntry[];
+    expect(listed.filter((entry) => entry.entity_type === "token")).toHaveLength(6);
+    expect(listed.every((entry) => entry.actor_id === actor)).toBe(true);
+    expect((await list(tenant.managementKey, { actor_id: crypto.randomUUID() })).body.data).toEqual([]);
+  });
+
+  it("filters by operation, an extension, with the other filters", async () => {
+    const reads = await list(tenant.managementKey, { operation: "read", entity_type: "token" });
+    expect((reads.body.data as LogEntry[]).map((entry) => entry.entity_id).toSorted()).toEqual(tokens.map((token) => token.id).toSorted());
+    const creates = await list(tenant.managementKey, { operation: "create", entity_id: tokens[2]!.id });
+    expect((creates.body.data as LogEntry[]).map((entry) => entry.operation)).toEqual(["create"]);
+    expectProblem(await list(tenant.managementKey, { operation: "x".repeat(65) }), 400);
+  });
+
+  it("pages by cursor: a numbered page answers next, and start gives the page after it without counting", async () => {
+    const first = await list(tenant.managementKey, { size: "2", entity_type: "token" });
+    expect(first.body.pagination).toMatchObject({ total_items: 6, page_number: 1, next: expect.any(String) });
+    const second = await list(tenant.managementKey, { size: "2", entity_type: "token", start: first.body.pagination.next });
+    expect(second.status).toBe(200);
+    expect(second.body.pagination).toEqual({ page_size: 2, next: expect.any(String) });
+    const third = await list(tenant.managementKey, { size: "2", entity_type: "token", start: second.body.pagination.next });
+    expect(third.body.pagination).toEqual({ page_size: 2 });
+    const listed = [first, second, third].flatMap((reply) => reply.body.data as LogEntry[]);
+    const numbered = await list(tenant.managementKey, { size: "6", entity_type: "token" });
+    expect(listed.map((entry) => entry.id)).toEqual((numbered.body.data as LogEntry[]).map((entry) => entry.id));
+    // The last numbered page names no next page.
+    expect(numbered.body.pagination.next).toBeUndefined();
+  });
+
+  it("a cursor is good only for the same filters, key and tenant, and not with page", async () => {
+    const first = await list(tenant.managementKey, { size: "2", entity_type: "token" });
+    const start = first.body.pagination.next as string;
+    expectProblem(await list(tenant.managementKey, { size: "2", entity_type: "token", operation: "read", start }), 400);
+    expectProblem(await list(tenant.managementKey, { size: "2", entity_type: "token", start, page: "2" }), 400);
+    expectProblem(await list(tenant.managementKey, { start: "not-a-cursor" }), 400);
+    const auditor = await createApplication(tenant, { type: "management", permissions: ["log:read"] });
+    expectProblem(await list(auditor.key, { size: "2", entity_type: "token", start }), 400);
+    const other = await seedTenant();
+    expectProblem(await list(other.managementKey, { size: "2", entity_type: "token", start }), 400);
+  });
+
   it("never shows another tenant's entries", async () => {
     const other: Tenant = await seedTenant();
     const seen = await logEntries(other, 1);

@@ -197,7 +197,7 @@ describe("attacks on console sessions", () => {
       replies.push(await callWithCookie(session, "POST", "/applications", { origin: FOREIGN_ORIGIN, body: {} }));
       replies.push(await callWithCookie(session, "POST", "/applications", { body: { name: 1 } }));
       replies.push(await callWithCookie(session, "GET", "/applications/not-an-id"));
-      replies.push(await callWithCookie({ cookie: `svc_console=${token}x` }, "GET", "/console/session"));
+      replies.push(await callWithCookie({ cookie: `__Host-svc_console=${token}x` }, "GET", "/console/session"));
       replies.push(await call("POST", "/console/session", { body: { api_key: `${tenant.managementKey}x` } }));
       replies.push(await callWithCookie(session, "DELETE", "/console/session"));
       replies.push(await callWithCookie(session, "GET", "/console/session"));
@@ -221,7 +221,7 @@ describe("attacks on console sessions", () => {
     if (left < 4_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
     const signedIn = await callConfigured(limits, "POST", "/console/session", { body: { api_key: tenant.key } });
     expect(signedIn.status).toBe(201);
-    const cookie = /^svc_console=[^;]+/.exec(signedIn.headers.get("set-cookie") ?? "")![0];
+    const cookie = /^__Host-svc_console=[^;]+/.exec(signedIn.headers.get("set-cookie") ?? "")![0];
     // The sign-in was one request of the key's five; four more with the key use up the rest.
     for (let i = 0; i < 4; i++) {
       expect((await callConfigured(limits, "GET", "/tokens", { headers: { "SVC-API-KEY": tenant.key } })).status).toBe(200);
@@ -236,7 +236,7 @@ describe("attacks on console sessions", () => {
     const proxy = await createProxy(tenant, { require_auth: false, application: { id: tenant.applicationId } });
     const reply = await invoke("POST", "", {
       proxyKey: proxy.key,
-      headers: { cookie: `theme=dark; ${session.cookie}; lang=en` },
+      headers: { cookie: `theme=dark; ${session.cookie}; svc_console=${session.token}; lang=en` },
       body: {},
     });
     expect(reply.status, reply.text).toBe(200);
@@ -246,18 +246,24 @@ describe("attacks on console sessions", () => {
 
   it("a proxy's destination cannot set or replace the session's cookie", async () => {
     const tenant = await seedTokenTenant();
-    const setCookie = encodeURIComponent("svc_console=console_planted; Path=/; HttpOnly");
-    const proxy = await createProxy(tenant, { require_auth: false, destination_url: loopback(`/respond?set-cookie=${setCookie}`) });
-    const reply = await invoke("GET", "", { proxyKey: proxy.key });
-    expect(reply.status, reply.text).toBe(200);
-    expect(reply.headers.get("set-cookie") ?? "").not.toMatch(/svc_console/i);
+    for (const name of ["svc_console", "__Host-svc_console"]) {
+      const setCookie = encodeURIComponent(`${name}=console_planted; Path=/; HttpOnly`);
+      const proxy = await createProxy(tenant, { require_auth: false, destination_url: loopback(`/respond?set-cookie=${setCookie}`) });
+      const reply = await invoke("GET", "", { proxyKey: proxy.key });
+      expect(reply.status, reply.text).toBe(200);
+      expect(reply.headers.get("set-cookie") ?? "", name).not.toMatch(/svc_console/i);
+    }
   });
 
   it("a proxy's destination cannot plant the session's cookie as a nameless cookie either", async () => {
     // A browser stores `=svc_console=…` as a cookie with an empty name and sends back its value
     // alone (RFC 6265bis 5.7, 5.8.3): `Cookie: svc_console=…`, which the vault reads as its session.
     const tenant = await seedTokenTenant();
-    for (const setter of ["=svc_console=console_planted; Path=/", " = svc_console=console_planted; Path=/console"]) {
+    for (const setter of [
+      "=svc_console=console_planted; Path=/",
+      " = svc_console=console_planted; Path=/console",
+      "=__Host-svc_console=console_planted; Path=/; Secure",
+    ]) {
       const proxy = await createProxy(tenant, {
         require_auth: false,
         destination_url: loopback(`/respond?set-cookie=${encodeURIComponent(setter)}`),
@@ -286,6 +292,23 @@ describe("attacks on console sessions", () => {
       expect(invoked.status, invoked.text).toBe(401);
     }
     expect((await callWithCookie(own, "GET", "/console/session")).body.tenant_id).toBe(visitor.tenantId);
+  });
+
+  it("off loopback a plain svc_console cookie, which a sibling subdomain can set for the whole site, is never read", async () => {
+    // A sibling origin's cookie for the whole site carries a Domain, which browsers refuse under the
+    // __Host- prefix: it can only be the plain name, which the vault reads on loopback http alone.
+    const visitor = await seedTokenTenant();
+    const attacker = await seedTokenTenant();
+    const own = await signIn(visitor.key);
+    expect(own.cookie).toMatch(/^__Host-svc_console=/);
+    const tossed = await signIn(attacker.key);
+    const plain = `svc_console=${tossed.token}`;
+    expectProblem(await callWithCookie({ cookie: plain }, "GET", "/console/session"), 401);
+    for (const cookie of [`${plain}; ${own.cookie}`, `${own.cookie}; ${plain}`]) {
+      const session = await callWithCookie({ cookie }, "GET", "/console/session");
+      expect(session.status, session.text).toBe(200);
+      expect(session.body.tenant_id).toBe(visitor.tenantId);
+    }
   });
 
   it("signing in again and again keeps at most 20 sessions of an application, ending the oldest", async () => {

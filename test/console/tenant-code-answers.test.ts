@@ -11,7 +11,11 @@ import { codeReactorRunning, react } from "../support/reactors";
 
 describe("a reactor's CustomHttpResponseError answers on the vault's origin", () => {
   it("cannot set the console's session cookie, and its page runs sandboxed", async () => {
-    for (const setter of ["svc_console=console_planted; Path=/", "=svc_console=console_planted; Path=/"]) {
+    for (const setter of [
+      "svc_console=console_planted; Path=/",
+      "=svc_console=console_planted; Path=/",
+      "__Host-svc_console=console_planted; Path=/; Secure",
+    ]) {
       const code = `const { CustomHttpResponseError } = require("@token-vault/errors");
         module.exports = async () => {
           throw new CustomHttpResponseError({

@@ -242,7 +242,7 @@ describe("security sweep over every route of the OpenAPI document", () => {
       const unknownCookie = await send(
         operation,
         operation.path,
-        { origin: OWN_ORIGIN, cookie: "svc_console=console_unknown" },
+        { origin: OWN_ORIGIN, cookie: "__Host-svc_console=console_unknown" },
         { api_key: "" },
       );
       expect(unknownCookie.status, name(operation)).toBe(operation.method === "POST" ? 400 : 401);

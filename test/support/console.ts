@@ -7,7 +7,7 @@ export const OWN_ORIGIN = new URL(BASE).origin;
 export const FOREIGN_ORIGIN = "https://attacker.example";
 
 export interface ConsoleSession {
-  /** `svc_console=<token>`, as a browser sends it back. */
+  /** `__Host-svc_console=<token>` (`svc_console` on loopback http), as a browser sends it back. */
   cookie: string;
   token: string;
   setCookie: string;
@@ -19,9 +19,9 @@ export async function signIn(apiKey: string): Promise<ConsoleSession> {
   const reply = await call("POST", "/console/session", { body: { api_key: apiKey }, headers: { origin: OWN_ORIGIN } });
   expect(reply.status, reply.text).toBe(201);
   const setCookie = reply.headers.get("set-cookie") ?? "";
-  const token = /^svc_console=([^;]+)/.exec(setCookie)?.[1];
+  const [, name, token] = /^((?:__Host-)?svc_console)=([^;]+)/.exec(setCookie) ?? [];
   expect(token, setCookie).toBeDefined();
-  return { cookie: `svc_console=${token}`, token: token!, setCookie, reply };
+  return { cookie: `${name}=${token}`, token: token!, setCookie, reply };
 }
 
 /** A call that a browser holding the session's cookie makes, from `origin` (the vault's own by default; null: none). */

@@ -1,0 +1,2 @@
+CREATE INDEX `audit_log_tenant_actor` ON `audit_log` (`tenant_id`,`actor_id`,`created_at`,`seq`);--> statement-breakpoint
+CREATE INDEX `audit_log_tenant_operation` ON `audit_log` (`tenant_id`,`operation`,`created_at`,`seq`);
