@@ -192,3 +192,13 @@ export const CONSOLE_SESSIONS = {
   /** Live sessions of one application: a sign-in beyond them ends its oldest (the control database is every tenant's). */
   maxPerApplication: 20,
 };
+
+/** Documents (src/documents/, docs/documents.md). */
+export const DOCUMENTS = {
+  /** Largest document POST /documents stores (413 over it, nothing kept). */
+  maxBytes: 25 * MiB,
+  /** Largest `request` part (the metadata's JSON). */
+  requestMaxBytes: 64 * KiB,
+  /** Plaintext bytes per encrypted chunk; each is sealed on its own (AES-256-GCM). */
+  chunkBytes: 64 * KiB,
+} as const;

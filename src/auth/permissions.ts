@@ -8,6 +8,9 @@ export const TOKEN_PERMISSIONS = ["token:create", "token:read", "token:update", 
 /** Token intents (src/token-intents/): create with a public or private key; read and delete with a private one. */
 export const TOKEN_INTENT_PERMISSIONS = ["token-intent:create", "token-intent:read", "token-intent:delete"] as const;
 
+/** Documents (src/documents/): upload, read the metadata, download the bytes (`reveal`), delete; private keys only. */
+export const DOCUMENT_PERMISSIONS = ["documents:create", "documents:read", "documents:reveal", "documents:delete"] as const;
+
 export const MANAGEMENT_PERMISSIONS = [
   "application:create",
   "application:read",
@@ -33,14 +36,20 @@ export const MANAGEMENT_PERMISSIONS = [
   "tenant:update",
 ] as const;
 
-export const PERMISSIONS = [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...MANAGEMENT_PERMISSIONS] as const;
+export const PERMISSIONS = [
+  ...TOKEN_PERMISSIONS,
+  ...TOKEN_INTENT_PERMISSIONS,
+  "session:authorize",
+  ...MANAGEMENT_PERMISSIONS,
+  ...DOCUMENT_PERMISSIONS,
+] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
 
 /** Which application types may hold each permission. */
 export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
   public: ["token:create", "token:update", "token-intent:create"],
-  private: [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize"],
+  private: [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...DOCUMENT_PERMISSIONS],
   management: MANAGEMENT_PERMISSIONS,
   expiring: TOKEN_PERMISSIONS,
 };
@@ -78,6 +87,10 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "log:read": "Read and verify the audit log",
   "tenant:read": "Read the caller's own tenant (GET /tenants/self)",
   "tenant:update": "Rename the caller's own tenant (PUT /tenants/self)",
+  "documents:create": "Upload documents (POST /documents)",
+  "documents:read": "Read documents' metadata (never their bytes)",
+  "documents:reveal": "Download documents' bytes, decrypted (GET /documents/{id}/data)",
+  "documents:delete": "Delete documents and their stored bytes",
 };
 
 export function mayHold(type: ApplicationType, permission: string): boolean {
