@@ -384,6 +384,10 @@ describe("permissions: GET /permissions?application_type=", () => {
         "token-intent:read",
         "token-intent:delete",
         "session:authorize",
+        "documents:create",
+        "documents:read",
+        "documents:reveal",
+        "documents:delete",
       ],
     ],
     ["expiring", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
@@ -408,7 +412,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(32);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(36);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {

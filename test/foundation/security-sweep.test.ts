@@ -1,5 +1,6 @@
 import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { DOCUMENT_PERMISSIONS } from "../../src/auth/permissions";
 import { OWN_ORIGIN, signIn } from "../support/console";
 import { dataDatabaseOf } from "../support/context";
 import { expectDocumentedReply } from "../support/documented-replies";
@@ -76,6 +77,8 @@ let ownerPowerless: string;
 let intruderCookies: string[];
 let powerlessCookie: string;
 let proxyKey: string;
+/** The owner's key that holds every documents permission: the document the intruder tried to delete is still there. */
+let documentReader: string;
 /** The owner's key that reads its intents: the intent the intruder tried to delete is still there. */
 let intentReader: string;
 /** Ids that belong to `owner`, by the name of the path parameter and the collection it follows. */
@@ -102,6 +105,11 @@ beforeAll(async () => {
   const clientKey = await call("POST", "/keys", { key: owner.managementKey, body: {} });
   expect(clientKey.status, JSON.stringify(clientKey.body)).toBe(201);
   await createWebhook(owner, { url: receiver().url });
+  documentReader = (await createApplication(owner, { type: "private", permissions: [...DOCUMENT_PERMISSIONS] })).key;
+  const form = new FormData();
+  form.append("document", new Blob(["owned document"]));
+  const document = await SELF.fetch(`${BASE}/documents`, { method: "POST", headers: { "SVC-API-KEY": documentReader }, body: form });
+  expect(document.status).toBe(201);
   proxyKey = proxy.key;
   ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
   ownerIds = {
@@ -115,6 +123,7 @@ beforeAll(async () => {
     requests: reaction.body.asyncReactorRequestId,
     webhooks: webhook.id,
     "client-keys": clientKey.body.id,
+    documents: ((await document.json()) as { id: string }).id,
     proxy: "charges",
     tenants: owner.tenantId,
   };
@@ -122,7 +131,16 @@ beforeAll(async () => {
   intruder = await seedTenant();
   const intruderTokens = await createApplication(intruder, {
     type: "private",
-    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", ...INTENT_PERMISSIONS],
+    permissions: [
+      "token:create",
+      "token:read",
+      "token:update",
+      "token:delete",
+      "token:search",
+      "token:use",
+      ...INTENT_PERMISSIONS,
+      ...DOCUMENT_PERMISSIONS,
+    ],
   });
   intruderKeys = [intruder.managementKey, intruderTokens.key];
   powerless = (await createApplication(intruder, { type: "private", permissions: [] })).key;
@@ -278,6 +296,7 @@ describe("security sweep over every route of the OpenAPI document", () => {
     expect(stillThere.status).toBe(200);
     expect((await call("GET", `/token-intents/${ownerIds["token-intents"]}`, { key: intentReader })).status).toBe(200);
     expect((await call("GET", `/keys/${ownerIds["client-keys"]}`, { key: owner.managementKey })).status).toBe(200);
+    expect((await call("GET", `/documents/${ownerIds.documents}/data`, { key: documentReader })).status).toBe(200);
   }, 60_000);
 
   it("answers 400 naming start to another tenant's cursor on every cursor-paged route, and shows nothing of the owner's", async () => {
