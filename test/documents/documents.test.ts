@@ -217,6 +217,27 @@ describe("documents", () => {
     expectProblem(await call("DELETE", `/documents/${id}`, { key }), 404);
   });
 
+  it("a data-key rotation re-seals the document's data key, not its bytes, and the document still reads", async () => {
+    const rotating = await seedTenant();
+    const rotatingKey = (await createApplication(rotating, { type: "private", permissions: ALL })).key;
+    const bytes = documentOf(150_000);
+    const { id } = (await (await upload(rotatingKey, bytes)).json()) as { id: string };
+    const sealed = () => env.DB.prepare("SELECT data_key_ciphertext AS k FROM documents WHERE id = ?").bind(id).first<{ k: string }>();
+    const before = (await sealed())!.k;
+    const rawBefore = (await rawObject(rotating.tenantId, id))!;
+    expect(before).toMatch(/^v1\./);
+    expect((await call("POST", `/tenants/${rotating.tenantId}/rotation`, { headers: operator })).status).toBe(202);
+    const deadline = Date.now() + 30_000;
+    while ((await call("GET", `/tenants/${rotating.tenantId}/rotation`, { headers: operator })).body.state !== "done") {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect((await sealed())!.k).toMatch(/^v2\./);
+    expect(Buffer.compare((await rawObject(rotating.tenantId, id))!, rawBefore)).toBe(0);
+    const back = new Uint8Array(await (await download(rotatingKey, id)).arrayBuffer());
+    expect(Buffer.compare(back, bytes)).toBe(0);
+  });
+
   it("after crypto-shredding its tenant a document cannot be decrypted, and the cron removes its object", async () => {
     const doomed = await seedTenant();
     const doomedKey = (await createApplication(doomed, { type: "private", permissions: ALL })).key;
