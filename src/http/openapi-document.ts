@@ -57,6 +57,7 @@ export const OPENAPI_OBJECT = {
       name: "Client encryption keys",
       description: "Key pairs whose public key encrypts data on the client (a JWE) that only the vault decrypts, as token data.",
     },
+    { name: "Documents", description: "Files stored encrypted, chunk by chunk, each under a data key of its own." },
     { name: "Audit log", description: "Who did what to which entity, in a hash chain that can be verified." },
     { name: "Operators", description: "The deployment operator's routes: tenants, their placement and their keys." },
     { name: "Status", description: "Whether the vault answers, for clients and monitors: no key needed." },
