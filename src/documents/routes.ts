@@ -2,7 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { requirePermission } from "../auth/middleware";
 import { createRouter } from "../http/router";
 import { IdParams, jsonContent, problemResponses } from "../http/schemas";
-import { DocumentSchema, DocumentUploadBody } from "./schema";
+import { DocumentBytes, DocumentSchema, DocumentUploadBody } from "./schema";
 import * as documents from "./service";
 
 /*
@@ -33,7 +33,17 @@ const upload = createRoute({
     "Needs `documents:create`. A multipart/form-data body with a `document` file part (at most 25 MiB; its Content-Type is " +
     'kept) and an optional `request` part, the JSON `{"metadata": {…}}` of string values. The file is encrypted as it ' +
     "arrives under a data key of its own and stored; nothing is kept when the upload is refused (413 over the limit).",
-  request: { body: { content: { "multipart/form-data": { schema: DocumentUploadBody } }, required: true } },
+  request: {
+    body: {
+      content: {
+        "multipart/form-data": {
+          schema: DocumentUploadBody,
+          example: { request: '{"metadata":{"name":"value"}}', document: "<the file's bytes>" },
+        },
+      },
+      required: true,
+    },
+  },
   responses: {
     201: jsonContent(DocumentSchema, "The document's metadata", EXAMPLE),
     ...problemResponses(400, 401, 403, 413, 415),
@@ -64,7 +74,10 @@ const data = createRoute({
   middleware: [requirePermission("documents:reveal")] as const,
   request: { params: IdParams },
   responses: {
-    200: { description: "The document's bytes", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
+    200: {
+      description: "The document's bytes, with the Content-Type it was uploaded with",
+      content: { "application/octet-stream": { schema: DocumentBytes, example: "%PDF-1.7 …" } },
+    },
     ...problemResponses(400, 401, 403, 404, 500),
   },
 });

@@ -35,3 +35,6 @@ export const DocumentSchema = z
   })
   .openapi("Document");
 export type DocumentResponse = z.infer<typeof DocumentSchema>;
+
+/** GET /documents/{id}/data's answer: the bytes as uploaded. */
+export const DocumentBytes = z.string().openapi({ format: "binary", description: "The document's bytes" });

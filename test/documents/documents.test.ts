@@ -168,6 +168,12 @@ describe("documents", () => {
     expect(badMetadata.status).toBe(400);
     expect(await badMetadata.text()).toContain("request.metadata");
     expect((await upload(key, documentOf(10), "not json")).status).toBe(400);
+    const notUtf8 = new FormData();
+    notUtf8.append("document", new Blob([documentOf(10)]));
+    notUtf8.append("request", new Blob([new Uint8Array([0x7b, 0xc3, 0x28, 0x7d])]));
+    const refusedText = await SELF.fetch(`${BASE}/documents`, { method: "POST", headers: { "SVC-API-KEY": key }, body: notUtf8 });
+    expect(refusedText.status).toBe(400);
+    expect(await refusedText.text()).toContain("must be valid UTF-8");
     expect((await upload(key, documentOf(10), '{"unknown":1}')).status).toBe(400);
     const noDocument = new FormData();
     noDocument.append("request", "{}");

@@ -40,7 +40,8 @@ describe("authentication", () => {
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "proxy:create", application_types: ["management"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "session:authorize", application_types: ["private"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "keys:create", application_types: ["management"] }));
-    expect(reply.body).toHaveLength(32);
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "documents:reveal", application_types: ["private"] }));
+    expect(reply.body).toHaveLength(36);
   });
 });
 
