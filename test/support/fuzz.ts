@@ -113,7 +113,8 @@ function bodies(operation: DocumentedOperation): fc.Arbitrary<Body | null> {
     wrongContentType,
     anyJson.map(json),
   ];
-  if (operation.bodyType?.startsWith("multipart/")) return fc.oneof(...generic, { arbitrary: multipartBodies(members), weight: generic.length });
+  if (operation.bodyType?.startsWith("multipart/"))
+    return fc.oneof(...generic, { arbitrary: multipartBodies(members), weight: generic.length });
   return fc.oneof(
     fc.constant(null),
     wrongTypes,
