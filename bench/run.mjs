@@ -129,6 +129,21 @@ export default {
   },
 };`;
 
+// The object store's floor, for the documents benchmark: PUT stores the request's body (its length
+// known from Content-Length) as `?key=`, GET answers it; nothing is parsed or encrypted.
+const R2_SCRIPT = `export default {
+  async fetch(request, env) {
+    const key = new URL(request.url).searchParams.get("key");
+    if (request.method === "PUT") {
+      await env.BUCKET.put(key, request.body);
+      return new Response(null, { status: 204 });
+    }
+    const object = await env.BUCKET.get(key);
+    if (!object) return new Response("no such object", { status: 500 });
+    return new Response(object.body);
+  },
+};`;
+
 /**
  * A vault of the bundle in `buildDir` with the runtime's floors beside it, and the `bench` object a
  * benchmark drives it through. Each report is printed and, with `reports`, also collected.
@@ -143,6 +158,7 @@ async function startBench(buildDir, reports) {
       { name: "bench-read", modules: true, script: READ_SCRIPT, d1Databases: { DB: "vault" } },
       { name: "bench-read-forward", modules: true, script: READ_AND_FORWARD_SCRIPT, d1Databases: { DB: "vault" } },
       { name: "bench-loader-forward", modules: true, script: LOADER_AND_FORWARD_SCRIPT, workerLoaders: { LOADER: {} } },
+      { name: "bench-r2", modules: true, script: R2_SCRIPT, r2Buckets: { BUCKET: "bench-r2-floor" } },
     ],
   });
   const { db, masterKey, operatorKey, baseUrl } = vault;
@@ -150,6 +166,7 @@ async function startBench(buildDir, reports) {
   const readerUrl = await vault.urlOf("bench-read");
   const readForwarderUrl = await vault.urlOf("bench-read-forward");
   const loaderForwarderUrl = await vault.urlOf("bench-loader-forward");
+  const r2FloorUrl = await vault.urlOf("bench-r2");
   // The vault and its floors share one workerd, whose CPU time bench/lib/measure.mjs's interleavedCpu reads.
   const workerd = workerdServing(baseUrl);
 
@@ -193,6 +210,8 @@ async function startBench(buildDir, reports) {
      * Loader isolate, then forwards; with `calls` 2, the JSON answer through a second call too.
      */
     loaderForwardUrl: (target, calls = 1) => `${loaderForwarderUrl}/?to=${encodeURIComponent(target)}&calls=${calls}`,
+    /** Stores (PUT) or answers (GET) `key` in a bare R2 bucket: the object store's floor. */
+    r2Url: (key) => `${r2FloorUrl}/?key=${encodeURIComponent(key)}`,
     /**
      * The vault isolate's JavaScript CPU time a call, in microseconds: its V8 profile's busy samples
      * while `requests` calls of `fn` run 32 at a time (see bench/lib/inspector.mjs's busyMicros).

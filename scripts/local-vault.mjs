@@ -91,7 +91,7 @@ export async function startLocalVault({
     ...(inspectorPort !== undefined ? { inspectorPort } : {}),
     // A caller that captures the runtime's logs (workerd's and the workers' console) gets them all.
     ...(onLog ? { handleStructuredLogs: onLog } : {}),
-    ...(persistTo ? { d1Persist: persistTo } : {}),
+    ...(persistTo ? { d1Persist: persistTo, r2Persist: persistTo } : {}),
     workers: [
       {
         name: "vault",
@@ -105,6 +105,8 @@ export async function startLocalVault({
         queueProducers: declared.queueProducers,
         queueConsumers: declared.queueConsumers,
         ratelimits,
+        // Documents' bytes (R2), in memory, or in `persistTo` beside the databases.
+        r2Buckets: declared.r2Buckets,
         // With `assets`, the static assets (public/: the API reference page's, the elements) are served in front
         // of the worker, as in production; left out by default, so benchmarks measure the worker alone.
         ...(assets ? { assets: declared.assets } : {}),

@@ -7,6 +7,7 @@ import { logRoutes } from "./audit/routes";
 import { permissionRoutes } from "./auth/routes";
 import { consoleRoutes } from "./console/routes";
 import { detokenizeRoutes } from "./detokenization/routes";
+import { documentRoutes, isDocumentUpload } from "./documents/routes";
 import { elementRoutes } from "./elements/routes";
 import { MethodNotAllowedError, NotFoundError } from "./errors";
 import { googlePayRoutes } from "./google-pay/routes";
@@ -40,10 +41,11 @@ export function buildApp() {
 
   app.use("*", traceAndConfigure);
   app.use("*", auditRequests);
-  // Proxy invocation applies its own limit, so that it too answers as proxy_error. (A plain test:
+  // Proxy invocation applies its own limit, so that it too answers as proxy_error; a document upload its own, larger one
+  // (DOCUMENTS.maxBytes), counted as the body streams. (A plain test:
   // hono/combine's except() costs a router match and a middleware chain on every request.)
   app.use("*", async (c, next) => {
-    if (isInvocationPath(c.req.path)) await next();
+    if (isInvocationPath(c.req.path) || isDocumentUpload(c.req.method, c.req.path)) await next();
     else await limitBody(c, next);
   });
 
@@ -93,6 +95,7 @@ export function buildApp() {
   api.route("/", clientKeyRoutes);
   api.route("/", googlePayRoutes);
   api.route("/", applePayRoutes);
+  api.route("/", documentRoutes);
   api.route("/", tenantSelfRoutes);
   // Authentication counts every request against its key (src/auth/rate-limits.ts), refuses a public key's browser
   // calls from origins its application does not allow (403), and reads the caller's bookmark.

@@ -37,6 +37,8 @@ export interface RequestContext {
   readonly publicKeyRateLimit: RateLimit;
   /** Counts a public key's requests from each client address (src/auth/rate-limits.ts). */
   readonly publicClientRateLimit: RateLimit;
+  /** The documents' encrypted bytes (src/documents/), one object per document. */
+  readonly documents: R2Bucket;
   /**
    * The control database: the directory of tenants, their applications and keys, proxies, reactors
    * and formulas; everything that resolves a credential before its tenant's data is reached.

@@ -19,6 +19,7 @@ export type Bindings = Pick<
   | "PUBLIC_KEY_RATE_LIMIT"
   | "PUBLIC_CLIENT_RATE_LIMIT"
   | "ASSETS"
+  | "DOCUMENTS"
 > &
   Partial<Pick<Cloudflare.Env, "LOADER">> & { DISPATCHER?: DispatchNamespace };
 

@@ -228,3 +228,13 @@ export const APPLE_PAY = {
   /** Longest `paymentData.data` and `paymentData.signature`, in base64 characters. */
   maxTokenFieldLength: 65_536,
 } as const;
+
+/** Documents (src/documents/, docs/documents.md). */
+export const DOCUMENTS = {
+  /** Largest document POST /documents stores (413 over it, nothing kept). */
+  maxBytes: 25 * MiB,
+  /** Largest `request` part (the metadata's JSON). */
+  requestMaxBytes: 64 * KiB,
+  /** Plaintext bytes per encrypted chunk; each is sealed on its own (AES-256-GCM). */
+  chunkBytes: 64 * KiB,
+} as const;

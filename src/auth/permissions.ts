@@ -10,6 +10,8 @@ export const TOKEN_INTENT_PERMISSIONS = ["token-intent:create", "token-intent:re
 
 /** Apple Pay (src/apple-pay/): decrypting a token with a public or private key; its merchant configuration with a management one. */
 export const APPLE_PAY_PERMISSIONS = ["apple-pay:create"] as const;
+/** Documents (src/documents/): upload, read the metadata, download the bytes (`reveal`), delete; private keys only. */
+export const DOCUMENT_PERMISSIONS = ["documents:create", "documents:read", "documents:reveal", "documents:delete"] as const;
 
 export const MANAGEMENT_PERMISSIONS = [
   "application:create",
@@ -50,6 +52,7 @@ export const PERMISSIONS = [
   ...MANAGEMENT_PERMISSIONS,
   ...GOOGLE_PAY_PERMISSIONS,
   ...APPLE_PAY_PERMISSIONS,
+  ...DOCUMENT_PERMISSIONS,
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
@@ -57,7 +60,14 @@ export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
 /** Which application types may hold each permission. */
 export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
   public: ["token:create", "token:update", "token-intent:create", ...GOOGLE_PAY_PERMISSIONS, ...APPLE_PAY_PERMISSIONS],
-  private: [...TOKEN_PERMISSIONS, ...TOKEN_INTENT_PERMISSIONS, "session:authorize", ...GOOGLE_PAY_PERMISSIONS, ...APPLE_PAY_PERMISSIONS],
+  private: [
+    ...TOKEN_PERMISSIONS,
+    ...TOKEN_INTENT_PERMISSIONS,
+    "session:authorize",
+    ...GOOGLE_PAY_PERMISSIONS,
+    ...APPLE_PAY_PERMISSIONS,
+    ...DOCUMENT_PERMISSIONS,
+  ],
   management: MANAGEMENT_PERMISSIONS,
   expiring: TOKEN_PERMISSIONS,
 };
@@ -101,6 +111,10 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "log:read": "Read and verify the audit log",
   "tenant:read": "Read the caller's own tenant (GET /tenants/self)",
   "tenant:update": "Rename the caller's own tenant (PUT /tenants/self)",
+  "documents:create": "Upload documents (POST /documents)",
+  "documents:read": "Read documents' metadata (never their bytes)",
+  "documents:reveal": "Download documents' bytes, decrypted (GET /documents/{id}/data)",
+  "documents:delete": "Delete documents and their stored bytes",
 };
 
 export function mayHold(type: ApplicationType, permission: string): boolean {

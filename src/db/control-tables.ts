@@ -400,3 +400,27 @@ export const applePayCertificates = sqliteTable(
     index("apple_pay_certificates_tenant_key_hash").on(table.tenantId, table.publicKeyHash),
   ],
 );
+
+/**
+ * Documents (src/documents/): each row describes one object in the DOCUMENTS bucket, whose bytes are
+ * encrypted chunk by chunk under the document's own data key (docs/documents.md). That key is stored
+ * here sealed under the tenant's data key, so crypto-shredding the tenant makes every document
+ * unreadable and a rotation re-seals the key, never the bytes.
+ */
+export const documents = sqliteTable(
+  "documents",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    /** The request's metadata, JSON (string values, as a token's metadata: not secret). */
+    metadata: text("metadata").notNull(),
+    contentType: text("content_type").notNull(),
+    /** The document's length in bytes, before encryption. */
+    size: integer("size").notNull(),
+    /** The document's data key (32 bytes, base64), sealed under the tenant's data key; never answered. */
+    dataKeyCiphertext: text("data_key_ciphertext").notNull(),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [index("documents_tenant_created").on(table.tenantId, table.createdAt, table.id)],
+);

@@ -66,6 +66,7 @@ export const OPENAPI_OBJECT = {
       name: "Apple Pay",
       description: "Apple Pay merchants, their payment processing certificates, and EC_v1 payment tokens decrypted into token intents.",
     },
+    { name: "Documents", description: "Files stored encrypted, chunk by chunk, each under a data key of its own." },
     { name: "Audit log", description: "Who did what to which entity, in a hash chain that can be verified." },
     { name: "Operators", description: "The deployment operator's routes: tenants, their placement and their keys." },
     { name: "Status", description: "Whether the vault answers, for clients and monitors: no key needed." },

@@ -2,6 +2,7 @@ import { processingKeyContext } from "../apple-pay/service";
 import { privateKeyContext } from "../client-keys/service";
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
+import { dataKeyContext as documentDataKeyContext } from "../documents/service";
 import { merchantKeyContext } from "../google-pay/service";
 import { detokenizedContext, outcomeContext, sealingContext } from "../idempotency/service";
 import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";
@@ -51,6 +52,14 @@ const SEALED_COLUMNS: SealedColumn[] = [
     column: "private_key_ciphertext",
     key: ["id"],
     context: (row) => privateKeyContext(row.id!),
+  },
+  // A document's data key, not its bytes: they stay sealed under the same key, re-wrapped here.
+  {
+    database: "control",
+    table: "documents",
+    column: "data_key_ciphertext",
+    key: ["id"],
+    context: (row) => documentDataKeyContext(row.id!),
   },
   {
     database: "control",

@@ -61,6 +61,10 @@ class BoundRequestContext implements RequestContext {
     return this.env.PUBLIC_CLIENT_RATE_LIMIT;
   }
 
+  get documents(): R2Bucket {
+    return this.env.DOCUMENTS;
+  }
+
   get control(): Database {
     return databaseOf(this.env, CONTROL_BINDING);
   }

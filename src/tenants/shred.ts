@@ -6,6 +6,7 @@
  */
 import { credentialsChanged } from "../auth/lookup-cache";
 import type { RequestContext } from "../context";
+import { tenantPrefixOf } from "../documents/storage";
 import { ConflictError, NotFoundError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { purgeTenantData, tenantRowCounts } from "./data-copy";
@@ -26,7 +27,11 @@ const CONTROL_TABLES = [
   "google_pay_merchant_keys",
   "apple_pay_merchants",
   "apple_pay_certificates",
+  "documents",
 ];
+
+/** Documents' objects one purge step deletes per tenant (one R2 list and one delete call). */
+const DOCUMENT_PURGE_BATCH = 1_000;
 
 /** Tokens (with their index rows), then audit entries, one purge step deletes per tenant. */
 export const SHRED_PURGE_BATCH = 1_000;
@@ -100,8 +105,11 @@ export async function purgeShreddedTenants(context: RequestContext): Promise<num
   for (const { id, database } of results) {
     const step = await purgeTenantData(context.dataDatabase(database), id, SHRED_PURGE_BATCH);
     deleted += step;
+    // Its documents' objects, unreadable since its keys went, leave the bucket too.
+    const objects = await context.documents.list({ prefix: tenantPrefixOf(id), limit: DOCUMENT_PURGE_BATCH });
+    if (objects.objects.length > 0) await context.documents.delete(objects.objects.map((object) => object.key));
     // purgeTenantData answers exactly the limit while rows may remain.
-    if (step !== SHRED_PURGE_BATCH) {
+    if (step !== SHRED_PURGE_BATCH && !objects.truncated) {
       const control = context.control.$client;
       await control.batch([
         control

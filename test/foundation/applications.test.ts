@@ -386,6 +386,10 @@ describe("permissions: GET /permissions?application_type=", () => {
         "session:authorize",
         "google-pay:create",
         "apple-pay:create",
+        "documents:create",
+        "documents:read",
+        "documents:reveal",
+        "documents:delete",
       ],
     ],
     ["expiring", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
@@ -410,7 +414,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(38);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(42);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {

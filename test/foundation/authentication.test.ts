@@ -44,7 +44,8 @@ describe("authentication", () => {
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "google-pay-merchant:create", application_types: ["management"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:manage", application_types: ["management"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:create", application_types: ["private", "public"] }));
-    expect(reply.body).toHaveLength(38);
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "documents:reveal", application_types: ["private"] }));
+    expect(reply.body).toHaveLength(42);
   });
 });
 

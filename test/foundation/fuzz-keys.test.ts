@@ -1,4 +1,5 @@
 import { fuzzGroup } from "../support/fuzz";
 
-// The "keys" operations of the served OpenAPI document (the operator's keyring, the tenants' client encryption keys), fuzzed (test/support/fuzz.ts).
+// The "keys" operations of the served OpenAPI document (the operator's keyring, the tenants' client encryption keys,
+// documents), fuzzed (test/support/fuzz.ts).
 await fuzzGroup("keys");

@@ -1,5 +1,6 @@
 import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { DOCUMENT_PERMISSIONS } from "../../src/auth/permissions";
 import { OWN_ORIGIN, signIn } from "../support/console";
 import { dataDatabaseOf } from "../support/context";
 import { expectDocumentedReply } from "../support/documented-replies";
@@ -83,6 +84,8 @@ let ownerPowerless: string;
 let intruderCookies: string[];
 let powerlessCookie: string;
 let proxyKey: string;
+/** The owner's key that holds every documents permission: the document the intruder tried to delete is still there. */
+let documentReader: string;
 /** The owner's key that reads its intents: the intent the intruder tried to delete is still there. */
 let intentReader: string;
 /** Ids that belong to `owner`, by the name of the path parameter and the collection it follows. */
@@ -125,6 +128,11 @@ beforeAll(async () => {
     body: VALID_BODIES["POST /apple-pay/merchant-registration/{merchantId}/certificates"],
   });
   expect(certificates.status, JSON.stringify(certificates.body)).toBe(201);
+  documentReader = (await createApplication(owner, { type: "private", permissions: [...DOCUMENT_PERMISSIONS] })).key;
+  const form = new FormData();
+  form.append("document", new Blob(["owned document"]));
+  const document = await SELF.fetch(`${BASE}/documents`, { method: "POST", headers: { "SVC-API-KEY": documentReader }, body: form });
+  expect(document.status).toBe(201);
   proxyKey = proxy.key;
   ownerPowerless = (await createApplication(owner, { type: "private", permissions: [] })).key;
   ownerIds = {
@@ -147,6 +155,7 @@ beforeAll(async () => {
     "apple-pay/merchant-registration": appleMerchant.body.id,
     "apple-pay/merchantId": appleMerchant.body.id,
     "apple-pay/certificates": certificates.body.id,
+    documents: ((await document.json()) as { id: string }).id,
     proxy: "charges",
     tenants: owner.tenantId,
   };
@@ -154,7 +163,16 @@ beforeAll(async () => {
   intruder = await seedTenant();
   const intruderTokens = await createApplication(intruder, {
     type: "private",
-    permissions: ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use", ...INTENT_PERMISSIONS],
+    permissions: [
+      "token:create",
+      "token:read",
+      "token:update",
+      "token:delete",
+      "token:search",
+      "token:use",
+      ...INTENT_PERMISSIONS,
+      ...DOCUMENT_PERMISSIONS,
+    ],
   });
   intruderKeys = [intruder.managementKey, intruderTokens.key];
   powerless = (await createApplication(intruder, { type: "private", permissions: [] })).key;
@@ -314,6 +332,7 @@ describe("security sweep over every route of the OpenAPI document", () => {
     expect((await call("GET", ownersMerchantKey, { key: owner.managementKey })).status).toBe(200);
     const ownersCertificates = `/apple-pay/merchant-registration/${ownerIds["apple-pay/merchantId"]}/certificates/${ownerIds["apple-pay/certificates"]}`;
     expect((await call("GET", ownersCertificates, { key: owner.managementKey })).status).toBe(200);
+    expect((await call("GET", `/documents/${ownerIds.documents}/data`, { key: documentReader })).status).toBe(200);
   }, 60_000);
 
   it("answers 400 naming start to another tenant's cursor on every cursor-paged route, and shows nothing of the owner's", async () => {

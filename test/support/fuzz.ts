@@ -19,7 +19,8 @@ import { readReply } from "./reply.mjs";
  * before within a file (its waitUntil work is kept until the file ends; the audit send runs there),
  * so ~2,000 requests in one file took four minutes, and far less split in three. A fourth group (applications and
  * sessions) was split off "management" when its last operations neared their 30 s on a loaded machine, and a
- * fifth (the operator's keyring and the tenants' client encryption keys) when /keys pushed the last past it.
+ * fifth (the operator's keyring and the tenants' client encryption keys) when /keys pushed the last past it; documents
+ * joined the fifth, the smallest.
  */
 
 export const FUZZ_GROUPS = ["tokens", "applications", "management", "extensions", "keys", "wallets"] as const;
@@ -34,7 +35,7 @@ export function fuzzGroupOf(operation: Pick<DocumentedOperation, "path">): FuzzG
   const segment = (/^v\d+$/.test(segments[0] ?? "") ? segments[1] : segments[0]) ?? "";
   if (["tokens", "token-intents", "tokenize", "detokenize", "proxy", "permissions"].includes(segment)) return "tokens";
   if (["applications", "sessions"].includes(segment)) return "applications";
-  if (segment === "keys" || (segment === "operator" && segments[1] === "keys")) return "keys";
+  if (segment === "keys" || (segment === "operator" && segments[1] === "keys") || segment === "documents") return "keys";
   if (["reactor-formulas", "reactors", "logs", "webhooks"].includes(segment)) return "extensions";
   if (["google-pay", "apple-pay"].includes(segment)) return "wallets";
   return "management";
@@ -65,6 +66,10 @@ async function seedKeys(): Promise<void> {
       "session:authorize",
       "google-pay:create",
       "apple-pay:create",
+      "documents:create",
+      "documents:read",
+      "documents:reveal",
+      "documents:delete",
     ],
   });
   // A public key reaches POST /sessions, which refuses every other type of key.
@@ -103,6 +108,19 @@ function bodies(operation: DocumentedOperation): fc.Arbitrary<Body | null> {
   const wrongContentType = fc
     .constantFrom("text/plain", "application/xml", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded")
     .map((contentType) => ({ bytes: "a=1&b=2", contentType }));
+  const generic = [
+    fc.constant(null),
+    wrongTypes,
+    extraMember,
+    hugeString,
+    deep,
+    invalidJson,
+    invalidUtf8,
+    wrongContentType,
+    anyJson.map(json),
+  ];
+  if (operation.bodyType?.startsWith("multipart/"))
+    return fc.oneof(...generic, { arbitrary: multipartBodies(members), weight: generic.length });
   return fc.oneof(
     fc.constant(null),
     wrongTypes,
@@ -114,6 +132,31 @@ function bodies(operation: DocumentedOperation): fc.Arbitrary<Body | null> {
     wrongContentType,
     anyJson.map(json),
   );
+}
+
+/**
+ * Forms for a multipart operation: parts named by its members or not, holding JSON or any text, with
+ * or without a media type, the closing boundary sometimes left off.
+ */
+function multipartBodies(members: string[]): fc.Arbitrary<Body> {
+  const part = fc.record({
+    name: fc.constantFrom(...members, "other", ""),
+    content: fc.oneof(
+      anyJson.map((value) => JSON.stringify(value)),
+      fc.string({ maxLength: 200 }),
+    ),
+    type: fc.constantFrom("application/json", "application/pdf", "", "not a type"),
+  });
+  return fc.record({ parts: fc.array(part, { maxLength: 3 }), closed: fc.boolean() }).map(({ parts, closed }) => ({
+    bytes:
+      parts
+        .map(
+          ({ name, content, type }) =>
+            `--fuzz\r\ncontent-disposition: form-data; name="${name}"; filename="f"\r\n${type ? `content-type: ${type}\r\n` : ""}\r\n${content}\r\n`,
+        )
+        .join("") + (closed ? "--fuzz--\r\n" : ""),
+    contentType: "multipart/form-data; boundary=fuzz",
+  }));
 }
 
 const pathIds = fc.oneof(
