@@ -97,6 +97,13 @@ const remove = createRoute({
 /** POST /documents, whose body may be far larger than the API's limit: it counts its own (DOCUMENTS.maxBytes). */
 export const isDocumentUpload = (method: string, path: string) => method === "POST" && path === "/documents";
 
+/**
+ * A document is served from the vault's own origin, where the console's session lives: whatever
+ * type the uploader gave it (an HTML page with script), it is an attachment, sandboxed and never
+ * sniffed, so opening it runs nothing there.
+ */
+const INERT = { "content-disposition": "attachment", "content-security-policy": "sandbox", "x-content-type-options": "nosniff" };
+
 export const documentRoutes = createRouter();
 documentRoutes.openAPIRegistry.registerPath(upload);
 documentRoutes.post("/documents", requirePermission("documents:create"), async (c) =>
@@ -106,7 +113,7 @@ documentRoutes
   .openapi(get, async (c) => c.json(await documents.getDocument(c.var.context, c.req.valid("param").id), 200))
   .openapi(data, async (c) => {
     const { body, row } = await documents.openDocument(c.var.context, c.req.valid("param").id);
-    return new Response(body, { status: 200, headers: { "content-type": row.contentType } });
+    return new Response(body, { status: 200, headers: { "content-type": row.contentType, ...INERT } });
   })
   .openapi(remove, async (c) => {
     await documents.deleteDocument(c.var.context, c.req.valid("param").id);

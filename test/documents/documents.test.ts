@@ -110,6 +110,19 @@ describe("documents", () => {
     expect(contains(raw, MARKER)).toBe(false);
   });
 
+  it("a document is downloaded as an attachment no page can run: an uploaded HTML page with script stays inert on the vault's origin", async () => {
+    const page = new TextEncoder().encode("<html><script>fetch('/applications')</script></html>");
+    const response = await upload(key, page, undefined, "text/html");
+    expect(response.status).toBe(201);
+    const { id } = (await response.json()) as { id: string };
+    const download = await SELF.fetch(`${BASE}/documents/${id}/data`, { headers: { "SVC-API-KEY": key } });
+    expect(new Uint8Array(await download.arrayBuffer())).toEqual(page);
+    expect(download.headers.get("content-type")).toBe("text/html");
+    expect(download.headers.get("content-disposition")).toBe("attachment");
+    expect(download.headers.get("content-security-policy")).toBe("sandbox");
+    expect(download.headers.get("x-content-type-options")).toBe("nosniff");
+  });
+
   it("an empty document and one of exactly a chunk's size round-trip", async () => {
     for (const size of [0, DOCUMENTS.chunkBytes, 2 * DOCUMENTS.chunkBytes]) {
       const bytes = documentOf(size);
