@@ -176,6 +176,8 @@ export const WEBHOOKS = {
   urlMaxLength: 400,
   /** How long a delivery waits for the receiver's answer. */
   deliveryTimeoutMs: 10_000,
+  /** Deliveries a webhook keeps for GET /webhooks/{id}/deliveries, newest first; older ones are pruned. */
+  deliveriesKept: 100,
 } as const;
 
 export const CLIENT_KEYS = {

@@ -12,10 +12,21 @@ interface Webhook {
   created_at: string;
 }
 
-/** Webhook endpoints. Their deliveries have no route of the API yet, so they are not shown (see docs/console.md). */
+interface Delivery {
+  event_id: string;
+  event_type: string;
+  status: "delivered" | "retrying" | "failed";
+  attempts: number;
+  last_outcome: string | null;
+  first_attempt_at: string;
+  last_attempt_at: string;
+}
+
+/** Webhook endpoints, and the recent deliveries of the one chosen (GET /webhooks/{id}/deliveries). */
 export function WebhooksPage({ session }: { session: Session }) {
   const [webhooks, reload] = useLoad<{ data: Webhook[] }>("/webhooks?size=100");
   const [secret, setSecret] = useState<{ name: string; secret: string } | null>(null);
+  const [shown, setShown] = useState<Webhook | null>(null);
   const list = webhooks.state === "ready" ? { state: "ready" as const, data: webhooks.data.data } : webhooks;
   return (
     <>
@@ -58,6 +69,9 @@ export function WebhooksPage({ session }: { session: Session }) {
                     <When iso={webhook.created_at} />
                   </td>
                   <td>
+                    <button type="button" onClick={() => setShown(webhook)} aria-pressed={shown?.id === webhook.id}>
+                      Deliveries<span class="visually-hidden"> of {webhook.name}</span>
+                    </button>{" "}
                     {may(session, "webhook:delete") && (
                       <ConfirmButton
                         label={`Delete ${webhook.name}`}
@@ -75,7 +89,55 @@ export function WebhooksPage({ session }: { session: Session }) {
           </table>
         )}
       </ListState>
+      {shown && <Deliveries key={shown.id} webhook={shown} />}
     </>
+  );
+}
+
+/** What became of the webhook's recent events: status, attempts and the last failure, never a payload. */
+function Deliveries({ webhook }: { webhook: Webhook }) {
+  const [deliveries, reload] = useLoad<{ data: Delivery[] }>(`/webhooks/${webhook.id}/deliveries`);
+  const list = deliveries.state === "ready" ? { state: "ready" as const, data: deliveries.data.data } : deliveries;
+  return (
+    <section aria-label={`Deliveries of ${webhook.name}`}>
+      <h2>Deliveries of {webhook.name}</h2>
+      <button type="button" onClick={reload}>
+        Refresh the deliveries
+      </button>
+      <ListState loaded={list} what="deliveries" empty="No deliveries yet: events are sent as they happen.">
+        {(items) => (
+          <table>
+            <caption class="visually-hidden">Recent deliveries of {webhook.name}, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Event</th>
+                <th scope="col">Type</th>
+                <th scope="col">Status</th>
+                <th scope="col">Attempts</th>
+                <th scope="col">Last failure</th>
+                <th scope="col">Last attempt</th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((delivery) => (
+                <tr key={delivery.event_id}>
+                  <td>
+                    <code>{delivery.event_id}</code>
+                  </td>
+                  <td>{delivery.event_type}</td>
+                  <td class={delivery.status === "delivered" ? undefined : "bad"}>{delivery.status}</td>
+                  <td>{delivery.attempts}</td>
+                  <td>{delivery.last_outcome ?? "—"}</td>
+                  <td>
+                    <When iso={delivery.last_attempt_at} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </ListState>
+    </section>
   );
 }
 

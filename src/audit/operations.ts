@@ -142,6 +142,7 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "GET /webhooks": op("webhook", "list", "Listed webhooks"),
   "GET /webhooks/event-types": op("webhook", "list", "Listed webhook event types"),
   "GET /webhooks/{id}": op("webhook", "read", "Read webhook"),
+  "GET /webhooks/{id}/deliveries": op("webhook", "list_deliveries", "Listed webhook deliveries"),
   "PUT /webhooks/{id}": op("webhook", "update", "Updated webhook"),
   "DELETE /webhooks/{id}": op("webhook", "delete", "Deleted webhook"),
 };

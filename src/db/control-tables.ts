@@ -268,6 +268,33 @@ export const webhooks = sqliteTable(
 );
 
 /**
+ * What became of a webhook's deliveries, one row per event and webhook, for GET
+ * /webhooks/{id}/deliveries and the console: the outcome of each attempt as the receiver gave it,
+ * never the event's payload. The newest `WEBHOOKS.deliveriesKept` of a webhook are kept (pruned in
+ * the batch that records one), and they go with their webhook.
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    tenantId: text("tenant_id").notNull(),
+    webhookId: text("webhook_id").notNull(),
+    eventId: text("event_id").notNull(),
+    eventType: text("event_type").notNull(),
+    /** `delivered`, `retrying` (the queue tries again), or `failed` (retries spent, or the webhook disabled). */
+    status: text("status", { enum: ["delivered", "retrying", "failed"] }).notNull(),
+    attempts: integer("attempts").notNull(),
+    /** Why the last attempt failed (`answered 500`, `failed: …`); null once delivered. */
+    lastOutcome: text("last_outcome"),
+    firstAttemptAt: integer("first_attempt_at").notNull(),
+    lastAttemptAt: integer("last_attempt_at").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.webhookId, table.eventId] }),
+    index("webhook_deliveries_recent").on(table.tenantId, table.webhookId, table.lastAttemptAt),
+  ],
+);
+
+/**
  * A tenant's client encryption keys (control database): X25519 key pairs whose public half, shown
  * once, lets a browser or app encrypt data (a JWE) that only the vault can open. The private key
  * never leaves the vault: it is stored sealed under the tenant's data key, so crypto-shredding and

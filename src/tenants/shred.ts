@@ -22,6 +22,7 @@ const CONTROL_TABLES = [
   "reactors",
   "reactor_formulas",
   "webhooks",
+  "webhook_deliveries",
   "client_encryption_keys",
   "google_pay_merchants",
   "google_pay_merchant_keys",

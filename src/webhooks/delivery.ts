@@ -51,12 +51,18 @@ async function deliver(context: RequestContext, message: Message<WebhookDelivery
   if (webhook?.status !== "enabled") return message.ack();
 
   const failure = await send(context, webhook, message.body);
+  const attempt = { tenantId, webhookId, eventId: message.body.event.id, eventType: message.body.event.type, at: Date.now() };
   if (failure === null) {
-    await storage.deliverySucceeded(context.control, tenantId, webhookId);
+    await Promise.all([
+      storage.deliverySucceeded(context.control, tenantId, webhookId),
+      recordAttempt(context, { ...attempt, status: "delivered", outcome: null }),
+    ]);
     return message.ack();
   }
   const limit = context.config.WEBHOOK_FAILURE_LIMIT;
   const counted = await storage.deliveryFailed(context.control, tenantId, webhookId, limit);
+  const retried = counted !== null && !counted.disabled;
+  await recordAttempt(context, { ...attempt, status: retried ? "retrying" : "failed", outcome: failure });
   if (counted === null) return message.ack();
   if (counted.disabled) {
     context.audit.record({
@@ -70,6 +76,20 @@ async function deliver(context: RequestContext, message: Message<WebhookDelivery
     return message.ack();
   }
   message.retry({ delaySeconds: retryDelaySeconds(context.config.WEBHOOK_RETRY_BASE_S, message.attempts) });
+}
+
+/**
+ * Keeps the attempt for GET /webhooks/{id}/deliveries. A record that cannot be written is logged and
+ * left: retrying the message for it would send the event to the receiver again.
+ */
+async function recordAttempt(context: RequestContext, attempt: storage.DeliveryAttempt): Promise<void> {
+  try {
+    await storage.recordDeliveryAttempt(context.control, attempt, WEBHOOKS.deliveriesKept);
+  } catch (error) {
+    console.error(
+      `webhooks: the attempt at event ${attempt.eventId} for webhook ${attempt.webhookId} was not recorded: ${(error as Error).message}`,
+    );
+  }
 }
 
 /** Signs and sends one delivery; null when the receiver took it (2xx), else why it failed. */
@@ -105,6 +125,7 @@ async function send(context: RequestContext, webhook: storage.WebhookRow, delive
 export async function recordDeadDeliveries(context: RequestContext, batch: MessageBatch<WebhookDelivery>): Promise<void> {
   context.audit.actor = { id: null, type: "system" };
   for (const { body } of batch.messages) {
+    await storage.deliveryAbandoned(context.control, body.tenant_id, body.webhook_id, body.event.id);
     context.audit.record({
       tenantId: body.tenant_id,
       entityType: "webhook",

@@ -40,3 +40,17 @@ export const REPLACED_WEBHOOK_EXAMPLE = {
 };
 
 export const EVENT_TYPES_EXAMPLE = [...WEBHOOK_EVENT_TYPES];
+
+export const DELIVERIES_EXAMPLE = {
+  data: [
+    {
+      event_id: "0f0d3a52-5b1c-4b8e-9d7e-3c1a2b4d5e6f",
+      event_type: "token.created",
+      status: "retrying" as const,
+      attempts: 2,
+      last_outcome: "answered 503" as string | null,
+      first_attempt_at: "2026-11-27T10:00:00.000Z",
+      last_attempt_at: "2026-11-27T10:00:05.000Z",
+    },
+  ],
+};

@@ -9,13 +9,14 @@ import { idempotent } from "../idempotency/middleware";
 import { WEBHOOK_EVENT_TYPES } from "./events";
 import {
   CREATED_WEBHOOK_EXAMPLE,
+  DELIVERIES_EXAMPLE,
   EVENT_TYPES_EXAMPLE,
   REPLACED_WEBHOOK_EXAMPLE,
   WEBHOOK_EXAMPLE,
   WEBHOOK_REPLACEMENT_EXAMPLE,
   WEBHOOK_REQUEST_EXAMPLE,
 } from "./examples";
-import { CreatedWebhookSchema, WebhookBody, WebhookListQuery, WebhookSchema } from "./schema";
+import { CreatedWebhookSchema, WebhookBody, WebhookDeliverySchema, WebhookListQuery, WebhookSchema } from "./schema";
 import * as webhooks from "./service";
 
 const tags = ["Webhooks"];
@@ -87,6 +88,23 @@ const get = createRoute({
   responses: { 200: jsonContent(WebhookSchema, "The webhook", WEBHOOK_EXAMPLE), ...problemResponses(400, 401, 403, 404) },
 });
 
+const deliveries = createRoute({
+  method: "get",
+  path: "/webhooks/{id}/deliveries",
+  tags,
+  security,
+  summary: "What became of the webhook's recent deliveries, newest first",
+  description:
+    "Needs `webhook:read`. One entry per event: its status (`delivered`, `retrying`, `failed`), the attempts made, and why " +
+    "the last failed, as the receiver answered; never the event's payload. The newest 100 are kept; another tenant's webhook is a 404.",
+  middleware: [requirePermission("webhook:read")] as const,
+  request: { params: IdParams },
+  responses: {
+    200: jsonContent(z.object({ data: z.array(WebhookDeliverySchema) }), "The deliveries", DELIVERIES_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404),
+  },
+});
+
 const update = createRoute({
   method: "put",
   path: "/webhooks/{id}",
@@ -121,6 +139,7 @@ export const webhookRoutes = createRouter()
   .openapi(list, async (c) => c.json(await webhooks.listWebhooks(c.var.context, c.var.principal, c.req.valid("query")), 200))
   .openapi(eventTypes, (c) => c.json([...WEBHOOK_EVENT_TYPES], 200))
   .openapi(get, async (c) => c.json(await webhooks.getWebhook(c.var.context, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(deliveries, async (c) => c.json(await webhooks.webhookDeliveries(c.var.context, c.req.valid("param").id), 200))
   .openapi(update, async (c) =>
     c.json(await webhooks.replaceWebhook(c.var.context, c.var.principal, c.req.valid("param").id, c.req.valid("json")), 200),
   )

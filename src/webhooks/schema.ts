@@ -69,3 +69,21 @@ export const WebhookListQuery = ListQuery.extend({
 });
 
 export type WebhookListRequest = z.infer<typeof WebhookListQuery>;
+
+export const WebhookDeliverySchema = z
+  .object({
+    event_id: z.string().openapi({ description: "The event's id, sent as `webhook-id` on every attempt" }),
+    event_type: z.string(),
+    status: z.enum(["delivered", "retrying", "failed"]).openapi({
+      description: "`retrying`: the queue tries again; `failed`: its retries are spent, or the webhook was disabled",
+    }),
+    attempts: z.number().int(),
+    last_outcome: z
+      .string()
+      .nullable()
+      .openapi({ description: "Why the last attempt failed (`answered 500`, `failed: …`); null once delivered" }),
+    first_attempt_at: z.string(),
+    last_attempt_at: z.string(),
+  })
+  .openapi("WebhookDelivery");
+export type WebhookDeliveryResponse = z.infer<typeof WebhookDeliverySchema>;

@@ -4,9 +4,9 @@ import { toBase64 } from "../crypto/encoding";
 import { pageAfter, positionOf } from "../db/cursors";
 import { egressRefusal } from "../egress/policy";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
-import { auditFieldsOf, type CursorPage, cursorPageOf, type Page, pageOf } from "../http/schemas";
+import { auditFieldsOf, type CursorPage, cursorPageOf, isoTime, type Page, pageOf } from "../http/schemas";
 import { WEBHOOKS } from "../limits";
-import type { WebhookInput, WebhookListRequest, WebhookResponse } from "./schema";
+import type { WebhookDeliveryResponse, WebhookInput, WebhookListRequest, WebhookResponse } from "./schema";
 import type { WebhookRow } from "./storage";
 import * as storage from "./storage";
 
@@ -66,6 +66,23 @@ export async function getWebhook(context: TenantContext, _principal: Principal, 
   const row = await storage.findWebhook(context.control, context.tenantId, id);
   if (!row) throw new NotFoundError(`Webhook ${id}`);
   return toWebhookResponse(row);
+}
+
+/** The webhook's kept deliveries, newest first: what became of each event, never its payload. */
+export async function webhookDeliveries(context: TenantContext, id: string): Promise<{ data: WebhookDeliveryResponse[] }> {
+  if (!(await storage.findWebhook(context.control, context.tenantId, id))) throw new NotFoundError(`Webhook ${id}`);
+  const rows = await storage.deliveriesOf(context.control, context.tenantId, id, WEBHOOKS.deliveriesKept);
+  return {
+    data: rows.map((row) => ({
+      event_id: row.eventId,
+      event_type: row.eventType,
+      status: row.status,
+      attempts: row.attempts,
+      last_outcome: row.lastOutcome,
+      first_attempt_at: isoTime(row.firstAttemptAt)!,
+      last_attempt_at: isoTime(row.lastAttemptAt)!,
+    })),
+  };
 }
 
 /**

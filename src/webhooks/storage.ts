@@ -1,6 +1,6 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, desc, eq, notInArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { webhooks } from "../db/control-tables";
+import { webhookDeliveries, webhooks } from "../db/control-tables";
 import type { KeysetPosition } from "../db/cursors";
 import { namedResourcesAfter, namedResourcesPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
@@ -71,8 +71,94 @@ export async function updateWebhook(
 }
 
 export async function deleteWebhook(db: Database, tenantId: string, id: string): Promise<boolean> {
-  const deleted = await db.delete(webhooks).where(webhook(tenantId, id)).returning({ id: webhooks.id });
+  const [deleted] = await db.batch([
+    db.delete(webhooks).where(webhook(tenantId, id)).returning({ id: webhooks.id }),
+    db.delete(webhookDeliveries).where(and(eq(webhookDeliveries.tenantId, tenantId), eq(webhookDeliveries.webhookId, id))),
+  ]);
   return deleted.length === 1;
+}
+
+export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
+
+/** An attempt at delivering one event to one webhook. */
+export interface DeliveryAttempt {
+  tenantId: string;
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  status: DeliveryRow["status"];
+  /** Null once delivered. */
+  outcome: string | null;
+  at: number;
+}
+
+/**
+ * Records an attempt on the event's row (the first creates it, each later one counts), and keeps the
+ * webhook's newest `kept` rows, in one batch: a webhook's rows stay bounded however many events it gets.
+ */
+export async function recordDeliveryAttempt(db: Database, attempt: DeliveryAttempt, kept: number): Promise<void> {
+  const { tenantId, webhookId } = attempt;
+  const ofWebhook = and(eq(webhookDeliveries.tenantId, tenantId), eq(webhookDeliveries.webhookId, webhookId));
+  await db.batch([
+    db
+      .insert(webhookDeliveries)
+      .values({
+        tenantId,
+        webhookId,
+        eventId: attempt.eventId,
+        eventType: attempt.eventType,
+        status: attempt.status,
+        attempts: 1,
+        lastOutcome: attempt.outcome,
+        firstAttemptAt: attempt.at,
+        lastAttemptAt: attempt.at,
+      })
+      .onConflictDoUpdate({
+        target: [webhookDeliveries.tenantId, webhookDeliveries.webhookId, webhookDeliveries.eventId],
+        set: {
+          status: attempt.status,
+          attempts: sql`${webhookDeliveries.attempts} + 1`,
+          lastOutcome: attempt.outcome,
+          lastAttemptAt: attempt.at,
+        },
+      }),
+    db
+      .delete(webhookDeliveries)
+      .where(
+        and(
+          ofWebhook,
+          notInArray(
+            webhookDeliveries.eventId,
+            db
+              .select({ eventId: webhookDeliveries.eventId })
+              .from(webhookDeliveries)
+              .where(ofWebhook)
+              .orderBy(desc(webhookDeliveries.lastAttemptAt))
+              .limit(kept),
+          ),
+        ),
+      ),
+  ]);
+}
+
+/** The queue gave up on the event (its retries spent): its row says failed, attempts unchanged. */
+export async function deliveryAbandoned(db: Database, tenantId: string, webhookId: string, eventId: string): Promise<void> {
+  await db
+    .update(webhookDeliveries)
+    .set({ status: "failed" })
+    .where(
+      and(eq(webhookDeliveries.tenantId, tenantId), eq(webhookDeliveries.webhookId, webhookId), eq(webhookDeliveries.eventId, eventId)),
+    );
+}
+
+/** The webhook's kept deliveries, newest first. */
+export function deliveriesOf(db: Database, tenantId: string, webhookId: string, limit: number): Promise<DeliveryRow[]> {
+  return db
+    .select()
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.tenantId, tenantId), eq(webhookDeliveries.webhookId, webhookId)))
+    .orderBy(desc(webhookDeliveries.lastAttemptAt))
+    .limit(limit);
 }
 
 /** The tenant's enabled webhooks with their subscribed events, for raising events. */

@@ -1,7 +1,9 @@
 import { env } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
+import { databaseOf } from "../../src/db/client";
 import { retryDelaySeconds } from "../../src/webhooks/delivery";
+import { deliveriesOf, recordDeliveryAttempt } from "../../src/webhooks/storage";
 import { entryWhere, logEntries } from "../support/audit";
 import { call } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
@@ -149,6 +151,59 @@ describe("webhook delivery", () => {
       expect(dead).toMatchObject({ status: 502 });
     });
     expect(await receivedBy(failing.name, 2, 1_000)).toHaveLength(1);
+  });
+
+  it("GET /webhooks/{id}/deliveries tells what became of each event, never its payload", SLOW, async () => {
+    const tenant = await settledTenant();
+    const working = receiver();
+    const failing = receiver(500);
+    const good = await createWebhook(tenant, { url: working.url });
+    const bad = await createWebhook(tenant, { url: failing.url });
+    const token = await createToken(tenant.key, { type: "social_security_number", data: SSN });
+    await receivedBy(working.name, 1);
+    await receivedBy(failing.name, 1 + MAX_RETRIES, 30_000);
+    const settledDeliveries = async (id: string, settled: (entry: any) => boolean) => {
+      for (const deadline = Date.now() + 30_000; ; ) {
+        const reply = await call("GET", `/webhooks/${id}/deliveries`, { key: tenant.managementKey });
+        expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+        if (reply.body.data.length > 0 && settled(reply.body.data[0])) return reply.body.data;
+        if (Date.now() > deadline) throw new Error(`deliveries of ${id} never settled: ${JSON.stringify(reply.body)}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    };
+    const delivered = await settledDeliveries(good.id, (entry) => entry.status === "delivered");
+    expect(delivered).toEqual([
+      expect.objectContaining({ event_type: "token.created", status: "delivered", attempts: 1, last_outcome: null }),
+    ]);
+    // Every attempt is counted; once the queue gives up (dead letter), the delivery is failed.
+    const failed = await settledDeliveries(bad.id, (entry) => entry.status === "failed");
+    expect(failed).toEqual([
+      expect.objectContaining({ event_type: "token.created", attempts: 1 + MAX_RETRIES, last_outcome: "answered 500" }),
+    ]);
+    expect(failed[0].event_id).toBe(delivered[0].event_id);
+    for (const text of [JSON.stringify(delivered), JSON.stringify(failed)]) {
+      expect(text).not.toContain(SSN);
+      expect(text).not.toContain(token.id);
+    }
+    // They go with their webhook.
+    expect((await call("DELETE", `/webhooks/${bad.id}`, { key: tenant.managementKey })).status).toBe(204);
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?").bind(bad.id).first();
+    expect(left).toEqual({ n: 0 });
+  });
+
+  it("a webhook keeps only its newest deliveries: recording one more prunes the oldest in the same batch", async () => {
+    const db = databaseOf(env);
+    const webhookId = crypto.randomUUID();
+    const kept = 3;
+    for (let i = 0; i < kept + 2; i++) {
+      await recordDeliveryAttempt(
+        db,
+        { tenantId: "t-prune", webhookId, eventId: `e${i}`, eventType: "token.created", status: "delivered", outcome: null, at: 1_000 + i },
+        kept,
+      );
+    }
+    const rows = await deliveriesOf(db, "t-prune", webhookId, 100);
+    expect(rows.map((row) => row.eventId)).toEqual(["e4", "e3", "e2"]);
   });
 
   it("backs off exponentially, capped at an hour", () => {

@@ -302,6 +302,29 @@ describe("the console: acceptance", () => {
     });
   }
 
+  it("the webhooks page shows an endpoint's recent deliveries, with their status and attempts", async () => {
+    const created = await rig.call("POST", "/webhooks", rig.bootstrapKey, {
+      name: "orders",
+      url: `${rig.partnerUrl}/hooks`,
+      events: ["token.created"],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect((await rig.call("POST", "/tokens", privateKey, { type: "token", data: "hooked" })).status).toBe(201);
+    const { page } = admin;
+    await visit(page, "Webhooks");
+    await page.getByRole("button", { name: "Deliveries of orders" }).click();
+    const section = page.getByRole("region", { name: "Deliveries of orders" });
+    // The event is raised once the audit log holds the token, then delivered from the queue.
+    await expect
+      .poll(async () => {
+        await section.getByRole("button", { name: "Refresh the deliveries" }).click();
+        return section.locator("td", { hasText: /^delivered$/ }).count();
+      }, AUDIT_WRITTEN)
+      .toBe(1);
+    expect(await section.locator("td", { hasText: "token.created" }).count()).toBe(1);
+    await checkPage(page, "webhooks-deliveries", admin);
+  });
+
   it("creates a reactor with its code in the editor; its try panel shows the vault's answer", async () => {
     const { page } = admin;
     await visit(page, "Reactors");
