@@ -16,6 +16,8 @@ import { createToken, patchToken, seedTokenTenant, type TokenTenant } from "../s
 import { createWebhook, receivedBy, receiver } from "../support/webhooks";
 
 const ROUND_GAP_MS = 50;
+/** Rounds in a row without one token re-encrypted, while some are left, after which the rotation counts as stuck. */
+const MAX_STALLED_ROUNDS = 60;
 const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
 /** Tokens written before the rotation: ROTATION_BATCH_SIZE is 5 in the test pool, so re-encrypting them takes many steps. */
 const SEEDED = 300;
@@ -59,7 +61,8 @@ async function seedTokens(tenant: TokenTenant): Promise<{ id: string; data: stri
 
 describe("rotating a tenant's data keys", () => {
   it("re-encrypts everything under the new version while the tenant keeps creating, reading, searching, deduplicating and proxying, then destroys the old version", {
-    timeout: 60_000,
+    // A safety net, not a measure: the rotation is judged by its progress below, which a loaded machine slows.
+    timeout: 240_000,
   }, async () => {
     const tenant = await seedTokenTenant();
     const other = await seedTokenTenant();
@@ -92,14 +95,16 @@ describe("rotating a tenant's data keys", () => {
     let previous: { state: string; done: number } | undefined;
     const timeline: string[] = [];
     const created: { id: string; data: string }[] = [];
-    const deadline = Date.now() + 45_000;
+    // The rotation must keep going: rounds in a row in which it re-encrypted nothing fail the test.
+    let stalled = 0;
     for (let round = 0; ; round++) {
       const status = await rotation(tenant.tenantId);
       timeline.push(`${status.state} ${status.done}/${status.total}`);
+      stalled = previous && status.done <= previous.done && status.done < (status.total ?? Number.POSITIVE_INFINITY) ? stalled + 1 : 0;
       if (previous && ["waiting", "running"].includes(previous.state) && status.done > previous.done) overlapping++;
       previous = status;
       if (status.state === "done") break;
-      expect(Date.now(), JSON.stringify(status)).toBeLessThan(deadline);
+      expect(stalled, `no progress in ${stalled} rounds: ${timeline.slice(-5).join(", ")}`).toBeLessThan(MAX_STALLED_ROUNDS);
       // A gap between rounds: the rotation yields to requests (src/keys/reencryption.ts, paceOf), so
       // rounds back to back, seven requests each, would leave it little room to go on.
       await new Promise((resolve) => setTimeout(resolve, ROUND_GAP_MS));
@@ -159,14 +164,22 @@ describe("rotating a tenant's data keys", () => {
     expect(
       await d1.prepare("SELECT count(*) AS n FROM tokens WHERE tenant_id = ? AND ciphertext NOT LIKE 'v2.%'").bind(tenant.tenantId).first(),
     ).toEqual({ n: 0 });
-    const sealedElsewhere = await env.DB.prepare(
-      `SELECT key_ciphertext AS sealed FROM proxies WHERE tenant_id = ?1 UNION ALL SELECT configuration FROM proxies WHERE tenant_id = ?1
-         UNION ALL SELECT configuration FROM reactors WHERE tenant_id = ?1 UNION ALL SELECT secret_ciphertext FROM webhooks WHERE tenant_id = ?1
-         UNION ALL SELECT private_key_ciphertext FROM client_encryption_keys WHERE tenant_id = ?1
-         UNION ALL SELECT private_key_ciphertext FROM google_pay_merchant_keys WHERE tenant_id = ?1`,
-    )
-      .bind(tenant.tenantId)
-      .all<{ sealed: string }>();
+    // One statement each: D1 allows few terms in a compound SELECT.
+    const sealedColumns = [
+      ["key_ciphertext", "proxies"],
+      ["configuration", "proxies"],
+      ["configuration", "reactors"],
+      ["secret_ciphertext", "webhooks"],
+      ["private_key_ciphertext", "client_encryption_keys"],
+      ["private_key_ciphertext", "google_pay_merchant_keys"],
+    ];
+    const sealedElsewhere = { results: [] as { sealed: string }[] };
+    for (const [column, table] of sealedColumns) {
+      const rows = await env.DB.prepare(`SELECT ${column} AS sealed FROM ${table} WHERE tenant_id = ?`)
+        .bind(tenant.tenantId)
+        .all<{ sealed: string }>();
+      sealedElsewhere.results.push(...rows.results);
+    }
     expect(sealedElsewhere.results.map((row) => row.sealed.slice(0, 3))).toEqual(["v2.", "v2.", "v2.", "v2.", "v2.", "v2."]);
     // The stored answer, and the commit mark its token's batch sealed.
     const idempotency = await d1
@@ -226,7 +239,7 @@ describe("rotating a tenant's data keys", () => {
     expect(again.body).toMatchObject({ from_version: 2, to_version: 3 });
   });
 
-  it("resumes from the cron when its chain of steps stopped", { timeout: 30_000 }, async () => {
+  it("resumes from the cron when its chain of steps stopped", { timeout: 120_000 }, async () => {
     const tenant = await seedTokenTenant();
     await seedTokens(tenant);
     await callRoute("POST /tenants/{id}/rotation", 202, { params: { id: tenant.tenantId }, headers: operator });
@@ -236,9 +249,9 @@ describe("rotating a tenant's data keys", () => {
     // A chain that stopped, as after a restart: its runner is gone and its lease has run out.
     await env.DB.prepare("UPDATE key_rotations SET runner = 'stopped', lease_until = 0 WHERE tenant_id = ?").bind(tenant.tenantId).run();
     await runCron();
-    const deadline = Date.now() + 20_000;
+    // Until it is done: the test's timeout is the safety net, so a loaded machine only makes it slower.
     let status = await rotation(tenant.tenantId);
-    while (status.state !== "done" && Date.now() < deadline) {
+    while (status.state !== "done") {
       await new Promise((resolve) => setTimeout(resolve, 200));
       status = await rotation(tenant.tenantId);
     }
@@ -252,14 +265,13 @@ describe("rotating a tenant's data keys", () => {
   });
 
   it("counts what the rows say when it ends: a chain killed after its writes, before its count, still reports done = total", {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async () => {
     const tenant = await seedTokenTenant();
     await seedTokens(tenant);
     await callRoute("POST /tenants/{id}/rotation", 202, { params: { id: tenant.tenantId }, headers: operator });
     let status = await rotation(tenant.tenantId);
-    const deadline = Date.now() + 20_000;
-    while (status.done === 0 && status.state !== "done" && Date.now() < deadline) {
+    while (status.done === 0 && status.state !== "done") {
       await new Promise((resolve) => setTimeout(resolve, 50));
       status = await rotation(tenant.tenantId);
     }
@@ -268,14 +280,16 @@ describe("rotating a tenant's data keys", () => {
       .bind(tenant.tenantId)
       .run();
     await runCron();
-    while (status.state !== "done" && Date.now() < deadline) {
+    while (status.state !== "done") {
       await new Promise((resolve) => setTimeout(resolve, 200));
       status = await rotation(tenant.tenantId);
     }
     expect(status).toMatchObject({ state: "done", total: SEEDED, done: SEEDED });
   });
 
-  it("is for operators only, refuses unknown tenants and a tenant being moved, and stops when the tenant is shredded", async () => {
+  it("is for operators only, refuses unknown tenants and a tenant being moved, and stops when the tenant is shredded", {
+    timeout: 60_000,
+  }, async () => {
     const tenant = await seedTokenTenant();
     expectProblem(await call("POST", `/tenants/${tenant.tenantId}/rotation`), 401);
     expectProblem(await call("POST", `/tenants/${tenant.tenantId}/rotation`, { key: tenant.managementKey }), 401);
