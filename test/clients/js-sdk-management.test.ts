@@ -59,6 +59,7 @@ describe("the JS SDK managing the vault with HEADER_PREFIX=BT", () => {
       "token:update",
       "token-intent:create",
       "google-pay:create",
+      "apple-pay:create",
     ]);
   });
 
