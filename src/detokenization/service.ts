@@ -92,8 +92,9 @@ export async function detokenizeJson(
   const plan = planOf(value, root, references);
   // With client-encrypted data at hand, `encrypted` names it rather than a token of that id.
   const readsEncrypted = encrypted !== undefined && plan.tokenIds.delete(ENCRYPTED);
-  if (plan.tokenIds.size === 0 && plan.intentIds.size === 0 && !readsEncrypted) return value;
-  const data = plan.tokenIds.size === 0 && plan.intentIds.size === 0 ? new Map<string, unknown>() : await reveal(context, principal, plan);
+  const readsStored = plan.tokenIds.size > 0 || plan.intentIds.size > 0;
+  if (!readsStored && !readsEncrypted) return value;
+  const data = readsStored ? await reveal(context, principal, plan) : new Map<string, unknown>();
   if (readsEncrypted) data.set(ENCRYPTED, encrypted);
   const errors: FieldErrors = {};
   const substitution = new Substitution(plan, data, { root, errors, quiet: !forCaller, revealed: context.revealed });

@@ -1,7 +1,7 @@
 import { accessTo, type Principal } from "../auth/access";
 import { encryptedDataOpener } from "../client-keys/service";
 import type { TenantContext } from "../context";
-import { fromBase64 } from "../crypto/encoding";
+import { fromBase64Url } from "../crypto/encoding";
 import { addFieldError, type FieldErrors, ForbiddenError, ValidationError } from "../errors";
 import { jsonDepthOf, MAX_JSON_DEPTH, utf8TextOf } from "../http/body";
 import { PROXIES } from "../limits";
@@ -103,7 +103,7 @@ function requireRevealed(caller: Principal, type: TokenType): void {
 function parseHeader(value: string, field: string): Record<string, unknown> {
   let bytes: Uint8Array;
   try {
-    bytes = fromBase64(value.trim().replace(/-/g, "+").replace(/_/g, "/"));
+    bytes = fromBase64Url(value.trim());
   } catch {
     throw ValidationError.field(field, "must be base64");
   }
