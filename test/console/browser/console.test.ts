@@ -69,6 +69,9 @@ async function refreshLog(page: Page) {
     page.waitForResponse((response) => new URL(response.url()).pathname === "/logs"),
     page.getByRole("button", { name: "Refresh the log" }).click(),
   ]);
+  // The response's headers arrive before its body is read and rendered: until then the page shows
+  // "Loading the log…", and a loaded machine was seen reading that state as an empty log for 30 s.
+  await expect.poll(() => page.getByText("Loading the log").count()).toBe(0);
 }
 
 /** The 2xx requests the overview's activity counts, once it has loaded. */
