@@ -1,8 +1,8 @@
-// The CPU time workerd spends on calls (not a benchmark: bench/run.mjs runs only bench/*.mjs). On a
-// machine whose cores other work shares, latency moves with that work; the CPU time the workerd
-// process itself is charged moves far less, so it resolves differences of a few percent.
-// Linux only (it reads /proc): elsewhere the pid is null and no CPU figure is taken.
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+// The CPU time workerd spends on calls, and how far its memory rises (not a benchmark: bench/run.mjs
+// runs only bench/*.mjs). On a machine whose cores other work shares, latency moves with that work;
+// the CPU time the workerd process itself is charged moves far less, so it resolves differences of a
+// few percent. Linux only (it reads /proc): elsewhere the pid is null and no CPU figure is taken.
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 
 /**
  * The workerd process that listens on `url`'s port: a worker's own socket (startLocalVault's
@@ -102,4 +102,29 @@ export async function settledCpu(pid) {
     last = now;
   }
   return lastBusy;
+}
+
+/** A line of /proc/<pid>/status in bytes ("VmRSS:   1234 kB"). */
+function statusBytes(pid, field) {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((text) => text.startsWith(`${field}:`));
+  return Number(/(\d+)\s*kB/.exec(line ?? "")?.[1] ?? Number.NaN) * 1024;
+}
+
+/**
+ * How far the process's resident memory rose above where it stood while `fn` ran, in bytes: the
+ * kernel's peak (VmHWM) is reset to the current size first (writing 5 to clear_refs), then read
+ * after. Answers null where the kernel does not allow the reset (off Linux, or another user's process).
+ */
+export async function peakRise(pid, fn) {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+  } catch {
+    await fn();
+    return null;
+  }
+  const before = statusBytes(pid, "VmRSS");
+  await fn();
+  return statusBytes(pid, "VmHWM") - before;
 }

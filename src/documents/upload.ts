@@ -29,31 +29,80 @@ export interface ReadUpload {
   size: number;
 }
 
-/** The pace between the request body and the parts' readers. */
+/** How much may follow the form's close delimiter (an epilogue, which a form may carry and which means nothing). */
+const EPILOGUE_MAX_BYTES = 64 * 1024;
+
+/**
+ * The pace between the request body and the parts' readers. It also ends the parser's input at the
+ * form's close delimiter: the parser refuses any data after it ("Unexpected data after end of stream"),
+ * yet the CRLF that closes a form, or an epilogue, may arrive as a read of its own. What follows the
+ * delimiter is read and dropped (up to EPILOGUE_MAX_BYTES), so the request is read to its end.
+ */
 class Pace {
   private fed = 0;
   private consumed = 0;
   private waiting: (() => void) | null = null;
   private reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   private stopped = false;
+  private readonly close: Uint8Array;
+  /** The last bytes fed, one short of the close delimiter: a delimiter split between two reads is found. */
+  private tail = new Uint8Array(0);
 
-  constructor(private readonly body: ReadableStream<Uint8Array>) {}
+  constructor(
+    private readonly body: ReadableStream<Uint8Array>,
+    boundary: string,
+  ) {
+    this.close = new TextEncoder().encode(`\r\n--${boundary}--`);
+  }
 
-  /** The request body, read no further than READ_AHEAD_BYTES past what was consumed. */
+  /** The request body up to the form's close delimiter, read no further than READ_AHEAD_BYTES past what was consumed. */
   async *chunks(): AsyncGenerator<Uint8Array> {
     this.reader = this.body.getReader();
     while (!this.stopped) {
       while (this.fed - this.consumed > READ_AHEAD_BYTES && !this.stopped) await new Promise<void>((resolve) => (this.waiting = resolve));
       if (this.stopped) return;
-      const read = await this.reader.read().catch((error) => {
-        // Stopped while a read was pending: the parser's error is no longer anyone's.
-        if (this.stopped) return { done: true as const, value: undefined };
-        throw error;
-      });
-      if (read.done) return;
-      const value = read.value;
+      const value = await this.read();
+      if (value === null) return;
       this.fed += value.length;
-      yield value;
+      const end = this.closeEnd(value);
+      if (end === -1) {
+        yield value;
+        continue;
+      }
+      yield value.subarray(0, end);
+      await this.dropEpilogue(value.length - end);
+      return;
+    }
+  }
+
+  private async read(): Promise<Uint8Array | null> {
+    const read = await this.reader!.read().catch((error) => {
+      // Stopped while a read was pending: the parser's error is no longer anyone's.
+      if (this.stopped) return { done: true as const, value: undefined };
+      throw error;
+    });
+    return read.done ? null : read.value;
+  }
+
+  /** Where the close delimiter ends in `value` (it may have begun in the read before), or -1. */
+  private closeEnd(value: Uint8Array): number {
+    const keep = this.close.length - 1;
+    // The tail holds less than a delimiter, so a delimiter found across the seam ends in `value`.
+    const seam = joined(this.tail, value.subarray(0, keep));
+    const inSeam = indexOf(seam, this.close);
+    this.tail = value.length >= keep ? value.slice(value.length - keep) : joined(this.tail, value).slice(-keep);
+    if (inSeam !== -1) return inSeam + this.close.length - (seam.length - Math.min(value.length, keep));
+    const inValue = indexOf(value, this.close);
+    return inValue === -1 ? -1 : inValue + this.close.length;
+  }
+
+  /** Reads what follows the close delimiter and drops it; past EPILOGUE_MAX_BYTES the rest is left unread. */
+  private async dropEpilogue(already: number): Promise<void> {
+    let dropped = already;
+    while (dropped <= EPILOGUE_MAX_BYTES && !this.stopped) {
+      const value = await this.read();
+      if (value === null) return;
+      dropped += value.length;
     }
   }
 
@@ -103,6 +152,25 @@ class PartReaders {
   }
 }
 
+/** `a` then `b`, in a new array. */
+function joined(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const both = new Uint8Array(a.length + b.length);
+  both.set(a);
+  both.set(b, a.length);
+  return both;
+}
+
+/** Where `needle` (not empty) first begins in `haystack`, or -1. */
+function indexOf(haystack: Uint8Array, needle: Uint8Array): number {
+  const first = needle[0]!;
+  for (let at = haystack.indexOf(first); at !== -1 && at <= haystack.length - needle.length; at = haystack.indexOf(first, at + 1)) {
+    let matched = 1;
+    while (matched < needle.length && haystack[at + matched] === needle[matched]) matched++;
+    if (matched === needle.length) return at;
+  }
+  return -1;
+}
+
 /** Reads a part whole, refusing it past `limit` bytes. */
 async function readSmallPart(chunks: AsyncIterable<Uint8Array>, limit: number, name: string): Promise<string> {
   const parts: Uint8Array[] = [];
@@ -140,11 +208,12 @@ async function sealDocumentPart(
   let filled = 0;
   let index = 0;
   let size = 0;
-  let outgoing = new Uint8Array(PART_BYTES);
+  // One part's buffer, filled again once R2 has stored what it held: a fresh one a part would leave
+  // the parts before it for the collector, and the document's size in memory until it runs.
+  const outgoing = new Uint8Array(PART_BYTES);
   let outgoingFilled = 0;
   const sendOutgoing = async () => {
     uploaded.push(await upload.uploadPart(uploaded.length + 1, outgoing.subarray(0, outgoingFilled)));
-    outgoing = new Uint8Array(PART_BYTES);
     outgoingFilled = 0;
   };
   const seal = async (final: boolean) => {
@@ -197,7 +266,7 @@ export async function readUpload(
   const declaredLength = Number(request.headers.get("content-length") ?? 0);
   // A body declared longer than the largest document and its form can be is refused before a byte is read.
   if (declaredLength > DOCUMENTS.maxBytes + DOCUMENTS.requestMaxBytes + 64 * 1024) throw new PayloadTooLargeError(DOCUMENTS.maxBytes);
-  const pace = new Pace(request.body);
+  const pace = new Pace(request.body, boundary);
   const readers = new PartReaders();
   let requestText: string | undefined;
   let document: { contentType: string; size: number } | undefined;

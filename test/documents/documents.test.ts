@@ -132,6 +132,44 @@ describe("documents", () => {
     }
   });
 
+  it("a form whose end arrives in reads of its own is read to its end: the closing CRLF alone, the delimiter split, an epilogue", async () => {
+    const bytes = documentOf(3 * DOCUMENTS.chunkBytes + 17);
+    const form = new FormData();
+    form.append("document", new Blob([bytes], { type: "application/pdf" }), "passport.pdf");
+    const encoded = new Response(form);
+    const contentType = encoded.headers.get("content-type")!;
+    const whole = new Uint8Array(await encoded.arrayBuffer());
+    const boundary = /boundary=(.+)$/.exec(contentType)![1]!;
+    const delimiterEnd = whole.length - 2; // the form ends "\r\n--boundary--\r\n"
+    const epilogue = new TextEncoder().encode("an epilogue, which means nothing\r\n");
+    const ways: [string, Uint8Array[]][] = [
+      ["the closing CRLF alone", [whole.subarray(0, delimiterEnd), whole.subarray(delimiterEnd)]],
+      [
+        "the close delimiter split in two",
+        [whole.subarray(0, delimiterEnd - boundary.length), whole.subarray(delimiterEnd - boundary.length, delimiterEnd - 1), whole.subarray(delimiterEnd - 1)],
+      ],
+      ["an epilogue in reads of its own", [whole, epilogue, epilogue]],
+    ];
+    for (const [way, reads] of ways) {
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (const read of reads) controller.enqueue(read.slice());
+          controller.close();
+        },
+      });
+      const length = reads.reduce((sum, read) => sum + read.length, 0);
+      const response = await SELF.fetch(`${BASE}/documents`, {
+        method: "POST",
+        headers: { "SVC-API-KEY": key, "content-type": contentType, "content-length": String(length) },
+        body,
+      });
+      const reply = (await response.json()) as { id: string };
+      expect(response.status, `${way}: ${JSON.stringify(reply)}`).toBe(201);
+      const back = new Uint8Array(await (await download(key, reply.id)).arrayBuffer());
+      expect(Buffer.compare(back, bytes), way).toBe(0);
+    }
+  });
+
   it("a changed byte in the stored object is a 500 that answers none of it", async () => {
     const bytes = documentOf(6 * DOCUMENTS.chunkBytes);
     const id = await uploaded(bytes);
