@@ -6,7 +6,9 @@ import { databaseOf } from "../../src/db/client";
 /**
  * GET /logs as SQLite plans it (EXPLAIN QUERY PLAN on the real schema): a cursor page filtered by actor
  * or by operation reads one range of that filter's index in the list's order (created_at, seq
- * descending), so it stops after the page's entries: no walk of the tenant's log, no sort.
+ * descending), so it stops after the page's entries: no walk of the tenant's log, no sort. So does
+ * one filtered by entity id or by entity type (the console's Entity filters): an entity that is rare
+ * in the log must not make a page walk the tenant's whole log by time looking for its entries.
  */
 
 const TENANT = "7c0d6a4e-2b1f-4f3a-9e8d-1a2b3c4d5e6f";
@@ -37,5 +39,34 @@ describe("GET /logs's query plans", () => {
     const plan = await planOf({ actorId: crypto.randomUUID(), operation: "read", startDate: 0, endDate: Date.now() });
     expect(plan).toMatch(/SEARCH audit_log USING INDEX audit_log_tenant_(actor|operation) \(tenant_id=\? AND (actor_id|operation)=\? AND/);
     expect(plan).not.toMatch(/TEMP B-TREE|SCAN/);
+  });
+
+  it("filtered by entity id, with or without its type, a page is one range of audit_log_tenant_entity, in order", async () => {
+    for (const filter of [{ entityId: crypto.randomUUID() }, { entityType: "token", entityId: crypto.randomUUID() }]) {
+      const plan = await planOf(filter);
+      expect(plan, JSON.stringify(filter)).toMatch(
+        /SEARCH audit_log USING INDEX audit_log_tenant_entity \(tenant_id=\? AND entity_id=\? AND/,
+      );
+      expect(plan, JSON.stringify(filter)).not.toMatch(/TEMP B-TREE|SCAN/);
+    }
+  });
+
+  it("filtered by entity type, a page is one range of audit_log_tenant_entity_type, in order", async () => {
+    const plan = await planOf({ entityType: "proxy", startDate: 0 });
+    expect(plan).toMatch(/SEARCH audit_log USING INDEX audit_log_tenant_entity_type \(tenant_id=\? AND entity_type=\? AND/);
+    expect(plan).not.toMatch(/TEMP B-TREE|SCAN/);
+  });
+
+  it("filtered by entity type beside an actor, an operation or an entity id, it reads that narrower filter's range", async () => {
+    const filters = {
+      audit_log_tenant_actor: { actorId: crypto.randomUUID(), entityType: "token" },
+      audit_log_tenant_operation: { operation: "read", entityType: "token", startDate: 0 },
+      audit_log_tenant_entity: { entityId: crypto.randomUUID(), entityType: "token", actorId: crypto.randomUUID(), operation: "read" },
+    };
+    for (const [index, filter] of Object.entries(filters)) {
+      const plan = await planOf(filter);
+      expect(plan, index).toMatch(new RegExp(`SEARCH audit_log USING INDEX ${index} \\(`));
+      expect(plan, index).not.toMatch(/TEMP B-TREE|SCAN/);
+    }
   });
 });
