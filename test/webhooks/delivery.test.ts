@@ -206,6 +206,28 @@ describe("webhook delivery", () => {
     expect(rows.map((row) => row.eventId)).toEqual(["e4", "e3", "e2"]);
   });
 
+  it("attempts recorded at once, at the same millisecond, never leave more than the newest kept", async () => {
+    const db = databaseOf(env);
+    const webhookId = crypto.randomUUID();
+    const kept = 5;
+    const attempt = (i: number) => ({
+      tenantId: "t-prune",
+      webhookId,
+      eventId: `e${i}`,
+      eventType: "token.created",
+      status: "delivered" as const,
+      outcome: null,
+      at: i < 30 ? 1_000 : 2_000,
+    });
+    await Promise.all(Array.from({ length: 40 }, (_, i) => recordDeliveryAttempt(db, attempt(i), kept)));
+    const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?")
+      .bind(webhookId)
+      .first<{ n: number }>())!;
+    expect(n).toBe(kept);
+    const rows = await deliveriesOf(db, "t-prune", webhookId, 100);
+    expect(rows.every((row) => row.lastAttemptAt === 2_000)).toBe(true);
+  });
+
   it("backs off exponentially, capped at an hour", () => {
     expect([1, 2, 3, 4, 5].map((attempt) => retryDelaySeconds(30, attempt))).toEqual([30, 60, 120, 240, 480]);
     expect(retryDelaySeconds(30, 20)).toBe(3_600);
