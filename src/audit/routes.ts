@@ -32,7 +32,7 @@ const list = createRoute({
     "included), every request to applications, keys, proxies, formulas, reactors, webhooks and tenants, and every refused " +
     "request, never with token data, keys, configuration values, request bodies or code. An entry appears once the audit " +
     "queue's consumer has written it, usually within a second or two. Filtered by `actor_id` or `operation` (the vault's " +
-    "extensions of the original's filters) a page reads one index range of that filter. Pages are by number (`page`), and " +
+    "extensions of the original's filters), `entity_id` or `entity_type`, a page reads one index range of that filter. Pages are by number (`page`), and " +
     "each but the last also answers `pagination.next`: sent back as `start`, it gives the page after it by cursor, which " +
     "counts nothing and skips no entries by offset, for the same filters and key only.",
   middleware: [requirePermission("log:read"), staleReadsAllowed] as const,

@@ -259,7 +259,9 @@ export const auditLog = sqliteTable(
     primaryKey({ columns: [table.tenantId, table.seq] }),
     uniqueIndex("audit_log_tenant_id").on(table.tenantId, table.id),
     index("audit_log_tenant_created").on(table.tenantId, table.createdAt),
-    index("audit_log_tenant_entity").on(table.tenantId, table.entityType, table.entityId, table.seq),
+    // GET /logs filtered by entity id (its type tested on each of the entity's entries) or by entity type alone, in the list's order.
+    index("audit_log_tenant_entity").on(table.tenantId, table.entityId, table.createdAt, table.seq),
+    index("audit_log_tenant_entity_type").on(table.tenantId, table.entityType, table.createdAt, table.seq),
     // GET /logs filtered by actor or by operation: a page is the next size+1 entries of one index range, in the list's order.
     index("audit_log_tenant_actor").on(table.tenantId, table.actorId, table.createdAt, table.seq),
     index("audit_log_tenant_operation").on(table.tenantId, table.operation, table.createdAt, table.seq),

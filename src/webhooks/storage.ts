@@ -1,4 +1,4 @@
-import { and, desc, eq, notInArray, sql } from "drizzle-orm";
+import { and, desc, eq, notExists, notInArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { webhookDeliveries, webhooks } from "../db/control-tables";
 import type { KeysetPosition } from "../db/cursors";
@@ -95,6 +95,8 @@ export interface DeliveryAttempt {
 /**
  * Records an attempt on the event's row (the first creates it, each later one counts), and keeps the
  * webhook's newest `kept` rows, in one batch: a webhook's rows stay bounded however many events it gets.
+ * An attempt that ends after its webhook was deleted (and its rows with it) leaves none behind: nothing
+ * would ever read or delete them.
  */
 export async function recordDeliveryAttempt(db: Database, attempt: DeliveryAttempt, kept: number): Promise<void> {
   const { tenantId, webhookId } = attempt;
@@ -138,6 +140,9 @@ export async function recordDeliveryAttempt(db: Database, attempt: DeliveryAttem
           ),
         ),
       ),
+    db
+      .delete(webhookDeliveries)
+      .where(and(ofWebhook, notExists(db.select({ id: webhooks.id }).from(webhooks).where(webhook(tenantId, webhookId))))),
   ]);
 }
 

@@ -28,6 +28,13 @@ async function settledTenant() {
 }
 const MAX_RETRIES = 5;
 
+/** A webhook that exists (attempts are recorded only for one), for recording attempts on it directly. */
+async function existingWebhook(): Promise<{ tenantId: string; webhookId: string }> {
+  const tenant = await seedTokenTenant();
+  const hook = await createWebhook(tenant, { url: receiver().url });
+  return { tenantId: tenant.tenantId, webhookId: hook.id };
+}
+
 describe("webhook delivery", () => {
   it("delivers token.created signed per Standard Webhooks, without the token's data", SLOW, async () => {
     const tenant = await settledTenant();
@@ -193,17 +200,50 @@ describe("webhook delivery", () => {
 
   it("a webhook keeps only its newest deliveries: recording one more prunes the oldest in the same batch", async () => {
     const db = databaseOf(env);
-    const webhookId = crypto.randomUUID();
+    const { tenantId, webhookId } = await existingWebhook();
     const kept = 3;
     for (let i = 0; i < kept + 2; i++) {
       await recordDeliveryAttempt(
         db,
-        { tenantId: "t-prune", webhookId, eventId: `e${i}`, eventType: "token.created", status: "delivered", outcome: null, at: 1_000 + i },
+        { tenantId, webhookId, eventId: `e${i}`, eventType: "token.created", status: "delivered", outcome: null, at: 1_000 + i },
         kept,
       );
     }
-    const rows = await deliveriesOf(db, "t-prune", webhookId, 100);
+    const rows = await deliveriesOf(db, tenantId, webhookId, 100);
     expect(rows.map((row) => row.eventId)).toEqual(["e4", "e3", "e2"]);
+  });
+
+  it("attempts recorded at once, at the same millisecond, never leave more than the newest kept", async () => {
+    const db = databaseOf(env);
+    const { tenantId, webhookId } = await existingWebhook();
+    const kept = 5;
+    const attempt = (i: number) => ({
+      tenantId,
+      webhookId,
+      eventId: `e${i}`,
+      eventType: "token.created",
+      status: "delivered" as const,
+      outcome: null,
+      at: i < 30 ? 1_000 : 2_000,
+    });
+    await Promise.all(Array.from({ length: 40 }, (_, i) => recordDeliveryAttempt(db, attempt(i), kept)));
+    const { n } = (await env.DB.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?")
+      .bind(webhookId)
+      .first<{ n: number }>())!;
+    expect(n).toBe(kept);
+    const rows = await deliveriesOf(db, tenantId, webhookId, 100);
+    expect(rows.every((row) => row.lastAttemptAt === 2_000)).toBe(true);
+  });
+
+  it("an attempt that ends after its webhook was deleted leaves no row behind", async () => {
+    const tenant = await seedTokenTenant();
+    const hook = await createWebhook(tenant, { url: receiver().url });
+    // The delivery read the webhook and sent the event; meanwhile the webhook (and its rows) went.
+    expect((await call("DELETE", `/webhooks/${hook.id}`, { key: tenant.managementKey })).status).toBe(204);
+    const attempt = { tenantId: tenant.tenantId, webhookId: hook.id, eventId: "e", eventType: "token.created", at: Date.now() };
+    await recordDeliveryAttempt(databaseOf(env), { ...attempt, status: "retrying", outcome: "answered 500" }, 100);
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ?").bind(hook.id).first();
+    expect(left).toEqual({ n: 0 });
   });
 
   it("backs off exponentially, capped at an hour", () => {
