@@ -307,6 +307,15 @@ describe("POST /apple-pay: an EC_v1 token decrypted into an Apple Pay token", ()
     expect(reply.body.apple_pay.card).toBeUndefined();
   });
 
+  it("shows a private key without apple-pay:reveal the card's last four, expiry and brand, never its BIN", async () => {
+    const { tenant } = await merchantTenant();
+    const creator = await createApplication(tenant, { type: "private", permissions: ["apple-pay:create"] });
+    const reply = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: creator.key, body: tokenWith() }));
+    expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+    expect(reply.body.apple_pay.card).toEqual({ last4: "1169", expiration_month: 9, expiration_year: 2024, brand: "mastercard" });
+    expect(reply.body.apple_pay.data).toBeUndefined();
+  });
+
   /** The token's signing-time attribute, `210901190306Z`, one second later: the signed attributes no longer match their signature. */
   function withSigningTimeMoved(): string {
     const der = bytesOf(GALA_TOKEN.signature);
