@@ -52,18 +52,26 @@ export const APPLE_PAY_REQUEST_EXAMPLE = {
   },
 } satisfies z.input<typeof ApplePayBody>;
 
+const APPLE_PAY_TOKEN_FACTS = {
+  id: EXAMPLE_IDS.applePayToken,
+  type: "dpan" as const,
+  tenant_id: EXAMPLE_IDS.tenant,
+  status: "active" as const,
+  expires_at: "2028-10-01T00:00:00.000Z",
+  created_by: EXAMPLE_IDS.application,
+  created_at: EXAMPLE_TIME,
+  transaction_id: "f7f133694685bab2f44ae3a7b54e2c0d0d39a3bc73fa2e6b14a2baf628d6ce87",
+  payment_data_type: "3DSecure",
+  device_manufacturer_identifier: "050110030273",
+};
+
 export const APPLE_PAY_CREATED_EXAMPLE = {
-  apple_pay: {
-    id: EXAMPLE_IDS.tokenIntent,
-    type: "dpan" as const,
-    tenant_id: EXAMPLE_IDS.tenant,
-    status: "active" as const,
-    expires_at: "2026-11-24T12:00:00.000Z",
-    created_by: EXAMPLE_IDS.application,
-    created_at: EXAMPLE_TIME,
-    transaction_id: "f7f133694685bab2f44ae3a7b54e2c0d0d39a3bc73fa2e6b14a2baf628d6ce87",
-    payment_data_type: "3DSecure",
-    device_manufacturer_identifier: "050110030273",
-    card: { last4: "1169", expiration_month: 9, expiration_year: 2024, brand: "mastercard" },
-  },
+  apple_pay: { ...APPLE_PAY_TOKEN_FACTS, card: { last4: "1169", expiration_month: 9, expiration_year: 2028, brand: "mastercard" } },
+};
+
+export const APPLE_PAY_TOKEN_EXAMPLE = {
+  ...APPLE_PAY_TOKEN_FACTS,
+  card: { bin: "53537563", last4: "1169", expiration_month: 9, expiration_year: 2028, brand: "mastercard" },
+  data: { number: "5353756319181169", expiration_month: 9, expiration_year: 2028 },
+  authentication: { threeds_cryptogram: "AMwBRjPWDnAgAA7Rls7mAoABFA==" },
 };

@@ -6,6 +6,7 @@ import { IdParams, jsonBody, jsonContent, optionalJsonBody, problemResponses } f
 import {
   APPLE_PAY_CREATED_EXAMPLE,
   APPLE_PAY_REQUEST_EXAMPLE,
+  APPLE_PAY_TOKEN_EXAMPLE,
   CERTIFICATES_EXAMPLE,
   CERTIFICATES_REQUEST_EXAMPLE,
   MERCHANT_EXAMPLE,
@@ -14,6 +15,7 @@ import {
 import {
   ApplePayBody,
   ApplePayCreatedSchema,
+  ApplePayTokenSchema,
   CertificateParams,
   CertificatesBody,
   CertificatesSchema,
@@ -22,6 +24,7 @@ import {
   MerchantSchema,
 } from "./schema";
 import * as applePay from "./service";
+import { deleteApplePayToken, getApplePayToken } from "./tokens";
 
 const tags = ["Apple Pay"];
 const security = [{ ApiKey: [] }];
@@ -32,20 +35,50 @@ const create = createRoute({
   path: "/apple-pay",
   tags,
   security,
-  summary: "Decrypt an Apple Pay payment token (EC_v1) into a card token intent",
+  summary: "Decrypt an Apple Pay payment token (EC_v1) into an Apple Pay token",
   description:
     "Needs `apple-pay:create` (public and private keys). The token's signature must verify: a detached CMS signature over the " +
     "ephemeral key, data, transaction id and application data, by Apple's leaf (OID 1.2.840.113635.100.6.29) under its " +
     "intermediate (1.2.840.113635.100.6.2.14) under Apple Root CA - G3, signed at most 5 minutes ago (1 minute ahead for clock " +
     "skew). The data is then decrypted with the payment processing certificate of the tenant whose public key `publicKeyHash` " +
-    "names, and the device card (its number and expiry) is kept as a card token intent, which lives a day: convert it with " +
-    "POST /tokens {token_intent_id}. The cryptogram is not kept. Any refusal is a 400 and nothing is stored.",
+    "names, and the device card is kept sealed as an Apple Pay token until `expires_at` (the end of the card's expiration " +
+    "month when absent), its online payment cryptogram and ECI for CARD_CVC_RETENTION_S only. Any refusal is a 400 and nothing " +
+    "is stored.",
   middleware: [requirePermission("apple-pay:create"), json] as const,
   request: jsonBody(ApplePayBody, APPLE_PAY_REQUEST_EXAMPLE),
   responses: {
     201: jsonContent(ApplePayCreatedSchema, "The decrypted token, kept as a token intent", APPLE_PAY_CREATED_EXAMPLE),
     ...problemResponses(400, 401, 403, 413, 415, 503),
   },
+});
+
+const get = createRoute({
+  method: "get",
+  path: "/apple-pay/{id}",
+  tags,
+  security,
+  summary: "Read an Apple Pay token",
+  description:
+    "Needs `apple-pay:read` (private keys). `data` holds the card with all but the last four digits masked; with " +
+    "`apple-pay:reveal` too, the whole card and, until its retention ends, the cryptogram and ECI (`authentication`).",
+  middleware: [requirePermission("apple-pay:read")] as const,
+  request: { params: IdParams },
+  responses: {
+    200: jsonContent(ApplePayTokenSchema, "The Apple Pay token", APPLE_PAY_TOKEN_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404),
+  },
+});
+
+const remove = createRoute({
+  method: "delete",
+  path: "/apple-pay/{id}",
+  tags,
+  security,
+  summary: "Delete an Apple Pay token",
+  description: "Needs `apple-pay:delete` (private keys). The card and cryptogram are deleted with it.",
+  middleware: [requirePermission("apple-pay:delete")] as const,
+  request: { params: IdParams },
+  responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 403, 404) },
 });
 
 const registerMerchant = createRoute({
@@ -133,6 +166,11 @@ const deleteCertificates = createRoute({
 
 export const applePayRoutes = createRouter()
   .openapi(create, async (c) => c.json(await applePay.createApplePayToken(c.var.context, c.var.principal, c.req.valid("json")), 201))
+  .openapi(get, async (c) => c.json(await getApplePayToken(c.var.context, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(remove, async (c) => {
+    await deleteApplePayToken(c.var.context, c.req.valid("param").id);
+    return c.body(null, 204);
+  })
   .openapi(registerMerchant, async (c) => c.json(await applePay.registerMerchant(c.var.context, c.var.principal, c.req.valid("json")), 201))
   .openapi(getMerchant, async (c) => c.json(await applePay.getMerchant(c.var.context, c.req.valid("param").id), 200))
   .openapi(deleteMerchant, async (c) => {

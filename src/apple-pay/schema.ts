@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { UNKNOWN_MEMBERS_REFUSED as strict, Uuid } from "../http/schemas";
 import { APPLE_PAY } from "../limits";
+import { FutureTime } from "../tokens/schema";
 
 const base64 = (what: string, max: number) =>
   z
@@ -121,6 +122,9 @@ export const ApplePayBody = z
       merchant_registration_id: Uuid.optional().openapi({
         description: "Decrypt only with this merchant registration's certificates; any of the tenant's when absent",
       }),
+      expires_at: FutureTime.optional().openapi({
+        description: "When the Apple Pay token expires; the end of the device card's expiration month when absent",
+      }),
     },
     strict,
   )
@@ -130,17 +134,32 @@ export type ApplePayInput = z.infer<typeof ApplePayBody>;
 /** The card a decrypted token carries, as the original interface names it: never the whole number. */
 const CardSchema = z
   .object({
-    bin: z.string().optional(),
+    bin: z.string().optional().openapi({ description: "Under apple-pay:reveal only" }),
     last4: z.string(),
-    expiration_month: z.number().int().optional(),
-    expiration_year: z.number().int().optional(),
+    expiration_month: z.number().int(),
+    expiration_year: z.number().int(),
     brand: z.string().optional(),
   })
   .openapi("ApplePayCard");
 
+const CardDataSchema = z
+  .object({
+    number: z.string().openapi({ description: "Whole under apple-pay:reveal; otherwise all but the last four digits masked" }),
+    expiration_month: z.number().int(),
+    expiration_year: z.number().int(),
+  })
+  .openapi("ApplePayCardData");
+
+const AuthenticationSchema = z
+  .object({
+    threeds_cryptogram: z.string().openapi({ description: "The online payment cryptogram" }),
+    eci_indicator: z.string().optional(),
+  })
+  .openapi("ApplePayAuthentication");
+
 export const ApplePayTokenSchema = z
   .object({
-    id: z.string().openapi({ description: "The token intent holding the device card (`/token-intents/{id}`)" }),
+    id: z.string(),
     type: z.literal("dpan"),
     tenant_id: z.string(),
     status: z.literal("active"),
@@ -150,8 +169,10 @@ export const ApplePayTokenSchema = z
     transaction_id: z.string(),
     payment_data_type: z.string().optional(),
     device_manufacturer_identifier: z.string().optional(),
-    card: CardSchema.optional().openapi({
-      description: "When the caller's rule for /pci/high/ reveals or masks; never for public and session keys",
+    card: CardSchema.optional().openapi({ description: "The card's facts; never for public and session keys" }),
+    data: CardDataSchema.optional().openapi({ description: "GET only: the card, masked unless the key holds apple-pay:reveal" }),
+    authentication: AuthenticationSchema.optional().openapi({
+      description: "GET under apple-pay:reveal only, and only until the cryptogram's retention ends (CARD_CVC_RETENTION_S after creation)",
     }),
   })
   .openapi("ApplePayToken");

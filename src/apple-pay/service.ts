@@ -1,7 +1,7 @@
 /**
  * Apple Pay: merchant registrations with their payment processing certificates (the private key
  * sealed under the tenant's data key, never answered), and EC_v1 payment tokens verified, decrypted
- * with them, and kept as card token intents (docs/decisions.md, "Apple Pay").
+ * with them, and kept as Apple Pay tokens (tokens.ts; docs/decisions.md, "Apple Pay").
  */
 import { z } from "@hono/zod-openapi";
 import type { Principal } from "../auth/access";
@@ -10,7 +10,6 @@ import { fromBase64, toBase64 } from "../crypto/encoding";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { APPLE_PAY } from "../limits";
-import { createTokenIntent } from "../token-intents/service";
 import { readCredentials } from "./credentials";
 import { certificateOf, decryptPaymentData, merchantIdHashOf, signingClock, TokenRefusal, verifySignature } from "./ec-v1";
 import type {
@@ -22,6 +21,7 @@ import type {
   MerchantResponse,
 } from "./schema";
 import * as storage from "./storage";
+import { storeApplePayToken } from "./tokens";
 
 /** Additional data of a certificate's private key ciphertext: a ciphertext moved to another row fails to decrypt. */
 export const processingKeyContext = (id: string) => `apple-pay-certificates/${id}/private-key`;
@@ -137,6 +137,9 @@ const DecryptedPaymentData = z.object({
   applicationExpirationDate: z.string().regex(/^\d{2}(0[1-9]|1[0-2])\d{2}$/),
   deviceManufacturerIdentifier: z.string().max(64).optional(),
   paymentDataType: z.string().max(64).optional(),
+  paymentData: z
+    .object({ onlinePaymentCryptogram: z.string().min(1).max(256).optional(), eciIndicator: z.string().max(8).optional() })
+    .optional(),
 });
 
 /** The certificate whose key the token was encrypted to, and that key, unsealed. */
@@ -163,8 +166,8 @@ async function processingKeyFor(context: TenantContext, input: ApplePayInput) {
 
 /**
  * Verifies the token's signature (before any key of the tenant is read), decrypts it with the
- * processing key its `publicKeyHash` names, and keeps the device card as a card token intent.
- * Any refusal is a 400 and nothing is stored.
+ * processing key its `publicKeyHash` names, and keeps the device card, with its cryptogram and ECI,
+ * as an Apple Pay token. Any refusal is a 400 and nothing is stored.
  */
 export async function createApplePayToken(
   context: TenantContext,
@@ -185,27 +188,23 @@ export async function createApplePayToken(
   if (!parsed.success) throw ValidationError.field(PAYMENT_DATA, "decrypts to payment data that is not Apple's format");
   const payment = parsed.data;
   const expiry = payment.applicationExpirationDate;
-  const intent = await createTokenIntent(context, principal, {
-    type: "card",
-    data: {
-      number: payment.applicationPrimaryAccountNumber,
-      expiration_month: Number(expiry.slice(2, 4)),
-      expiration_year: 2000 + Number(expiry.slice(0, 2)),
+  const cryptogram = payment.paymentData?.onlinePaymentCryptogram;
+  const eci = payment.paymentData?.eciIndicator;
+  const stored = await storeApplePayToken(
+    context,
+    principal,
+    {
+      card: {
+        number: payment.applicationPrimaryAccountNumber,
+        expiration_month: Number(expiry.slice(2, 4)),
+        expiration_year: 2000 + Number(expiry.slice(0, 2)),
+      },
+      authentication: cryptogram ? { threeds_cryptogram: cryptogram, ...(eci ? { eci_indicator: eci } : {}) } : null,
+      transactionId: token.header.transactionId,
+      paymentDataType: payment.paymentDataType,
+      deviceManufacturerIdentifier: payment.deviceManufacturerIdentifier,
     },
-  });
-  return {
-    apple_pay: {
-      id: intent.id,
-      type: "dpan",
-      tenant_id: intent.tenant_id,
-      status: "active",
-      expires_at: intent.expires_at,
-      created_by: intent.created_by,
-      created_at: intent.created_at,
-      transaction_id: token.header.transactionId,
-      ...(payment.paymentDataType ? { payment_data_type: payment.paymentDataType } : {}),
-      ...(payment.deviceManufacturerIdentifier ? { device_manufacturer_identifier: payment.deviceManufacturerIdentifier } : {}),
-      ...(intent.card ? { card: intent.card } : {}),
-    },
-  };
+    input.expires_at,
+  );
+  return { apple_pay: stored };
 }

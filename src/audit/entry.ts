@@ -16,6 +16,7 @@ export const ENTITY_TYPES = {
   "google-pay-merchant-key": "Google Pay merchant key",
   "apple-pay-merchant": "Apple Pay merchant registration",
   "apple-pay-certificate": "Apple Pay payment processing certificate",
+  "apple-pay": "Apple Pay token",
   keys: "Encryption keys",
   log: "Audit log",
   permission: "Permission",

@@ -10,6 +10,8 @@ export const TOKEN_INTENT_PERMISSIONS = ["token-intent:create", "token-intent:re
 
 /** Apple Pay (src/apple-pay/): decrypting a token with a public or private key; its merchant configuration with a management one. */
 export const APPLE_PAY_PERMISSIONS = ["apple-pay:create"] as const;
+/** The Apple Pay tokens it makes: read (masked), reveal (the card and cryptogram), delete; private keys only. */
+export const APPLE_PAY_TOKEN_PERMISSIONS = ["apple-pay:read", "apple-pay:reveal", "apple-pay:delete"] as const;
 /** Documents (src/documents/): upload, read the metadata, download the bytes (`reveal`), delete; private keys only. */
 export const DOCUMENT_PERMISSIONS = ["documents:create", "documents:read", "documents:reveal", "documents:delete"] as const;
 
@@ -53,6 +55,7 @@ export const PERMISSIONS = [
   ...GOOGLE_PAY_PERMISSIONS,
   ...APPLE_PAY_PERMISSIONS,
   ...DOCUMENT_PERMISSIONS,
+  ...APPLE_PAY_TOKEN_PERMISSIONS,
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
@@ -67,6 +70,7 @@ export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]>
     ...GOOGLE_PAY_PERMISSIONS,
     ...APPLE_PAY_PERMISSIONS,
     ...DOCUMENT_PERMISSIONS,
+    ...APPLE_PAY_TOKEN_PERMISSIONS,
   ],
   management: MANAGEMENT_PERMISSIONS,
   expiring: TOKEN_PERMISSIONS,
@@ -107,7 +111,7 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "google-pay-merchant:delete": "Delete Google Pay merchant registrations and their keys, destroying the private keys",
   "google-pay:create": "Decrypt Google Pay tokens into token intents (POST /google-pay)",
   "apple-pay:manage": "Register Apple Pay merchants and their payment processing certificates (never answered back)",
-  "apple-pay:create": "Decrypt Apple Pay payment tokens into card token intents (POST /apple-pay)",
+  "apple-pay:create": "Decrypt Apple Pay payment tokens into Apple Pay tokens (POST /apple-pay)",
   "log:read": "Read and verify the audit log",
   "tenant:read": "Read the caller's own tenant (GET /tenants/self)",
   "tenant:update": "Rename the caller's own tenant (PUT /tenants/self)",
@@ -115,6 +119,9 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "documents:read": "Read documents' metadata (never their bytes)",
   "documents:reveal": "Download documents' bytes, decrypted (GET /documents/{id}/data)",
   "documents:delete": "Delete documents and their stored bytes",
+  "apple-pay:read": "Read Apple Pay tokens, their card masked (GET /apple-pay/{id})",
+  "apple-pay:reveal": "Read Apple Pay tokens' card and cryptogram in the clear, with apple-pay:read",
+  "apple-pay:delete": "Delete Apple Pay tokens",
 };
 
 export function mayHold(type: ApplicationType, permission: string): boolean {

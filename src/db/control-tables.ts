@@ -429,6 +429,40 @@ export const applePayCertificates = sqliteTable(
 );
 
 /**
+ * Apple Pay tokens (src/apple-pay/): the device card an EC_v1 payment token carried, sealed under the
+ * tenant's data key, and its online payment cryptogram and ECI sealed apart, kept until
+ * `authentication_expires_at` (the card rule for a cvc, CARD_CVC_RETENTION_S), when the cron clears
+ * them. Only the facts Apple's header and the payment data state in the clear are kept in the clear.
+ */
+export const applePayTokens = sqliteTable(
+  "apple_pay_tokens",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    /** `dpan`: a device card (merchant tokens, `mpan`, are not accepted). */
+    type: text("type").notNull(),
+    /** AES-256-GCM ciphertext of `{number, expiration_month, expiration_year}` under the tenant's data key. */
+    dataCiphertext: text("data_ciphertext").notNull(),
+    /** Ciphertext of `{threeds_cryptogram, eci_indicator}`; null once cleared (or when the token held none). */
+    authenticationCiphertext: text("authentication_ciphertext"),
+    /** When the cryptogram must be gone; null once cleared. */
+    authenticationExpiresAt: integer("authentication_expires_at"),
+    transactionId: text("transaction_id").notNull(),
+    paymentDataType: text("payment_data_type"),
+    deviceManufacturerIdentifier: text("device_manufacturer_identifier"),
+    createdBy: text("created_by").notNull(),
+    createdAt: integer("created_at").notNull(),
+    /** After this the token is unknown everywhere; the cron deletes it. */
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (table) => [
+    index("apple_pay_tokens_tenant").on(table.tenantId, table.id),
+    index("apple_pay_tokens_expires").on(table.expiresAt),
+    index("apple_pay_tokens_authentication_expires").on(table.authenticationExpiresAt).where(sql`authentication_expires_at IS NOT NULL`),
+  ],
+);
+
+/**
  * Documents (src/documents/): each row describes one object in the DOCUMENTS bucket, whose bytes are
  * encrypted chunk by chunk under the document's own data key (docs/documents.md). That key is stored
  * here sealed under the tenant's data key, so crypto-shredding the tenant makes every document

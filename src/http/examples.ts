@@ -23,6 +23,7 @@ export const EXAMPLE_IDS = {
   log: "d7e8f9a0-b1c2-4d3e-9f4a-5b6c7d8e9f0a",
   applePayMerchant: "3a6f1c2e-8d4b-4e7a-9b1c-5d2e8f4a6b0c",
   applePayCertificates: "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+  applePayToken: "c2995d93-600a-44a2-b6f1-2c25e46603a9",
 } as const;
 
 export const EXAMPLE_TIME = "2026-11-23T12:00:00.000Z";

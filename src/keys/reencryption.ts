@@ -1,4 +1,5 @@
 import { processingKeyContext } from "../apple-pay/service";
+import { authenticationContext as applePayAuthenticationContext, cardContext as applePayCardContext } from "../apple-pay/tokens";
 import { privateKeyContext } from "../client-keys/service";
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
@@ -74,6 +75,20 @@ const SEALED_COLUMNS: SealedColumn[] = [
     column: "private_key_ciphertext",
     key: ["id"],
     context: (row) => processingKeyContext(row.id!),
+  },
+  {
+    database: "control",
+    table: "apple_pay_tokens",
+    column: "data_ciphertext",
+    key: ["id"],
+    context: (row) => applePayCardContext(row.id!),
+  },
+  {
+    database: "control",
+    table: "apple_pay_tokens",
+    column: "authentication_ciphertext",
+    key: ["id"],
+    context: (row) => applePayAuthenticationContext(row.id!),
   },
   {
     database: "data",

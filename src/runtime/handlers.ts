@@ -2,6 +2,7 @@
  * The worker's handlers besides `fetch`: the cron trigger's maintenance and the queue consumers.
  * Each run gets a request context of its own, as a request does.
  */
+import { purgeExpiredApplePayTokens } from "../apple-pay/tokens";
 import type { AuditMessage } from "../audit/entry";
 import { recordEntries } from "../audit/recorder";
 import { purgeOldLogs } from "../audit/service";
@@ -39,8 +40,8 @@ const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<ne
 };
 
 /**
- * Every 15 minutes (wrangler.toml): purges what expired (tokens, token intents, sessions and their expiring applications, async
- * reaction results) or was shredded, chains the audit entries left waiting, resumes stopped key rotations, and sends
+ * Every 15 minutes (wrangler.toml): purges what expired (tokens, token intents, Apple Pay tokens and their cryptograms, sessions
+ * and their expiring applications, async reaction results) or was shredded, chains the audit entries left waiting, resumes stopped key rotations, and sends
  * again (or fails) the async reactions that stalled.
  */
 export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (controller, env, ctx) => {
@@ -60,6 +61,7 @@ export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (contr
     purgeShreddedTenants(context),
     resumeRotations(context, controller.scheduledTime),
     settleReactions(context, controller.scheduledTime),
+    purgeExpiredApplePayTokens(context, controller.scheduledTime),
   ]).then(() => recordEntries(context, context.audit.conclude(undefined, 200)));
   ctx.waitUntil(maintenance);
 };

@@ -29,6 +29,7 @@ const CONTROL_TABLES = [
   "apple_pay_merchants",
   "apple_pay_certificates",
   "documents",
+  "apple_pay_tokens",
 ];
 
 /** Documents' objects one purge step deletes per tenant (one R2 list and one delete call). */

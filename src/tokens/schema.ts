@@ -80,7 +80,7 @@ const SearchIndexes = z
   .max(MAX_SEARCH_INDEXES, `must hold at most ${MAX_SEARCH_INDEXES} expressions`);
 
 /** A time to come, in either form parseDateTime reads; normalised to ISO 8601 in UTC. */
-const FutureTime = z
+export const FutureTime = z
   .string({ error: `must be ${DATE_TIME_FORMS}` })
   .transform((text, ctx) => {
     const time = parseDateTime(text);

@@ -6,15 +6,19 @@ import { GALA_PKCS12_BASE64, GALA_TOKEN } from "../wallets/apple-pay-vector";
 
 /*
  * The original interface's current Node SDK (5.7.0), unchanged, against the vault with HEADER_PREFIX=BT:
- * Apple Pay's merchant registrations and certificates (`applePay.merchant`, `.certificates`) and
- * `applePay.create`. The published token was signed years ago, and this vault runs its real clock:
- * the SDK's create reaches the signature check and is refused for its signing time, which shows the
- * request arrived whole; test/wallets/apple-pay.test.ts decrypts it with the window's clock moved.
+ * Apple Pay's merchant registrations and certificates (`applePay.merchant`, `.certificates`),
+ * `applePay.create`, `.get` and `.delete`. The published token was signed years ago, and this vault
+ * runs its real clock: the SDK's create reaches the signature check and is refused for its signing
+ * time, which shows the request arrived whole; so no Apple Pay token exists here, and get and delete
+ * are shown reaching their routes (404 for an unknown id, 403 without the permission).
+ * test/wallets/apple-pay.test.ts decrypts the token with the window's clock moved, and reads and
+ * deletes what it became.
  */
 
 let vault: Awaited<ReturnType<typeof startLocalVault>>;
 let management: BasisTheoryClient;
 let server: BasisTheoryClient;
+let reader: BasisTheoryClient;
 
 const client = (apiKey?: string) => new BasisTheoryClient({ apiKey, baseUrl: vault.baseUrl, maxRetries: 0 });
 
@@ -30,6 +34,12 @@ beforeAll(async () => {
   management = client(tenant.application.key);
   const application = await management.applications.create({ name: "server", type: "private", permissions: ["apple-pay:create"] });
   server = client(application.key);
+  const readerApplication = await management.applications.create({
+    name: "reader",
+    type: "private",
+    permissions: ["apple-pay:read", "apple-pay:reveal", "apple-pay:delete"],
+  });
+  reader = client(readerApplication.key);
 });
 
 afterAll(async () => {
@@ -78,5 +88,15 @@ describe("the Node SDK 5.7 against the vault with HEADER_PREFIX=BT: Apple Pay", 
       .catch((error: unknown) => error);
     expect(refusal).toMatchObject({ statusCode: 400 });
     expect(JSON.stringify((refusal as { body: unknown }).body)).toContain("signing time is outside the accepted window");
+  });
+
+  it("applePay.get and .delete reach GET and DELETE /apple-pay/{id}: an unknown id is a 404, a key without the permission a 403", async () => {
+    const unknown = crypto.randomUUID();
+    await expect(reader.applePay.get(unknown)).rejects.toMatchObject({ statusCode: 404 });
+    await expect(reader.applePay.delete(unknown)).rejects.toMatchObject({ statusCode: 404 });
+    const refused = await server.applePay.get(unknown).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ statusCode: 403 });
+    expect(JSON.stringify((refused as { body: unknown }).body)).toContain("apple-pay:read");
+    await expect(server.applePay.delete(unknown)).rejects.toMatchObject({ statusCode: 403 });
   });
 });

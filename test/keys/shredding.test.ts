@@ -13,7 +13,7 @@ import { registerGooglePayMerchant } from "../support/google-pay-merchants";
 import { call, expectProblem } from "../support/harness";
 import { createProxy } from "../support/proxies";
 import { createToken, SSN, seedTokenTenant, VISA } from "../support/tokens";
-import { registerApplePayCertificates } from "../wallets/apple-pay-merchant";
+import { createApplePayToken, registerApplePayCertificates } from "../wallets/apple-pay-merchant";
 
 const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
 
@@ -62,6 +62,7 @@ describe("crypto-shredding a tenant", () => {
     const sealedProcessingKey = await env.DB.prepare("SELECT private_key_ciphertext AS sealed FROM apple_pay_certificates WHERE id = ?")
       .bind(applePayCertificates.id)
       .first<{ sealed: string }>();
+    await createApplePayToken(doomed);
     const kept = await createToken(other.key, { type: "card_number", data: VISA });
     const ciphertexts = await storedCiphertexts(doomed.tenantId);
     expect(ciphertexts).toHaveLength(2);
@@ -87,8 +88,8 @@ describe("crypto-shredding a tenant", () => {
       const processingKey = sealedProcessingKey!.sealed.replace(/^v\d+\./, `v${keys.version}.`);
       await expect(candidate.decrypt(processingKey, processingKeyContext(applePayCertificates.id))).rejects.toThrow();
     }
-    // The Apple Pay merchants and certificates go with the keys, in the same batch.
-    for (const table of ["apple_pay_merchants", "apple_pay_certificates"]) {
+    // The Apple Pay merchants, certificates and tokens go with the keys, in the same batch.
+    for (const table of ["apple_pay_merchants", "apple_pay_certificates", "apple_pay_tokens"]) {
       expect(await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = ?`).bind(doomed.tenantId).first()).toEqual({
         n: 0,
       });

@@ -4,8 +4,10 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { APPLE_ROOT_CA_G3 } from "../../src/apple-pay/apple-root";
 import { signingClock } from "../../src/apple-pay/ec-v1";
 import { processingKeyContext } from "../../src/apple-pay/service";
-import { sealingContext } from "../../src/token-intents/presentation";
-import { dataDatabaseOf, keysOfTenant } from "../support/context";
+import { authenticationContext, cardContext } from "../../src/apple-pay/tokens";
+import { callConfigured } from "../support/configured";
+import { keysOfTenant } from "../support/context";
+import { runCron } from "../support/cron";
 import { call, createApplication, dumpDatabase, expectProblem, rowCounts, seedTenant, type Tenant } from "../support/harness";
 import {
   GALA_CERTIFICATE_PEM,
@@ -36,8 +38,16 @@ function flipped(b64: string, at: number): string {
   return b64Of(bytes);
 }
 
+/** Gala's card expired in September 2024: the tests keep it until a time to come. */
+const EXPIRES_AT = "2099-01-01T00:00:00.000Z";
+const DPAN = "5353756319181169";
+const CRYPTOGRAM = "AMwBRjPWDnAgAA7Rls7mAoABFA==";
+
 function tokenWith(paymentData: object = GALA_TOKEN) {
-  return { apple_payment_data: { paymentData, transactionIdentifier: GALA_TOKEN.header.transactionId.toUpperCase() } };
+  return {
+    apple_payment_data: { paymentData, transactionIdentifier: GALA_TOKEN.header.transactionId.toUpperCase() },
+    expires_at: EXPIRES_AT,
+  };
 }
 
 afterEach(() => {
@@ -75,7 +85,7 @@ async function merchantTenant() {
   expect(certificates.status, JSON.stringify(certificates.body)).toBe(201);
   const server = await createApplication(tenant, {
     type: "private",
-    rules: [{ priority: 1, container: "/", transform: "reveal", permissions: ["token:create", "apple-pay:create"] }],
+    permissions: ["apple-pay:create", "apple-pay:read", "apple-pay:reveal", "apple-pay:delete"],
   });
   return { tenant, merchant, certificates: certificates.body, server };
 }
@@ -154,8 +164,10 @@ describe("Apple Pay merchant configuration", () => {
     expect(await rowCounts()).toEqual(before);
   });
 
-  it("re-seals the processing key under the new version when the tenant's keys rotate, and still decrypts with it", async () => {
+  it("re-seals the processing key and the Apple Pay tokens under the new version when the tenant's keys rotate, and still decrypts with it", async () => {
     const { tenant, certificates, server } = await merchantTenant();
+    const kept = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: server.key, body: tokenWith() }));
+    expect(kept.status, JSON.stringify(kept.body)).toBe(201);
     const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
     const started = await call("POST", `/tenants/${tenant.tenantId}/rotation`, { headers: operator });
     expect(started.status, JSON.stringify(started.body)).toBe(202);
@@ -170,6 +182,13 @@ describe("Apple Pay merchant configuration", () => {
       .first<{ private_key_ciphertext: string }>();
     expect(row!.private_key_ciphertext).toMatch(/^v2\./);
     expect((await keysOfTenant(tenant.tenantId)).heldVersions).toEqual([2]);
+    const token = await env.DB.prepare("SELECT data_ciphertext, authentication_ciphertext FROM apple_pay_tokens WHERE id = ?")
+      .bind(kept.body.apple_pay.id)
+      .first<{ data_ciphertext: string; authentication_ciphertext: string }>();
+    expect(token!.data_ciphertext).toMatch(/^v2\./);
+    expect(token!.authentication_ciphertext).toMatch(/^v2\./);
+    const revealed = await call("GET", `/apple-pay/${kept.body.apple_pay.id}`, { key: server.key });
+    expect(revealed.body.authentication).toEqual({ threeds_cryptogram: CRYPTOGRAM });
     const decrypted = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: server.key, body: tokenWith() }));
     expect(decrypted.status, JSON.stringify(decrypted.body)).toBe(201);
   }, 30_000);
@@ -222,39 +241,62 @@ describe("Apple Pay merchant configuration", () => {
   }, 30_000);
 });
 
-describe("POST /apple-pay: an EC_v1 token decrypted into a card token intent", () => {
-  it("decrypts gala's published token to the plaintext its source states, kept sealed as a card intent", async () => {
+/** The stored row of an Apple Pay token. */
+async function storedToken(id: string) {
+  return env.DB.prepare("SELECT * FROM apple_pay_tokens WHERE id = ?").bind(id).first<Record<string, string | number | null>>();
+}
+
+describe("POST /apple-pay: an EC_v1 token decrypted into an Apple Pay token", () => {
+  it("decrypts gala's published token to the plaintext its source states, the card and cryptogram kept only sealed", async () => {
     const { tenant, server } = await merchantTenant();
     const reply = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: server.key, body: tokenWith() }));
     expect(reply.status, JSON.stringify(reply.body)).toBe(201);
-    expect(reply.body.apple_pay).toMatchObject({
+    expect(reply.body.apple_pay).toEqual({
+      id: expect.any(String),
       type: "dpan",
       tenant_id: tenant.tenantId,
       status: "active",
+      expires_at: EXPIRES_AT,
       created_by: server.id,
+      created_at: expect.any(String),
       transaction_id: GALA_TOKEN.header.transactionId,
       payment_data_type: "3DSecure",
       device_manufacturer_identifier: "050110030273",
-      card: { bin: "53537563", last4: "1169", expiration_month: 9, expiration_year: 2024 },
+      card: { bin: "53537563", last4: "1169", expiration_month: 9, expiration_year: 2024, brand: "mastercard" },
     });
-    expect(reply.text).not.toContain("5353756319181169");
-    expect(reply.text).not.toContain("AMwBRjPWDnAgAA7Rls7mAoABFA==");
+    expect(reply.text).not.toContain(DPAN);
+    expect(reply.text).not.toContain(CRYPTOGRAM);
 
     const id = reply.body.apple_pay.id;
-    const row = await (await dataDatabaseOf(tenant.tenantId))
-      .prepare("SELECT * FROM token_intents WHERE id = ?")
-      .bind(id)
-      .first<Record<string, string>>();
-    expect(row!.type).toBe("card");
+    const row = await storedToken(id);
     const keys = await keysOfTenant(tenant.tenantId);
-    expect(JSON.parse(await keys.decrypt(row!.ciphertext!, sealingContext(id)))).toEqual({
-      number: "5353756319181169",
+    expect(JSON.parse(await keys.decrypt(row!.data_ciphertext as string, cardContext(id)))).toEqual({
+      number: DPAN,
       expiration_month: 9,
       expiration_year: 2024,
     });
+    expect(JSON.parse(await keys.decrypt(row!.authentication_ciphertext as string, authenticationContext(id)))).toEqual({
+      threeds_cryptogram: CRYPTOGRAM,
+    });
+    // Neither ciphertext opens as the other, nor as another row's.
+    await expect(keys.decrypt(row!.authentication_ciphertext as string, cardContext(id))).rejects.toThrow();
+    await expect(keys.decrypt(row!.data_ciphertext as string, cardContext(crypto.randomUUID()))).rejects.toThrow();
     const dump = await dumpDatabase();
-    expect(dump).not.toContain("5353756319181169");
-    expect(dump).not.toContain("AMwBRjPWDnAgAA7Rls7mAoABFA==");
+    expect(dump).not.toContain(DPAN);
+    expect(dump).not.toContain(CRYPTOGRAM);
+  });
+
+  it("keeps the token until the end of the card's expiration month when no expires_at is sent, and refuses a card already expired then", async () => {
+    const { server } = await merchantTenant();
+    const before = await rowCounts();
+    const { expires_at: _, ...withoutExpiry } = tokenWith();
+    const refused = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: server.key, body: withoutExpiry }));
+    expect(expectProblem(refused, 400).errors?.["apple_payment_data.paymentData"]?.[0]).toMatch(/expiration month has passed/);
+    const past = await signedAgo(60_000, () =>
+      call("POST", "/apple-pay", { key: server.key, body: { ...withoutExpiry, expires_at: "2020-01-01T00:00:00Z" } }),
+    );
+    expect(expectProblem(past, 400).errors?.expires_at).toEqual(["must be in the future"]);
+    expect(await rowCounts()).toEqual(before);
   });
 
   it("shows a public key no card facts", async () => {
@@ -263,6 +305,15 @@ describe("POST /apple-pay: an EC_v1 token decrypted into a card token intent", (
     const reply = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: browser.key, body: tokenWith() }));
     expect(reply.status, JSON.stringify(reply.body)).toBe(201);
     expect(reply.body.apple_pay.card).toBeUndefined();
+  });
+
+  it("shows a private key without apple-pay:reveal the card's last four, expiry and brand, never its BIN", async () => {
+    const { tenant } = await merchantTenant();
+    const creator = await createApplication(tenant, { type: "private", permissions: ["apple-pay:create"] });
+    const reply = await signedAgo(60_000, () => call("POST", "/apple-pay", { key: creator.key, body: tokenWith() }));
+    expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+    expect(reply.body.apple_pay.card).toEqual({ last4: "1169", expiration_month: 9, expiration_year: 2024, brand: "mastercard" });
+    expect(reply.body.apple_pay.data).toBeUndefined();
   });
 
   /** The token's signing-time attribute, `210901190306Z`, one second later: the signed attributes no longer match their signature. */
@@ -383,5 +434,120 @@ describe("POST /apple-pay: an EC_v1 token decrypted into a card token intent", (
     ];
     for (const paymentData of cases)
       expectProblem(await call("POST", "/apple-pay", { key: server.key, body: tokenWith(paymentData) }), 400);
+  });
+});
+
+describe("GET and DELETE /apple-pay/{id}: the Apple Pay token", () => {
+  async function createdToken(key: string, configuration?: Record<string, string>) {
+    const reply = await signedAgo(60_000, () =>
+      configuration
+        ? callConfigured(configuration, "POST", "/apple-pay", { headers: { "SVC-API-KEY": key }, body: tokenWith() })
+        : call("POST", "/apple-pay", { key, body: tokenWith() }),
+    );
+    expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+    return reply.body.apple_pay as { id: string };
+  }
+
+  it("shows apple-pay:read the card masked to its last four, and apple-pay:reveal the card and cryptogram", async () => {
+    const { tenant, server } = await merchantTenant();
+    const { id } = await createdToken(server.key);
+    const reader = await createApplication(tenant, { type: "private", permissions: ["apple-pay:read"] });
+    const masked = await call("GET", `/apple-pay/${id}`, { key: reader.key });
+    expect(masked.status, JSON.stringify(masked.body)).toBe(200);
+    expect(masked.body).toMatchObject({
+      id,
+      type: "dpan",
+      status: "active",
+      card: { last4: "1169", expiration_month: 9, expiration_year: 2024, brand: "mastercard" },
+      data: { number: "XXXXXXXXXXXX1169", expiration_month: 9, expiration_year: 2024 },
+    });
+    expect(masked.body.card.bin).toBeUndefined();
+    expect(masked.body.authentication).toBeUndefined();
+    expect(masked.text).not.toContain(DPAN);
+    expect(masked.text).not.toContain(CRYPTOGRAM);
+
+    const revealed = await call("GET", `/apple-pay/${id}`, { key: server.key });
+    expect(revealed.body).toMatchObject({
+      card: { bin: "53537563", last4: "1169" },
+      data: { number: DPAN, expiration_month: 9, expiration_year: 2024 },
+      authentication: { threeds_cryptogram: CRYPTOGRAM },
+    });
+  });
+
+  it("needs apple-pay:read to read and apple-pay:delete to delete, which only private applications hold", async () => {
+    const { tenant, server } = await merchantTenant();
+    const { id } = await createdToken(server.key);
+    const revealOnly = await createApplication(tenant, { type: "private", permissions: ["apple-pay:create", "apple-pay:reveal"] });
+    expect(expectProblem(await call("GET", `/apple-pay/${id}`, { key: revealOnly.key }), 403).detail).toMatch(/apple-pay:read/);
+    expect(expectProblem(await call("DELETE", `/apple-pay/${id}`, { key: revealOnly.key }), 403).detail).toMatch(/apple-pay:delete/);
+    for (const permission of ["apple-pay:read", "apple-pay:reveal", "apple-pay:delete"]) {
+      const refused = await call("POST", "/applications", {
+        key: tenant.managementKey,
+        body: { name: "page", type: "public", permissions: [permission] },
+      });
+      expectProblem(refused, 400);
+    }
+    expect((await call("GET", `/apple-pay/${id}`, { key: server.key })).status).toBe(200);
+  });
+
+  it("deletes the token with its card and cryptogram: 204, then 404", async () => {
+    const { server } = await merchantTenant();
+    const { id } = await createdToken(server.key);
+    expect((await call("DELETE", `/apple-pay/${id}`, { key: server.key })).status).toBe(204);
+    expect(await storedToken(id)).toBeNull();
+    expectProblem(await call("GET", `/apple-pay/${id}`, { key: server.key }), 404);
+    expectProblem(await call("DELETE", `/apple-pay/${id}`, { key: server.key }), 404);
+  });
+
+  it("answers 404 to another tenant's token, and leaves it in place", async () => {
+    const owner = await merchantTenant();
+    const { id } = await createdToken(owner.server.key);
+    const intruder = await seedTenant();
+    const intruderServer = await createApplication(intruder, {
+      type: "private",
+      permissions: ["apple-pay:read", "apple-pay:reveal", "apple-pay:delete"],
+    });
+    const before = await storedToken(id);
+    expectProblem(await call("GET", `/apple-pay/${id}`, { key: intruderServer.key }), 404);
+    expectProblem(await call("DELETE", `/apple-pay/${id}`, { key: intruderServer.key }), 404);
+    expect(await storedToken(id)).toEqual(before);
+  });
+
+  it("shows the cryptogram no longer than CARD_CVC_RETENTION_S, and the cron clears it from the row past then", async () => {
+    const { server } = await merchantTenant();
+    const { id } = await createdToken(server.key);
+    const deadline = (await storedToken(id))!.authentication_expires_at as number;
+    expect(deadline).toBeGreaterThan(Date.now() + 3_500_000);
+    expect(deadline).toBeLessThanOrEqual(Date.now() + 3_600_000);
+
+    await runCron(Date.now());
+    expect((await storedToken(id))!.authentication_ciphertext).not.toBeNull();
+    await runCron(deadline + 1_000);
+    const cleared = await storedToken(id);
+    expect(cleared!.authentication_ciphertext).toBeNull();
+    expect(cleared!.authentication_expires_at).toBeNull();
+    const read = await call("GET", `/apple-pay/${id}`, { key: server.key });
+    expect(read.body.data.number).toBe(DPAN);
+    expect(read.body.authentication).toBeUndefined();
+  });
+
+  it("leaves the cryptogram out of reads once its retention has passed, before the cron runs", async () => {
+    const { server } = await merchantTenant();
+    const { id } = await createdToken(server.key, { CARD_CVC_RETENTION_S: "0" });
+    expect((await storedToken(id))!.authentication_ciphertext).not.toBeNull();
+    const read = await call("GET", `/apple-pay/${id}`, { key: server.key });
+    expect(read.status).toBe(200);
+    expect(read.body.authentication).toBeUndefined();
+    expect(read.text).not.toContain(CRYPTOGRAM);
+  });
+
+  it("is gone past its expires_at: the cron deletes it", async () => {
+    const { server } = await merchantTenant();
+    const { id } = await createdToken(server.key);
+    await runCron(Date.parse(EXPIRES_AT) - 1_000);
+    expect(await storedToken(id)).not.toBeNull();
+    await runCron(Date.parse(EXPIRES_AT));
+    expect(await storedToken(id)).toBeNull();
+    expectProblem(await call("GET", `/apple-pay/${id}`, { key: server.key }), 404);
   });
 });
