@@ -146,7 +146,11 @@ describe("documents", () => {
       ["the closing CRLF alone", [whole.subarray(0, delimiterEnd), whole.subarray(delimiterEnd)]],
       [
         "the close delimiter split in two",
-        [whole.subarray(0, delimiterEnd - boundary.length), whole.subarray(delimiterEnd - boundary.length, delimiterEnd - 1), whole.subarray(delimiterEnd - 1)],
+        [
+          whole.subarray(0, delimiterEnd - boundary.length),
+          whole.subarray(delimiterEnd - boundary.length, delimiterEnd - 1),
+          whole.subarray(delimiterEnd - 1),
+        ],
       ],
       ["an epilogue in reads of its own", [whole, epilogue, epilogue]],
     ];
