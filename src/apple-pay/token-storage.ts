@@ -1,4 +1,4 @@
-import { and, eq, gt } from "drizzle-orm";
+import { and, eq, gt, inArray } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { applePayTokens } from "../db/control-tables";
 
@@ -19,6 +19,15 @@ export async function findLiveToken(db: Database, tenantId: string, id: string, 
     .where(live(tenantId, id, now))
     .limit(1);
   return row;
+}
+
+/** The tenant's live tokens among `ids`, in one statement. */
+export async function findLiveTokens(db: Database, tenantId: string, ids: string[], now: number): Promise<ApplePayTokenRow[]> {
+  if (ids.length === 0) return [];
+  return db
+    .select()
+    .from(applePayTokens)
+    .where(and(eq(applePayTokens.tenantId, tenantId), inArray(applePayTokens.id, ids), gt(applePayTokens.expiresAt, now)));
 }
 
 export async function deleteToken(db: Database, tenantId: string, id: string, now: number): Promise<boolean> {

@@ -1,9 +1,10 @@
+import { applePayReference, applePayShownLessNow, isApplePayReference, useApplePayTokens } from "../apple-pay/tokens";
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
-import { addFieldError, type FieldErrors, ForbiddenError, type RevealedValues, ValidationError } from "../errors";
+import { addFieldError, type FieldErrors, ForbiddenError, type RevealedValues, type ShownToken, ValidationError } from "../errors";
 import { fieldPath } from "../http/validation";
 import { TOKENS } from "../limits";
-import { intentReference, useTokenIntents } from "../token-intents/use";
+import { intentReference, shownLessNow as intentsShownLessNow, useTokenIntents } from "../token-intents/use";
 import { ExpressionError } from "../tokens/errors";
 import { Evaluation, expressionProblem, WorkBudget } from "../tokens/expressions";
 import { normalTokenId, tokenIdProblem } from "../tokens/id-format";
@@ -16,25 +17,36 @@ const EXPRESSION = /\{\{([\s\S]*?)\}\}/g;
 const EXPRESSION_ECHO_LIMIT = 60;
 
 /**
+ * What an expression may read besides a token, named before its id (`{{ token_intent: <id> | … }}`):
+ * how a request's record names one, and how the principal reads those a request names.
+ */
+const RESOURCES = {
+  token_intent: { reference: intentReference, use: useTokenIntents, what: "token intent" },
+  apple_pay: { reference: applePayReference, use: useApplePayTokens, what: "Apple Pay token" },
+} as const;
+type ResourceKind = keyof typeof RESOURCES;
+
+/**
  * One `{{ <token id> | filter: args | … }}`: the token it reads and, when it has filters, the Liquid
  * source that applies them to the token's data (`{{ data | filter: args | … }}`). Or one
- * `{{ token_intent: <id> | … }}`, whose filters apply to the token intent (its data under `data`).
+ * `{{ token_intent: <id> | … }}` (or another of RESOURCES), whose filters apply to the resource as
+ * its own GET shows it (a token intent's data under `data`).
  */
 interface Expression {
   /** As the caller wrote it, for error messages. */
   text: string;
-  /** What it reads: a token's id, or a token intent's reference (intentReference). */
+  /** What it reads: a token's id, or a resource's reference (RESOURCES' `reference`). */
   reads: string;
-  /** The token intent's id, when it reads one. */
-  intentId?: string;
+  /** The resource, when it reads one. */
+  resource?: { kind: ResourceKind; id: string };
   source: string | null;
 }
 
 /** What `{{ encrypted … }}` reads when the call carries client-encrypted data (src/proxies/encrypted-header.ts). */
 const ENCRYPTED = "encrypted";
 
-/** `token_intent: <id>`, as the original interface writes an expression that reads a token intent. */
-const INTENT_EXPRESSION = /^\s*token_intent\s*:([\s\S]*)$/;
+/** `token_intent: <id>`, `apple_pay: <id>`: as the original interface writes an expression that reads one of RESOURCES. */
+const RESOURCE_EXPRESSION = /^\s*(token_intent|apple_pay)\s*:([\s\S]*)$/;
 
 /** Its ids are UUIDs, the vault's own. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -48,11 +60,11 @@ interface ParsedText {
   problems: string[];
 }
 
-/** Every string holding `{{`, parsed once per distinct text, and the distinct tokens and token intents they read. */
+/** Every string holding `{{`, parsed once per distinct text, and the distinct tokens and resources they read. */
 interface Plan {
   texts: Map<string, ParsedText>;
   tokenIds: Set<string>;
-  intentIds: Set<string>;
+  resources: Map<ResourceKind, Set<string>>;
 }
 
 /**
@@ -92,7 +104,7 @@ export async function detokenizeJson(
   const plan = planOf(value, root, references);
   // With client-encrypted data at hand, `encrypted` names it rather than a token of that id.
   const readsEncrypted = encrypted !== undefined && plan.tokenIds.delete(ENCRYPTED);
-  const readsStored = plan.tokenIds.size > 0 || plan.intentIds.size > 0;
+  const readsStored = plan.tokenIds.size > 0 || plan.resources.size > 0;
   if (!readsStored && !readsEncrypted) return value;
   const data = readsStored ? await reveal(context, principal, plan) : new Map<string, unknown>();
   if (readsEncrypted) data.set(ENCRYPTED, encrypted);
@@ -110,7 +122,7 @@ export async function detokenizeJson(
  * `references` is how many tokens the request reads besides (a token list's entries).
  */
 function planOf(value: unknown, root: string, references: number): Plan {
-  const plan: Plan = { texts: new Map(), tokenIds: new Set(), intentIds: new Set() };
+  const plan: Plan = { texts: new Map(), tokenIds: new Set(), resources: new Map() };
   const errors: FieldErrors = {};
   let count = references;
   walkStrings(value, [], (text, path) => {
@@ -130,15 +142,19 @@ function planOf(value: unknown, root: string, references: number): Plan {
   }
   if (Object.keys(errors).length > 0) {
     throw new ValidationError(
-      "Invalid detokenization expression: an expression must be {{ <token id> }}, {{ <token id> | <filters> }} or {{ token_intent: <id> | <filters> }}",
+      "Invalid detokenization expression: an expression must be {{ <token id> }}, {{ <token id> | <filters> }}, {{ token_intent: <id> | <filters> }} or {{ apple_pay: <id> | <filters> }}",
       errors,
     );
   }
   for (const { pieces } of plan.texts.values()) {
     for (const piece of pieces) {
       if (typeof piece === "string") continue;
-      if (piece.intentId === undefined) plan.tokenIds.add(piece.reads);
-      else plan.intentIds.add(piece.intentId);
+      if (piece.resource === undefined) plan.tokenIds.add(piece.reads);
+      else {
+        const { kind, id } = piece.resource;
+        if (!plan.resources.has(kind)) plan.resources.set(kind, new Set());
+        plan.resources.get(kind)!.add(id);
+      }
     }
   }
   return plan;
@@ -162,17 +178,18 @@ function parseText(text: string): ParsedText {
 /**
  * The expression inside the braces, or why it is invalid. Token ids cannot hold `|`, so the id is
  * the text before the first one, trimmed; the rest is a Liquid filter chain, parsed here. After
- * `token_intent:` comes a token intent's id.
+ * `token_intent:` (or another of RESOURCES) comes that resource's id.
  */
 function parseExpression(text: string, inside: string): Expression | string {
-  const intent = INTENT_EXPRESSION.exec(inside);
-  const rest = intent ? intent[1]! : inside;
+  const resource = RESOURCE_EXPRESSION.exec(inside);
+  const rest = resource ? resource[2]! : inside;
   const bar = rest.indexOf("|");
   const id = (bar === -1 ? rest : rest.slice(0, bar)).trim();
-  let target: { reads: string; intentId?: string };
-  if (intent) {
-    if (!UUID.test(id)) return "the token intent id must be a UUID";
-    target = { reads: intentReference(id.toLowerCase()), intentId: id.toLowerCase() };
+  let target: Pick<Expression, "reads" | "resource">;
+  if (resource) {
+    const kind = resource[1] as ResourceKind;
+    if (!UUID.test(id)) return `the ${RESOURCES[kind].what} id must be a UUID`;
+    target = { reads: RESOURCES[kind].reference(id.toLowerCase()), resource: { kind, id: id.toLowerCase() } };
   } else {
     const idProblem = tokenIdProblem(id);
     if (idProblem !== null) return `the token id ${idProblem}`;
@@ -244,16 +261,36 @@ function tokenListOf(body: unknown): TokenList | null {
   return { body: body as Record<string, unknown>, entries, references };
 }
 
-/** What each expression reads: tokens' data by id, token intents by their reference. */
+/** What each expression reads: tokens' data by id, resources by their reference. */
 async function reveal(context: TenantContext, principal: Principal | null, plan: Plan): Promise<Map<string, unknown>> {
   if (principal === null) {
     throw new ForbiddenError("Token references cannot be detokenized here: no application may use tokens for this request");
   }
   const tokens = plan.tokenIds.size === 0 ? new Map<string, unknown>() : await useTokens(context, principal, [...plan.tokenIds]);
-  if (plan.intentIds.size > 0) {
-    for (const [id, intent] of await useTokenIntents(context, principal, [...plan.intentIds])) tokens.set(intentReference(id), intent);
+  for (const [kind, ids] of plan.resources) {
+    const { use, reference } = RESOURCES[kind];
+    for (const [id, shown] of await use(context, principal, [...ids])) tokens.set(reference(id), shown);
   }
   return tokens;
+}
+
+/**
+ * Why a fresh detokenization by the principal would now refuse a token or resource an earlier one
+ * showed (`shown`: RevealedValues.tokens, by reference), or show less of it; null when it would
+ * show each as before. A replayed answer is checked by it.
+ */
+export async function shownLessNow(
+  context: TenantContext,
+  principal: Principal,
+  shown: Record<string, ShownToken["transform"]>,
+): Promise<string | null> {
+  const applePay = new Map<string, ShownToken["transform"]>();
+  const others: Record<string, ShownToken["transform"]> = {};
+  for (const [reference, transform] of Object.entries(shown)) {
+    if (isApplePayReference(reference)) applePay.set(reference.slice(applePayReference("").length), transform);
+    else others[reference] = transform;
+  }
+  return (await applePayShownLessNow(context, principal, applePay)) ?? intentsShownLessNow(context, principal, others);
 }
 
 /** Visits every string with its path; the path array is reused, so `visit` must not keep it. */

@@ -9,6 +9,7 @@ import { callConfigured } from "../support/configured";
 import { keysOfTenant } from "../support/context";
 import { runCron } from "../support/cron";
 import { call, createApplication, dumpDatabase, expectProblem, rowCounts, seedTenant, type Tenant } from "../support/harness";
+import { expectProxyError, invoke, loopback } from "../support/proxies";
 import {
   GALA_CERTIFICATE_PEM,
   GALA_LEGACY_PKCS12_BASE64,
@@ -451,7 +452,7 @@ describe("GET and DELETE /apple-pay/{id}: the Apple Pay token", () => {
   it("shows apple-pay:read the card masked to its last four, and apple-pay:reveal the card and cryptogram", async () => {
     const { tenant, server } = await merchantTenant();
     const { id } = await createdToken(server.key);
-    const reader = await createApplication(tenant, { type: "private", permissions: ["apple-pay:read"] });
+    const reader = await createApplication(tenant, { type: "private", permissions: ["token:use", "apple-pay:read"] });
     const masked = await call("GET", `/apple-pay/${id}`, { key: reader.key });
     expect(masked.status, JSON.stringify(masked.body)).toBe(200);
     expect(masked.body).toMatchObject({
@@ -472,6 +473,40 @@ describe("GET and DELETE /apple-pay/{id}: the Apple Pay token", () => {
       data: { number: DPAN, expiration_month: 9, expiration_year: 2024 },
       authentication: { threeds_cryptogram: CRYPTOGRAM },
     });
+  });
+
+  it("is used in a proxy call as the docs show, {{ apple_pay: <id> | … }}: whole under apple-pay:reveal, masked under read, refused otherwise", async () => {
+    const { tenant, server } = await merchantTenant();
+    const { id } = await createdToken(server.key);
+    const charge = {
+      token: `{{ apple_pay: ${id} | json: '$.data.number' }}`,
+      expiry_month: `{{ apple_pay: ${id} | json: '$.data' | card_exp: 'MM' }}`,
+      expiry_year: `{{ apple_pay: ${id} | json: '$.data' | card_exp: 'YYYY' }}`,
+      cryptogram: `{{ apple_pay: ${id} | json: '$.authentication.threeds_cryptogram' }}`,
+    };
+    const viaProxy = (key: string, body: unknown = charge) =>
+      invoke("POST", "", { apiKey: key, body, headers: { "SVC-PROXY-URL": loopback() } });
+    // The ephemeral proxy itself needs token:use (docs/proxies.md); the token, apple-pay:read.
+    const server2 = await createApplication(tenant, { type: "private", permissions: ["token:use", "apple-pay:read", "apple-pay:reveal"] });
+    const revealed = await viaProxy(server2.key);
+    expect(revealed.status, revealed.text).toBe(200);
+    expect(JSON.parse(revealed.json.body)).toEqual({ token: DPAN, expiry_month: "09", expiry_year: "2024", cryptogram: CRYPTOGRAM });
+
+    const reader = await createApplication(tenant, { type: "private", permissions: ["token:use", "apple-pay:read"] });
+    const masked = await viaProxy(reader.key);
+    expect(masked.status, masked.text).toBe(200);
+    expect(JSON.parse(masked.json.body)).toMatchObject({ token: "XXXXXXXXXXXX1169", expiry_month: "09" });
+    expect(masked.text).not.toContain(DPAN);
+    expect(masked.text).not.toContain(CRYPTOGRAM);
+
+    const other = await createApplication(tenant, { type: "private", permissions: ["token:use"] });
+    expect(expectProxyError(await viaProxy(other.key), 403).detail).toMatch(/apple-pay:read/);
+    const intruder = await createApplication(await seedTenant(), {
+      type: "private",
+      permissions: ["token:use", "apple-pay:read", "apple-pay:reveal"],
+    });
+    expect(expectProxyError(await viaProxy(intruder.key), 400).detail).toMatch(/does not exist/);
+    expect(expectProxyError(await viaProxy(server2.key, { token: "{{ apple_pay: not-a-uuid }}" }), 400).detail).toMatch(/expression/);
   });
 
   it("needs apple-pay:read to read and apple-pay:delete to delete, which only private applications hold", async () => {
