@@ -44,6 +44,8 @@ export const MANAGEMENT_PERMISSIONS = [
 
 /** Google Pay tokens decrypted by the vault (src/google-pay/): a PAN_ONLY token becomes a token intent. */
 export const GOOGLE_PAY_PERMISSIONS = ["google-pay:create"] as const;
+/** The google-pay resources CRYPTOGRAM_3DS tokens become: read (masked), reveal (whole, with the cryptogram), delete; private keys only. */
+export const GOOGLE_PAY_RESOURCE_PERMISSIONS = ["google-pay:read", "google-pay:reveal", "google-pay:delete"] as const;
 
 export const PERMISSIONS = [
   ...TOKEN_PERMISSIONS,
@@ -53,6 +55,7 @@ export const PERMISSIONS = [
   ...GOOGLE_PAY_PERMISSIONS,
   ...APPLE_PAY_PERMISSIONS,
   ...DOCUMENT_PERMISSIONS,
+  ...GOOGLE_PAY_RESOURCE_PERMISSIONS,
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
@@ -67,6 +70,7 @@ export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]>
     ...GOOGLE_PAY_PERMISSIONS,
     ...APPLE_PAY_PERMISSIONS,
     ...DOCUMENT_PERMISSIONS,
+    ...GOOGLE_PAY_RESOURCE_PERMISSIONS,
   ],
   management: MANAGEMENT_PERMISSIONS,
   expiring: TOKEN_PERMISSIONS,
@@ -115,6 +119,9 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "documents:read": "Read documents' metadata (never their bytes)",
   "documents:reveal": "Download documents' bytes, decrypted (GET /documents/{id}/data)",
   "documents:delete": "Delete documents and their stored bytes",
+  "google-pay:read": "Read Google Pay resources (CRYPTOGRAM_3DS cards), their number masked to the last four",
+  "google-pay:reveal": "Read Google Pay resources whole: the device card number and, while it is kept, the 3DS cryptogram",
+  "google-pay:delete": "Delete Google Pay resources",
 };
 
 export function mayHold(type: ApplicationType, permission: string): boolean {

@@ -9,6 +9,7 @@ import { chainPendingEntries, keepDeadEntries, writeAuditBatch } from "../audit/
 import { purgeEndedConsoleSessions } from "../console/service";
 import type { RequestContext } from "../context";
 import type { Bindings } from "../env";
+import { purgeExpiredGooglePay } from "../google-pay/service";
 import { purgeExpiredReplyCvcs, purgeIdempotencyRecords } from "../idempotency/service";
 import { driveRotations, type RotationMessage, resumeRotations } from "../keys/rotation";
 import { runQueuedReaction, settleReactions } from "../reactors/reactions";
@@ -39,7 +40,7 @@ const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<ne
 };
 
 /**
- * Every 15 minutes (wrangler.toml): purges what expired (tokens, token intents, sessions and their expiring applications, async
+ * Every 15 minutes (wrangler.toml): purges what expired (tokens, token intents, Google Pay resources and cryptograms, sessions and their expiring applications, async
  * reaction results) or was shredded, chains the audit entries left waiting, resumes stopped key rotations, and sends
  * again (or fails) the async reactions that stalled.
  */
@@ -55,6 +56,7 @@ export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (contr
     purgeExpiredCvcs(context, controller.scheduledTime),
     purgeExpiredIntentCvcs(context, controller.scheduledTime),
     purgeExpiredReplyCvcs(context, controller.scheduledTime),
+    purgeExpiredGooglePay(context, controller.scheduledTime),
     chainPendingEntries(context),
     purgeOldLogs(context, controller.scheduledTime),
     purgeShreddedTenants(context),
