@@ -132,12 +132,9 @@ export const GooglePayResourceSchema = z
     created_by: z.string().nullable(),
     created_at: z.string(),
     card: GooglePayCardSchema.optional().openapi({ description: "The card's facts; never for public and session keys" }),
-    data: z
-      .object({ number: z.string(), expiration_month: z.number(), expiration_year: z.number() })
-      .optional()
-      .openapi({
-        description: "On GET: the card, whole under `google-pay:reveal`, its number masked to the last four under `google-pay:read`",
-      }),
+    data: z.object({ number: z.string(), expiration_month: z.number(), expiration_year: z.number() }).optional().openapi({
+      description: "On GET: the card, whole under `google-pay:reveal`, its number masked to the last four under `google-pay:read`",
+    }),
     authentication: z
       .object({ threeds_cryptogram: z.string(), eci_indicator: z.string() })
       .optional()
