@@ -390,6 +390,9 @@ describe("permissions: GET /permissions?application_type=", () => {
         "documents:read",
         "documents:reveal",
         "documents:delete",
+        "google-pay:read",
+        "google-pay:reveal",
+        "google-pay:delete",
       ],
     ],
     ["expiring", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
@@ -414,7 +417,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(42);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(45);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {

@@ -45,7 +45,8 @@ describe("authentication", () => {
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:manage", application_types: ["management"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:create", application_types: ["private", "public"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "documents:reveal", application_types: ["private"] }));
-    expect(reply.body).toHaveLength(42);
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "google-pay:reveal", application_types: ["private"] }));
+    expect(reply.body).toHaveLength(45);
   });
 });
 

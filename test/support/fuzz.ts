@@ -70,6 +70,9 @@ async function seedKeys(): Promise<void> {
       "documents:read",
       "documents:reveal",
       "documents:delete",
+      "google-pay:read",
+      "google-pay:reveal",
+      "google-pay:delete",
     ],
   });
   // A public key reaches POST /sessions, which refuses every other type of key.
