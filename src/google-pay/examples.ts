@@ -75,10 +75,3 @@ export const GOOGLE_PAY_RESOURCE_EXAMPLE = {
   authentication: { threeds_cryptogram: "AgAAAAAABk4DWZ4C28yUQAAAAAA=", eci_indicator: "07" },
   details: RESOURCE_DETAILS,
 };
-
-export const GOOGLE_PAY_SUMMARY_EXAMPLE = {
-  id: RESOURCE_IDENTITY.id,
-  tenant_id: RESOURCE_IDENTITY.tenant_id,
-  status: RESOURCE_IDENTITY.status,
-  expires_at: RESOURCE_IDENTITY.expires_at,
-};

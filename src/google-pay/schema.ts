@@ -144,11 +144,11 @@ export const GooglePayResourceSchema = z
   .openapi("GooglePayToken");
 export type GooglePayResource = z.infer<typeof GooglePayResourceSchema>;
 
-/** What DELETE /google-pay/{id} answers: the resource's summary. */
-export const GooglePaySummarySchema = GooglePayResourceSchema.pick({ id: true, tenant_id: true, status: true, expires_at: true }).openapi(
-  "GooglePaySummary",
-);
-export type GooglePaySummary = z.infer<typeof GooglePaySummarySchema>;
+/**
+ * What DELETE /google-pay/{id} answers: the deleted resource's id as a JSON string. The docs show a
+ * summary object, but the Node SDK 5.7's `googlePay.delete` reads a string and throws on an object.
+ */
+export const GooglePayDeletedSchema = z.string().openapi({ description: "The deleted resource's id" });
 
 export const GooglePayCreateSchema = z
   .object({

@@ -20,7 +20,6 @@ import type {
   CreateGooglePayInput,
   GooglePayCreateResponse,
   GooglePayResource,
-  GooglePaySummary,
   MerchantKeyInput,
   MerchantKeyResponse,
   MerchantRegistrationInput,
@@ -378,11 +377,11 @@ export async function getGooglePay(context: TenantContext, principal: Principal,
   };
 }
 
-export async function deleteGooglePay(context: TenantContext, id: string): Promise<GooglePaySummary> {
+/** DELETE /google-pay/{id}: the deleted resource's id (its sealed card and cryptogram go with the row). */
+export async function deleteGooglePay(context: TenantContext, id: string): Promise<string> {
   const row = await storage.deleteResource(context.control, context.tenantId, id, Date.now());
   if (!row) throw new NotFoundError(`Google Pay resource ${id}`);
-  const { status, expires_at } = identityOf(row);
-  return { id: row.id, tenant_id: row.tenantId, status, expires_at };
+  return row.id;
 }
 
 /** Resources one purge statement reaches, and how many statements a cron run makes of each kind. */

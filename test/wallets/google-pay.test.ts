@@ -339,11 +339,12 @@ describe("CRYPTOGRAM_3DS: the google-pay resource", () => {
     }
   });
 
-  it("DELETE answers the resource's summary; it is gone after, sealed card and cryptogram with it", async () => {
+  it("DELETE answers the deleted resource's id as a JSON string; it is gone after, sealed card and cryptogram with it", async () => {
     const { id } = await createResource({ expires_at: "2031-01-01T00:00:00Z" });
     const deleted = await call("DELETE", `/google-pay/${id}`, { key: deleter });
     expect(deleted.status, deleted.text).toBe(200);
-    expect(deleted.body).toEqual({ id, tenant_id: tenant.tenantId, status: "active", expires_at: "2031-01-01T00:00:00.000Z" });
+    expect(deleted.body).toBe(id);
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM google_pay_resources WHERE id = ?").bind(id).first("n")).toBe(0);
     expect((await call("GET", `/google-pay/${id}`, { key: revealer })).status).toBe(404);
     expect((await call("DELETE", `/google-pay/${id}`, { key: deleter })).status).toBe(404);
   });
