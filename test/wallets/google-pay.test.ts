@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { entryWhere } from "../support/audit";
 import { runCron } from "../support/cron";
 import { CRYPTOGRAM_3DS, flipByte, PAN_ONLY, paymentMessage, type SealedToken, sealEcV2 } from "../support/google-pay";
 import { call, createApplication, dumpDatabase, expectProblem, rowCounts, seedTenant, type Tenant } from "../support/harness";
@@ -376,6 +377,20 @@ describe("CRYPTOGRAM_3DS: the google-pay resource", () => {
     await runCron(Date.now() + 120_000);
     expect(await env.DB.prepare("SELECT count(*) AS n FROM google_pay_resources WHERE id = ?").bind(id).first("n")).toBe(0);
     expect((await call("GET", `/google-pay/${id}`, { key: revealer })).status).toBe(404);
+  });
+
+  it("the audit log names the google-pay resource a token became, and each read and delete of it", async () => {
+    const { id } = await createResource();
+    await call("GET", `/google-pay/${id}`, { key: reader });
+    await call("DELETE", `/google-pay/${id}`, { key: deleter });
+    for (const operation of ["create", "read", "delete"]) {
+      const entry = await entryWhere(
+        tenant,
+        { entity_type: "google-pay" },
+        (candidate) => candidate.entity_id === id && candidate.operation === operation,
+      );
+      expect(entry, operation).toBeDefined();
+    }
   });
 
   it("a public key is answered only the resource's identity", async () => {
