@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm start`: the whole vault locally. Creates .dev.vars with random secrets on first run (reused
-// afterwards), applies the D1 migrations to the local database, starts `wrangler dev` on port 8787
+// afterwards) and a local Google Pay test root it trusts (scripts/google-pay-test-root.mjs), applies the D1 migrations to the local database, starts `wrangler dev` on port 8787
 // and prints the base URL, the console's address, the bootstrap API key and the elements demo with the command that makes a
 // public key for it.
 import { execFileSync, spawn } from "node:child_process";
@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { devVarsTrustingTestRoot, localTestRoot } from "./google-pay-test-root.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const devVarsPath = join(root, ".dev.vars");
@@ -33,6 +34,11 @@ if (!existsSync(devVarsPath)) {
   );
   console.log("Created .dev.vars with a new master key, bootstrap key and operator key.");
 }
+// The local Google Pay test root (scripts/google-pay-test-root.mjs): tokens from `npm run google-pay:test-token` verify here only.
+const trusting = devVarsTrustingTestRoot(readFileSync(devVarsPath, "utf8"), localTestRoot());
+if (trusting === null)
+  console.log("GOOGLE_PAY_ROOT_SIGNING_KEYS in .dev.vars is your own: tokens from `npm run google-pay:test-token` will not verify.");
+else writeFileSync(devVarsPath, trusting, { mode: 0o600 });
 const devVars = Object.fromEntries(
   readFileSync(devVarsPath, "utf8")
     .split("\n")
@@ -73,6 +79,7 @@ wrangler.stdout.on("data", (chunk) => {
         `  Elements demo:     http://localhost:${port}/elements/demo/ (paste a public key; make one with:)`,
         `    curl -H "SVC-API-KEY: ${devVars.BOOTSTRAP_API_KEY}" -H "content-type: application/json" \\`,
         `      -d '{"name":"checkout","type":"public","permissions":["token:create","token-intent:create"]}' http://localhost:${port}/applications`,
+        "  Google Pay test tokens, signed by a local test root only this vault trusts: docs/wallets.md",
         "",
       ].join("\n"),
     );

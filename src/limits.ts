@@ -209,6 +209,10 @@ export const GOOGLE_PAY = {
   maxSignedKeyChars: 1 * KiB,
   /** Signatures over the intermediate key each token may carry; each is checked against every root key. */
   maxIntermediateSignatures: 4,
+  /** A CRYPTOGRAM_3DS card's cryptogram (28 base64 characters from the networks); a longer one is refused. */
+  maxCryptogramChars: 256,
+  /** A message id kept in a resource's details; a longer one is left out. */
+  maxMessageIdChars: 512,
 } as const;
 
 /** Apple Pay (src/apple-pay/; docs/decisions.md, "Apple Pay"). */

@@ -12,6 +12,7 @@ export const ENTITY_TYPES = {
   api_key: "API key",
   "client-key": "Client encryption key",
   document: "Document",
+  "google-pay": "Google Pay resource",
   "google-pay-merchant": "Google Pay merchant registration",
   "google-pay-merchant-key": "Google Pay merchant key",
   "apple-pay-merchant": "Apple Pay merchant registration",

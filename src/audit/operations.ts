@@ -70,8 +70,10 @@ export const AUDITED_ROUTES: Record<string, AuditedOperation> = {
   "GET /documents/{id}": op("document", "read", "Read document"),
   "GET /documents/{id}/data": op("document", "reveal", "Downloaded document"),
   "DELETE /documents/{id}": op("document", "delete", "Deleted document"),
-  // A wallet's token becomes a token intent: the service names it.
-  "POST /google-pay": op("token-intent", "create", "Created token intent from a Google Pay token", null),
+  // A wallet's token becomes a token intent, or (CRYPTOGRAM_3DS) a google-pay resource: the service names which.
+  "POST /google-pay": op("token-intent", "create", "Decrypted a Google Pay token", null),
+  "GET /google-pay/{id}": op("google-pay", "read", "Read Google Pay resource"),
+  "DELETE /google-pay/{id}": op("google-pay", "delete", "Deleted Google Pay resource"),
   "POST /google-pay/merchant-registration": op("google-pay-merchant", "create", "Registered Google Pay merchant", null),
   "GET /google-pay/merchant-registration/{id}": op("google-pay-merchant", "read", "Read Google Pay merchant registration"),
   "DELETE /google-pay/merchant-registration/{id}": op("google-pay-merchant", "delete", "Deleted Google Pay merchant registration"),

@@ -25,7 +25,7 @@ export class AuditTrail {
   tenantId: string = DEPLOYMENT_TENANT;
   actor: Actor = { id: null, type: "anonymous" };
   readonly #records: AuditRecord[] = [];
-  #details: { entityId?: string | null; message?: string; event?: AuditEntry["event"] } = {};
+  #details: { entityType?: EntityType; entityId?: string | null; message?: string; event?: AuditEntry["event"] } = {};
 
   constructor(readonly traceId: string) {}
 
@@ -35,8 +35,11 @@ export class AuditTrail {
     this.actor = { id: principal.applicationId, type: "application", credentialId: principal.credentialId ?? null };
   }
 
-  /** Names what the request's own entry is about, when the path does not (a created entity), or adds to its message. */
-  describe(details: { entityId?: string | null; message?: string; event?: AuditEntry["event"] }): void {
+  /**
+   * Names what the request's own entry is about, when the path does not (a created entity, or one of
+   * another type than the route's: POST /google-pay makes a token intent or a google-pay resource), or adds to its message.
+   */
+  describe(details: { entityType?: EntityType; entityId?: string | null; message?: string; event?: AuditEntry["event"] }): void {
     this.#details = { ...this.#details, ...details };
   }
 
@@ -68,7 +71,7 @@ export class AuditTrail {
       const { operation } = route;
       entries.unshift({
         ...entry({
-          entityType: operation.entity,
+          entityType: this.#details.entityType ?? operation.entity,
           entityId: this.#details.entityId !== undefined ? this.#details.entityId : route.entityId,
           operation: operation.operation,
           message: this.#details.message ? `${operation.message}: ${this.#details.message}` : operation.message,

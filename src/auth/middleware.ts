@@ -11,3 +11,13 @@ export function requirePermission(permission: Permission): MiddlewareHandler<App
     await next();
   };
 }
+
+/** 403 naming both when the caller's application holds neither permission (a read that reveals or masks). */
+export function requireEitherPermission(first: Permission, second: Permission): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (!holdsPermission(c.var.principal, first) && !holdsPermission(c.var.principal, second)) {
+      throw ForbiddenError.missing(`${first} or ${second}`);
+    }
+    await next();
+  };
+}

@@ -46,6 +46,8 @@ export const MANAGEMENT_PERMISSIONS = [
 
 /** Google Pay tokens decrypted by the vault (src/google-pay/): a PAN_ONLY token becomes a token intent. */
 export const GOOGLE_PAY_PERMISSIONS = ["google-pay:create"] as const;
+/** The google-pay resources CRYPTOGRAM_3DS tokens become: read (masked), reveal (whole, with the cryptogram), delete; private keys only. */
+export const GOOGLE_PAY_RESOURCE_PERMISSIONS = ["google-pay:read", "google-pay:reveal", "google-pay:delete"] as const;
 
 export const PERMISSIONS = [
   ...TOKEN_PERMISSIONS,
@@ -56,6 +58,7 @@ export const PERMISSIONS = [
   ...APPLE_PAY_PERMISSIONS,
   ...DOCUMENT_PERMISSIONS,
   ...APPLE_PAY_TOKEN_PERMISSIONS,
+  ...GOOGLE_PAY_RESOURCE_PERMISSIONS,
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
@@ -71,6 +74,7 @@ export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]>
     ...APPLE_PAY_PERMISSIONS,
     ...DOCUMENT_PERMISSIONS,
     ...APPLE_PAY_TOKEN_PERMISSIONS,
+    ...GOOGLE_PAY_RESOURCE_PERMISSIONS,
   ],
   management: MANAGEMENT_PERMISSIONS,
   expiring: TOKEN_PERMISSIONS,
@@ -122,6 +126,9 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "apple-pay:read": "Read Apple Pay tokens, their card masked (GET /apple-pay/{id})",
   "apple-pay:reveal": "Read Apple Pay tokens' card and cryptogram in the clear, with apple-pay:read",
   "apple-pay:delete": "Delete Apple Pay tokens",
+  "google-pay:read": "Read Google Pay resources (CRYPTOGRAM_3DS cards), their number masked to the last four",
+  "google-pay:reveal": "Read Google Pay resources whole: the device card number and, while it is kept, the 3DS cryptogram",
+  "google-pay:delete": "Delete Google Pay resources",
 };
 
 export function mayHold(type: ApplicationType, permission: string): boolean {

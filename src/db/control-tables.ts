@@ -382,6 +382,39 @@ export const googlePayMerchantKeys = sqliteTable(
 );
 
 /**
+ * Google Pay resources (src/google-pay/): the device card of a CRYPTOGRAM_3DS token, sealed under the
+ * tenant's data key like a token's data, with its 3DS cryptogram and ECI sealed apart, so the cron can
+ * drop them at their deadline without reading the card. Only the details Google states about the
+ * payment (auth method, message id, assurance) and the times are in the clear.
+ */
+export const googlePayResources = sqliteTable(
+  "google_pay_resources",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    /** AES-256-GCM ciphertext of the card (`{number, expiration_month, expiration_year}`) under the tenant's data key. */
+    ciphertext: text("ciphertext").notNull(),
+    /** The cryptogram and ECI (`{threeds_cryptogram, eci_indicator}`), sealed; null once past `authentication_expires_at`. */
+    authenticationCiphertext: text("authentication_ciphertext"),
+    /** When the cryptogram must be gone (CARD_CVC_RETENTION_S after creation); reads stop showing it then, the cron clears it. */
+    authenticationExpiresAt: integer("authentication_expires_at"),
+    /** The payment's details as JSON (tsp, auth_method, message_id, eci_indicator, assurance_details): no card data. */
+    details: text("details").notNull(),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+    /** The request's `expires_at`: after it the resource is unknown everywhere and the cron deletes it; null for none. */
+    expiresAt: integer("expires_at"),
+  },
+  (table) => [
+    index("google_pay_resources_tenant").on(table.tenantId, table.id),
+    index("google_pay_resources_expires").on(table.expiresAt).where(sql`expires_at IS NOT NULL`),
+    index("google_pay_resources_authentication_expires")
+      .on(table.authenticationExpiresAt)
+      .where(sql`authentication_expires_at IS NOT NULL`),
+  ],
+);
+
+/**
  * A tenant's Apple Pay merchant registrations (src/apple-pay/): a merchant identifier, under which
  * payment processing certificates are registered.
  */

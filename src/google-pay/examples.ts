@@ -51,3 +51,27 @@ export const GOOGLE_PAY_REQUEST_EXAMPLE = {
 export const GOOGLE_PAY_CREATE_EXAMPLE = {
   token_intent: { ...CARD_INTENT_EXAMPLE, created_by: EXAMPLE_IDS.application },
 };
+
+const RESOURCE_IDENTITY = {
+  id: "b7248b11-acfb-4695-93a9-9609f90ec038",
+  tenant_id: EXAMPLE_IDS.tenant,
+  status: "active" as const,
+  expires_at: "2030-12-25T00:00:00.000Z",
+  created_by: EXAMPLE_IDS.application,
+  created_at: EXAMPLE_TIME,
+};
+
+const RESOURCE_DETAILS = {
+  tsp: "Google" as const,
+  auth_method: "CRYPTOGRAM_3DS",
+  message_id: "AH2EjtdkuuxxO3nA7RuWAo0fU4u5BPoySvd9ajlSSrTWy3yTCu2IRbRwp8K3sFjSUS",
+  eci_indicator: "07",
+};
+
+export const GOOGLE_PAY_RESOURCE_EXAMPLE = {
+  ...RESOURCE_IDENTITY,
+  card: { bin: "489537", last4: "3478", expiration_month: 12, expiration_year: 2030, brand: "visa" },
+  data: { number: "4895370012003478", expiration_month: 12, expiration_year: 2030 },
+  authentication: { threeds_cryptogram: "AgAAAAAABk4DWZ4C28yUQAAAAAA=", eci_indicator: "07" },
+  details: RESOURCE_DETAILS,
+};

@@ -1,11 +1,12 @@
 import { createRoute } from "@hono/zod-openapi";
-import { requirePermission } from "../auth/middleware";
+import { requireEitherPermission, requirePermission } from "../auth/middleware";
 import { requireContentType } from "../http/middleware";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, problemResponses } from "../http/schemas";
 import {
   GOOGLE_PAY_CREATE_EXAMPLE,
   GOOGLE_PAY_REQUEST_EXAMPLE,
+  GOOGLE_PAY_RESOURCE_EXAMPLE,
   MERCHANT_KEY_EXAMPLE,
   MERCHANT_KEY_REQUEST_EXAMPLE,
   MERCHANT_REGISTRATION_EXAMPLE,
@@ -14,6 +15,8 @@ import {
 import {
   CreateGooglePayBody,
   GooglePayCreateSchema,
+  GooglePayDeletedSchema,
+  GooglePayResourceSchema,
   MerchantKeyBody,
   MerchantKeyParams,
   MerchantKeySchema,
@@ -38,13 +41,48 @@ const create = createRoute({
     "Needs `google-pay:create` (private and public keys). Verifies the token's signature chain (Google's root signing keys, the " +
     "intermediate signing key and its expiry, the signature for the recipient `merchant:<merchant_identifier>` of the merchant " +
     "registration), decrypts it with the registration's private keys and checks `messageExpiration`. A PAN_ONLY card becomes a " +
-    "token intent (it lives a day). Every refusal is a 400 whose `errors.google_payment_data` is a stable code (docs/api.md); " +
+    "token intent (it lives a day); a CRYPTOGRAM_3DS device card becomes a google-pay resource, its cryptogram kept " +
+    "`CARD_CVC_RETENTION_S` (an hour by default). Every refusal is a 400 whose `errors.google_payment_data` is a stable code (docs/api.md); " +
     "nothing is stored then.",
   middleware: [requirePermission("google-pay:create"), json] as const,
   request: jsonBody(CreateGooglePayBody, GOOGLE_PAY_REQUEST_EXAMPLE),
   responses: {
-    201: jsonContent(GooglePayCreateSchema, "The token intent the card became", GOOGLE_PAY_CREATE_EXAMPLE),
+    201: jsonContent(GooglePayCreateSchema, "The token intent or google-pay resource the card became", GOOGLE_PAY_CREATE_EXAMPLE),
     ...problemResponses(400, 401, 403, 413, 415, 503),
+  },
+});
+
+const getResource = createRoute({
+  method: "get",
+  path: "/google-pay/{id}",
+  tags,
+  security,
+  summary: "Read a Google Pay resource (a CRYPTOGRAM_3DS card)",
+  description:
+    "Needs `google-pay:reveal` (the card whole and, until its retention ends, the 3DS cryptogram) or `google-pay:read` (the " +
+    "number masked to its last four, no cryptogram). A PAN_ONLY card is a token intent: read it at `/token-intents/{id}`.",
+  middleware: [requireEitherPermission("google-pay:reveal", "google-pay:read")] as const,
+  request: { params: IdParams },
+  responses: {
+    200: jsonContent(GooglePayResourceSchema, "The resource", GOOGLE_PAY_RESOURCE_EXAMPLE),
+    ...problemResponses(400, 401, 403, 404),
+  },
+});
+
+const deleteResource = createRoute({
+  method: "delete",
+  path: "/google-pay/{id}",
+  tags,
+  security,
+  summary: "Delete a Google Pay resource",
+  description:
+    "Needs `google-pay:delete`. The sealed card and cryptogram are deleted with it. Answers the deleted resource's id as a JSON " +
+    "string, which the Node SDK 5.7's `googlePay.delete` reads (the docs show a summary object, on which the SDK throws).",
+  middleware: [requirePermission("google-pay:delete")] as const,
+  request: { params: IdParams },
+  responses: {
+    200: jsonContent(GooglePayDeletedSchema, "The deleted resource's id", "b7248b11-acfb-4695-93a9-9609f90ec038"),
+    ...problemResponses(400, 401, 403, 404),
   },
 });
 
@@ -137,6 +175,8 @@ const deleteKey = createRoute({
 
 export const googlePayRoutes = createRouter()
   .openapi(create, async (c) => c.json(await googlePay.createFromGooglePay(c.var.context, c.var.principal, c.req.valid("json")), 201))
+  .openapi(getResource, async (c) => c.json(await googlePay.getGooglePay(c.var.context, c.var.principal, c.req.valid("param").id), 200))
+  .openapi(deleteResource, async (c) => c.json(await googlePay.deleteGooglePay(c.var.context, c.req.valid("param").id), 200))
   .openapi(registerMerchant, async (c) =>
     c.json(await googlePay.registerMerchant(c.var.context, c.var.principal, c.req.valid("json")), 201),
   )

@@ -92,17 +92,68 @@ export const CreateGooglePayBody = z
       merchant_registration_id: Uuid.optional().openapi({
         description: "The merchant registration whose keys decrypt the token; may be left out when the tenant has exactly one",
       }),
-      expires_at: z.iso
-        .datetime({ offset: true, error: "must be an ISO 8601 date-time" })
-        .optional()
-        .openapi({ description: "Accepted for the original interface's clients; a token intent lives a day whatever it says" }),
+      expires_at: z.iso.datetime({ offset: true, error: "must be an ISO 8601 date-time" }).optional().openapi({
+        description:
+          "When a CRYPTOGRAM_3DS token's resource expires (in the future; none when left out); a PAN_ONLY token's intent lives a day whatever it says",
+      }),
     },
     strict,
   )
   .openapi("GooglePayCreateRequest");
 export type CreateGooglePayInput = z.infer<typeof CreateGooglePayBody>;
 
+const GooglePayCardSchema = z
+  .object({
+    bin: z.string().optional().openapi({ description: "Under `google-pay:reveal` only" }),
+    last4: z.string(),
+    expiration_month: z.number(),
+    expiration_year: z.number(),
+    brand: z.string().optional(),
+  })
+  .openapi("GooglePayCardDetails");
+
+const GooglePayDetailsSchema = z
+  .object({
+    tsp: z.literal("Google"),
+    auth_method: z.string(),
+    message_id: z.string(),
+    eci_indicator: z.string(),
+    assurance_details: z.object({ account_verified: z.boolean(), card_holder_authenticated: z.boolean() }).optional(),
+  })
+  .openapi("GooglePayTokenDetails");
+
+/** The device card of a CRYPTOGRAM_3DS token (the original interface's `google_pay` resource). */
+export const GooglePayResourceSchema = z
+  .object({
+    id: z.string(),
+    tenant_id: z.string(),
+    status: z.literal("active"),
+    expires_at: z.string().nullable(),
+    created_by: z.string().nullable(),
+    created_at: z.string(),
+    card: GooglePayCardSchema.optional().openapi({ description: "The card's facts; never for public and session keys" }),
+    data: z.object({ number: z.string(), expiration_month: z.number(), expiration_year: z.number() }).optional().openapi({
+      description: "On GET: the card, whole under `google-pay:reveal`, its number masked to the last four under `google-pay:read`",
+    }),
+    authentication: z
+      .object({ threeds_cryptogram: z.string(), eci_indicator: z.string() })
+      .optional()
+      .openapi({ description: "On GET under `google-pay:reveal`, until the cryptogram's retention ends (docs/api.md)" }),
+    details: GooglePayDetailsSchema.optional(),
+  })
+  .openapi("GooglePayToken");
+export type GooglePayResource = z.infer<typeof GooglePayResourceSchema>;
+
+/**
+ * What DELETE /google-pay/{id} answers: the deleted resource's id as a JSON string. The docs show a
+ * summary object, but the Node SDK 5.7's `googlePay.delete` reads a string and throws on an object.
+ */
+export const GooglePayDeletedSchema = z.string().openapi({ description: "The deleted resource's id" });
+
 export const GooglePayCreateSchema = z
-  .object({ token_intent: TokenIntentSchema.openapi({ description: "The card of a PAN_ONLY token, as a token intent" }) })
+  .object({
+    token_intent: TokenIntentSchema.optional().openapi({ description: "The card of a PAN_ONLY token, as a token intent" }),
+    google_pay: GooglePayResourceSchema.optional().openapi({ description: "The device card of a CRYPTOGRAM_3DS token" }),
+  })
   .openapi("GooglePayCreateResponse");
 export type GooglePayCreateResponse = z.infer<typeof GooglePayCreateSchema>;

@@ -1,20 +1,25 @@
 /**
  * Google Pay: a tenant registers its Google merchant id and the ECv2 private keys Google encrypts
  * its tokens to (kept sealed, never answered); POST /google-pay verifies and decrypts a token
- * (ecv2.ts) and turns a PAN_ONLY card into a token intent.
+ * (ecv2.ts) and turns a PAN_ONLY card into a token intent, a CRYPTOGRAM_3DS device card into a
+ * google-pay resource (GET|DELETE /google-pay/{id}).
  */
-import type { Principal } from "../auth/access";
-import type { TenantContext } from "../context";
+import { z } from "@hono/zod-openapi";
+import { detectBrand } from "../../elements/frame/cards";
+import { holdsPermission, isBrowserKey, type Principal } from "../auth/access";
+import type { RequestContext, TenantContext } from "../context";
 import { fromBase64, fromBase64Url, toBase64, toHex } from "../crypto/encoding";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { GOOGLE_PAY } from "../limits";
 import { CreateTokenIntentBody } from "../token-intents/schema";
 import { createTokenIntent } from "../token-intents/service";
+import { binLength } from "../tokens/card-filters";
 import { EcV2Refusal, type EcV2RefusalCode, type EcV2Token, messageOf, unsealEcV2 } from "./ecv2";
 import type {
   CreateGooglePayInput,
   GooglePayCreateResponse,
+  GooglePayResource,
   MerchantKeyInput,
   MerchantKeyResponse,
   MerchantRegistrationInput,
@@ -160,7 +165,7 @@ export async function deleteMerchantKey(context: TenantContext, merchantId: stri
 
 /** A refusal of POST /google-pay: 400, its stable code (docs/api.md) as the `google_payment_data` error. */
 function refusal(
-  code: EcV2RefusalCode | "unsupported_payment_method" | "unsupported_auth_method" | "invalid_card",
+  code: EcV2RefusalCode | "unsupported_payment_method" | "unsupported_auth_method" | "invalid_card" | "invalid_cryptogram",
   message: string,
 ): ValidationError {
   return new ValidationError(`google_payment_data: ${message} (${code})`, { google_payment_data: [code] });
@@ -193,25 +198,27 @@ async function privateKeysOf(context: TenantContext, merchant: storage.MerchantR
   );
 }
 
-/** The card of a decrypted PAN_ONLY message, as a `card` token's data. */
+/** The card of a decrypted message (PAN_ONLY or CRYPTOGRAM_3DS), as a `card` token's data. */
 function cardOf(details: Record<string, unknown>): Record<string, unknown> {
   return { number: details.pan, expiration_month: details.expirationMonth, expiration_year: details.expirationYear };
 }
 
 /**
  * Verifies and decrypts the token for the merchant, then stores its card: a PAN_ONLY card as a token
- * intent. Nothing is stored unless every check passed.
+ * intent, a CRYPTOGRAM_3DS device card as a google-pay resource. Nothing is stored unless every check passed.
  */
 export async function createFromGooglePay(
   context: TenantContext,
   principal: Principal,
   input: CreateGooglePayInput,
 ): Promise<GooglePayCreateResponse> {
+  const now = Date.now();
+  const expiresAt = input.expires_at === undefined ? null : Date.parse(input.expires_at);
+  if (expiresAt !== null && expiresAt <= now) throw ValidationError.field("expires_at", "must be in the future");
   const merchant = await recipientMerchant(context, input.merchant_registration_id);
   const privateKeys = await privateKeysOf(context, merchant);
   let message: Record<string, unknown>;
   try {
-    const now = Date.now();
     const plaintext = await unsealEcV2(input.google_payment_data as EcV2Token, {
       recipientId: `merchant:${merchant.merchantIdentifier}`,
       privateKeys,
@@ -227,12 +234,180 @@ export async function createFromGooglePay(
   if (message.paymentMethod !== "CARD" || typeof details !== "object" || details === null) {
     throw refusal("unsupported_payment_method", "the decrypted message is not a CARD payment");
   }
-  if (details.authMethod !== "PAN_ONLY") {
-    throw refusal("unsupported_auth_method", "only PAN_ONLY tokens are decrypted into the vault here; CRYPTOGRAM_3DS is not supported yet");
+  if (details.authMethod !== "PAN_ONLY" && details.authMethod !== "CRYPTOGRAM_3DS") {
+    throw refusal("unsupported_auth_method", "the decrypted card's authMethod is neither PAN_ONLY nor CRYPTOGRAM_3DS");
   }
   // The card follows a card token's rules, as POST /token-intents checks them (its messages never show the values).
   const card = CreateTokenIntentBody.safeParse({ type: "card", data: cardOf(details) });
   if (!card.success) throw refusal("invalid_card", "the decrypted card is not a valid card");
-  const intent = await createTokenIntent(context, principal, card.data);
-  return { token_intent: intent };
+  if (details.authMethod === "PAN_ONLY") return { token_intent: await createTokenIntent(context, principal, card.data) };
+  const authentication = PaymentAuthentication.safeParse(details);
+  if (!authentication.success) throw refusal("invalid_cryptogram", "the decrypted CRYPTOGRAM_3DS card carries no valid cryptogram");
+  const resource = await storeResource(context, principal, {
+    card: card.data.data as StoredCard,
+    authentication: { threeds_cryptogram: authentication.data.cryptogram, eci_indicator: authentication.data.eciIndicator ?? "" },
+    details: detailsOf(message, details, authentication.data.eciIndicator ?? ""),
+    expiresAt,
+    now,
+  });
+  return { google_pay: resource };
+}
+
+/** A CRYPTOGRAM_3DS card's cryptogram (base64, as Google sends it) and optional ECI. */
+const PaymentAuthentication = z.object({
+  cryptogram: z
+    .string()
+    .min(1)
+    .max(GOOGLE_PAY.maxCryptogramChars)
+    .regex(/^[A-Za-z0-9+/=_-]+$/),
+  eciIndicator: z
+    .string()
+    .regex(/^[0-9]{1,2}$/)
+    .optional(),
+});
+
+const AssuranceDetails = z.object({ accountVerified: z.boolean(), cardHolderAuthenticated: z.boolean() });
+
+interface StoredCard {
+  number: string;
+  expiration_month: number;
+  expiration_year: number;
+}
+type StoredAuthentication = NonNullable<GooglePayResource["authentication"]>;
+type StoredDetails = NonNullable<GooglePayResource["details"]>;
+
+/** The payment's details Google states, in the clear: no card data. A message id beyond its bound is left out. */
+function detailsOf(message: Record<string, unknown>, details: Record<string, unknown>, eciIndicator: string): StoredDetails {
+  const assurance = AssuranceDetails.safeParse(details.assuranceDetails);
+  const messageId =
+    typeof message.messageId === "string" && message.messageId.length <= GOOGLE_PAY.maxMessageIdChars ? message.messageId : "";
+  return {
+    tsp: "Google",
+    auth_method: "CRYPTOGRAM_3DS",
+    message_id: messageId,
+    eci_indicator: eciIndicator,
+    ...(assurance.success
+      ? {
+          assurance_details: {
+            account_verified: assurance.data.accountVerified,
+            card_holder_authenticated: assurance.data.cardHolderAuthenticated,
+          },
+        }
+      : {}),
+  };
+}
+
+/** Additional data of a resource's two ciphertexts: moved to another row or column, either fails to decrypt. */
+export const resourceCardContext = (id: string) => `google-pay/${id}/card`;
+export const resourceAuthenticationContext = (id: string) => `google-pay/${id}/authentication`;
+
+/**
+ * Seals the device card and, apart, its cryptogram (kept CARD_CVC_RETENTION_S, as a card's security
+ * code: docs/decisions.md, "Google Pay CRYPTOGRAM_3DS"), and answers as the creator may see it.
+ */
+async function storeResource(
+  context: TenantContext,
+  principal: Principal,
+  input: { card: StoredCard; authentication: StoredAuthentication; details: StoredDetails; expiresAt: number | null; now: number },
+): Promise<GooglePayResource> {
+  const keys = await context.keys();
+  const id = crypto.randomUUID();
+  const row: storage.ResourceRow = {
+    id,
+    tenantId: principal.tenantId,
+    ciphertext: await keys.encrypt(JSON.stringify(input.card), resourceCardContext(id)),
+    authenticationCiphertext: await keys.encrypt(JSON.stringify(input.authentication), resourceAuthenticationContext(id)),
+    authenticationExpiresAt: input.now + context.config.CARD_CVC_RETENTION_S * 1000,
+    details: JSON.stringify(input.details),
+    createdBy: principal.applicationId,
+    createdAt: input.now,
+    expiresAt: input.expiresAt,
+  };
+  await storage.insertResource(context.control, row);
+  context.audit.describe({ entityType: "google-pay", entityId: id, message: "CRYPTOGRAM_3DS card stored as a Google Pay resource" });
+  if (isBrowserKey(principal)) return identityOf(row);
+  return { ...identityOf(row), card: cardFacts(input.card, false), details: input.details };
+}
+
+function identityOf(row: storage.ResourceRow): GooglePayResource {
+  return {
+    id: row.id,
+    tenant_id: row.tenantId,
+    status: "active",
+    expires_at: isoTime(row.expiresAt),
+    created_by: row.createdBy,
+    created_at: isoTime(row.createdAt)!,
+  };
+}
+
+/** The card's facts: the BIN only under reveal (with the last four it narrows the number to a few thousand). */
+function cardFacts(card: StoredCard, reveal: boolean): NonNullable<GooglePayResource["card"]> {
+  const brand = detectBrand(card.number).rules?.brand;
+  return {
+    ...(reveal ? { bin: card.number.slice(0, binLength(card.number.length)) } : {}),
+    last4: card.number.slice(-4),
+    expiration_month: card.expiration_month,
+    expiration_year: card.expiration_year,
+    ...(brand ? { brand } : {}),
+  };
+}
+
+/**
+ * GET /google-pay/{id}: under `google-pay:reveal` the card whole and, until its retention ends, the
+ * cryptogram; under `google-pay:read` only the card's number masked to its last four.
+ */
+export async function getGooglePay(context: TenantContext, principal: Principal, id: string): Promise<GooglePayResource> {
+  const now = Date.now();
+  const row = await storage.findLiveResource(context.control, context.tenantId, id, now);
+  if (!row) throw new NotFoundError(`Google Pay resource ${id}`);
+  const reveal = holdsPermission(principal, "google-pay:reveal");
+  const keys = await context.keys();
+  const card = JSON.parse(await keys.decrypt(row.ciphertext, resourceCardContext(row.id))) as StoredCard;
+  const authenticationLive = row.authenticationCiphertext !== null && (row.authenticationExpiresAt ?? 0) > now;
+  const authentication =
+    reveal && authenticationLive
+      ? (JSON.parse(await keys.decrypt(row.authenticationCiphertext!, resourceAuthenticationContext(row.id))) as StoredAuthentication)
+      : undefined;
+  return {
+    ...identityOf(row),
+    card: cardFacts(card, reveal),
+    data: reveal ? card : { ...card, number: "X".repeat(card.number.length - 4) + card.number.slice(-4) },
+    ...(authentication ? { authentication } : {}),
+    details: JSON.parse(row.details) as StoredDetails,
+  };
+}
+
+/** DELETE /google-pay/{id}: the deleted resource's id (its sealed card and cryptogram go with the row). */
+export async function deleteGooglePay(context: TenantContext, id: string): Promise<string> {
+  const row = await storage.deleteResource(context.control, context.tenantId, id, Date.now());
+  if (!row) throw new NotFoundError(`Google Pay resource ${id}`);
+  return row.id;
+}
+
+/** Resources one purge statement reaches, and how many statements a cron run makes of each kind. */
+const PURGE_CHUNK = 500;
+const PURGE_CHUNKS_PER_RUN = 20;
+
+/**
+ * Called by the scheduled handler: drops the cryptograms whose retention has ended (reads stopped
+ * showing them at the deadline already) and deletes expired resources, a bounded number per run.
+ */
+export async function purgeExpiredGooglePay(context: RequestContext, now = Date.now()): Promise<void> {
+  const d1 = context.control.$client;
+  for (let chunk = 0; chunk < PURGE_CHUNKS_PER_RUN; chunk++) {
+    if ((await storage.clearExpiredAuthentications(d1, now, PURGE_CHUNK)) < PURGE_CHUNK) break;
+  }
+  for (let chunk = 0; chunk < PURGE_CHUNKS_PER_RUN; chunk++) {
+    const deleted = await storage.purgeExpiredResources(d1, now, PURGE_CHUNK);
+    for (const { tenantId, id } of deleted) {
+      context.audit.record({
+        tenantId,
+        entityType: "google-pay",
+        entityId: id,
+        operation: "delete",
+        message: "Deleted expired Google Pay resource",
+      });
+    }
+    if (deleted.length < PURGE_CHUNK) break;
+  }
 }

@@ -1,9 +1,10 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, gt, isNull, or } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { googlePayMerchantKeys, googlePayMerchants } from "../db/control-tables";
+import { googlePayMerchantKeys, googlePayMerchants, googlePayResources } from "../db/control-tables";
 
 export type MerchantRow = typeof googlePayMerchants.$inferSelect;
 export type MerchantKeyRow = typeof googlePayMerchantKeys.$inferSelect;
+export type ResourceRow = typeof googlePayResources.$inferSelect;
 
 /** Inserts the registration unless the tenant already holds `limit`: false then (one statement, so two creates cannot both pass). */
 export async function insertMerchant(db: Database, row: MerchantRow, limit: number): Promise<boolean> {
@@ -102,4 +103,60 @@ export async function deleteMerchantKey(db: Database, tenantId: string, merchant
     .where(merchantKey(tenantId, merchantId, id))
     .returning({ id: googlePayMerchantKeys.id });
   return deleted.length === 1;
+}
+
+export async function insertResource(db: Database, row: ResourceRow): Promise<void> {
+  await db.insert(googlePayResources).values(row);
+}
+
+const liveResource = (tenantId: string, id: string, now: number) =>
+  and(
+    eq(googlePayResources.tenantId, tenantId),
+    eq(googlePayResources.id, id),
+    or(isNull(googlePayResources.expiresAt), gt(googlePayResources.expiresAt, now)),
+  );
+
+/** The tenant's resource unless it expired (the cron deletes it later). */
+export async function findLiveResource(db: Database, tenantId: string, id: string, now: number): Promise<ResourceRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(googlePayResources)
+    .where(liveResource(tenantId, id, now))
+    .limit(1);
+  return row;
+}
+
+/** Deletes the tenant's live resource: the deleted row, or undefined when there was none. */
+export async function deleteResource(db: Database, tenantId: string, id: string, now: number): Promise<ResourceRow | undefined> {
+  const [row] = await db
+    .delete(googlePayResources)
+    .where(liveResource(tenantId, id, now))
+    .returning();
+  return row;
+}
+
+/** Deletes up to `limit` resources whose expiry has passed, oldest first; the deleted. */
+export async function purgeExpiredResources(d1: D1Database, now: number, limit: number): Promise<{ tenantId: string; id: string }[]> {
+  const { results } = await d1
+    .prepare(
+      `DELETE FROM google_pay_resources WHERE id IN (
+         SELECT id FROM google_pay_resources WHERE expires_at <= ? ORDER BY expires_at LIMIT ?
+       ) RETURNING tenant_id AS tenantId, id`,
+    )
+    .bind(now, limit)
+    .all<{ tenantId: string; id: string }>();
+  return results;
+}
+
+/** Drops the sealed cryptogram of up to `limit` resources whose retention has ended; how many. */
+export async function clearExpiredAuthentications(d1: D1Database, now: number, limit: number): Promise<number> {
+  const result = await d1
+    .prepare(
+      `UPDATE google_pay_resources SET authentication_ciphertext = NULL, authentication_expires_at = NULL WHERE id IN (
+         SELECT id FROM google_pay_resources WHERE authentication_expires_at <= ? ORDER BY authentication_expires_at LIMIT ?
+       )`,
+    )
+    .bind(now, limit)
+    .run();
+  return result.meta.changes;
 }

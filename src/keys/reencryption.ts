@@ -4,7 +4,7 @@ import { privateKeyContext } from "../client-keys/service";
 import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { dataKeyContext as documentDataKeyContext } from "../documents/service";
-import { merchantKeyContext } from "../google-pay/service";
+import { merchantKeyContext, resourceAuthenticationContext, resourceCardContext } from "../google-pay/service";
 import { detokenizedContext, outcomeContext, sealingContext } from "../idempotency/service";
 import { configurationContext as proxyConfigurationContext, keyContext as proxyKeyContext } from "../proxies/service";
 import { configurationContext as reactorConfigurationContext } from "../reactors/configuration";
@@ -68,6 +68,20 @@ const SEALED_COLUMNS: SealedColumn[] = [
     column: "private_key_ciphertext",
     key: ["id"],
     context: (row) => merchantKeyContext(row.id!),
+  },
+  {
+    database: "control",
+    table: "google_pay_resources",
+    column: "ciphertext",
+    key: ["id"],
+    context: (row) => resourceCardContext(row.id!),
+  },
+  {
+    database: "control",
+    table: "google_pay_resources",
+    column: "authentication_ciphertext",
+    key: ["id"],
+    context: (row) => resourceAuthenticationContext(row.id!),
   },
   {
     database: "control",

@@ -10,6 +10,7 @@ import { chainPendingEntries, keepDeadEntries, writeAuditBatch } from "../audit/
 import { purgeEndedConsoleSessions } from "../console/service";
 import type { RequestContext } from "../context";
 import type { Bindings } from "../env";
+import { purgeExpiredGooglePay } from "../google-pay/service";
 import { purgeExpiredReplyCvcs, purgeIdempotencyRecords } from "../idempotency/service";
 import { driveRotations, type RotationMessage, resumeRotations } from "../keys/rotation";
 import { runQueuedReaction, settleReactions } from "../reactors/reactions";
@@ -40,8 +41,8 @@ const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<ne
 };
 
 /**
- * Every 15 minutes (wrangler.toml): purges what expired (tokens, token intents, Apple Pay tokens and their cryptograms, sessions
- * and their expiring applications, async reaction results) or was shredded, chains the audit entries left waiting, resumes stopped key rotations, and sends
+ * Every 15 minutes (wrangler.toml): purges what expired (tokens, token intents, Apple Pay tokens, Google Pay resources and
+ * their cryptograms, sessions and their expiring applications, async reaction results) or was shredded, chains the audit entries left waiting, resumes stopped key rotations, and sends
  * again (or fails) the async reactions that stalled.
  */
 export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (controller, env, ctx) => {
@@ -56,6 +57,7 @@ export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (contr
     purgeExpiredCvcs(context, controller.scheduledTime),
     purgeExpiredIntentCvcs(context, controller.scheduledTime),
     purgeExpiredReplyCvcs(context, controller.scheduledTime),
+    purgeExpiredGooglePay(context, controller.scheduledTime),
     chainPendingEntries(context),
     purgeOldLogs(context, controller.scheduledTime),
     purgeShreddedTenants(context),

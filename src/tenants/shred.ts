@@ -26,6 +26,7 @@ const CONTROL_TABLES = [
   "client_encryption_keys",
   "google_pay_merchants",
   "google_pay_merchant_keys",
+  "google_pay_resources",
   "apple_pay_merchants",
   "apple_pay_certificates",
   "documents",

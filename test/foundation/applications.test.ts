@@ -393,6 +393,9 @@ describe("permissions: GET /permissions?application_type=", () => {
         "apple-pay:read",
         "apple-pay:reveal",
         "apple-pay:delete",
+        "google-pay:read",
+        "google-pay:reveal",
+        "google-pay:delete",
       ],
     ],
     ["expiring", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
@@ -417,7 +420,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(45);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(48);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {

@@ -46,7 +46,8 @@ describe("authentication", () => {
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:create", application_types: ["private", "public"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "documents:reveal", application_types: ["private"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:reveal", application_types: ["private"] }));
-    expect(reply.body).toHaveLength(45);
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "google-pay:reveal", application_types: ["private"] }));
+    expect(reply.body).toHaveLength(48);
   });
 });
 

@@ -1,9 +1,10 @@
 import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { APPLE_PAY_TOKEN_PERMISSIONS, DOCUMENT_PERMISSIONS } from "../../src/auth/permissions";
+import { APPLE_PAY_TOKEN_PERMISSIONS, DOCUMENT_PERMISSIONS, GOOGLE_PAY_RESOURCE_PERMISSIONS } from "../../src/auth/permissions";
 import { OWN_ORIGIN, signIn } from "../support/console";
 import { dataDatabaseOf } from "../support/context";
 import { expectDocumentedReply } from "../support/documented-replies";
+import { CRYPTOGRAM_3DS, paymentMessage, sealEcV2 } from "../support/google-pay";
 import { BASE, call, createApplication, type Reply, seedTenant, type Tenant } from "../support/harness";
 import { type DocumentedOperation, documentedOperations } from "../support/openapi";
 import { createProxy } from "../support/proxies";
@@ -87,6 +88,8 @@ let powerlessCookie: string;
 let proxyKey: string;
 /** The owner's key that holds every documents permission: the document the intruder tried to delete is still there. */
 let documentReader: string;
+/** The owner's key that reads its google-pay resource: the one the intruder tried to delete is still there. */
+let googlePayReader: string;
 /** The owner's key that reads its intents: the intent the intruder tried to delete is still there. */
 let intentReader: string;
 /** The owner's key that reads its Apple Pay tokens: the token the intruder tried to delete is still there. */
@@ -125,6 +128,14 @@ beforeAll(async () => {
     body: { merchant_certificate_data: MERCHANT_PRIVATE_KEY_PKCS8_BASE64 },
   });
   expect(merchantKey.status, JSON.stringify(merchantKey.body)).toBe(201);
+  googlePayReader = (
+    await createApplication(owner, { type: "private", permissions: ["google-pay:create", ...GOOGLE_PAY_RESOURCE_PERMISSIONS] })
+  ).key;
+  const googlePay = await call("POST", "/google-pay", {
+    key: googlePayReader,
+    body: { google_payment_data: sealEcV2(paymentMessage(CRYPTOGRAM_3DS), { recipientId: "merchant:owned" }) },
+  });
+  expect(googlePay.status, JSON.stringify(googlePay.body)).toBe(201);
   const appleMerchant = await call("POST", "/apple-pay/merchant-registration", { key: owner.managementKey, body: {} });
   const certificates = await call("POST", `/apple-pay/merchant-registration/${appleMerchant.body.id}/certificates`, {
     key: owner.managementKey,
@@ -162,6 +173,8 @@ beforeAll(async () => {
     "apple-pay/certificates": certificates.body.id,
     // An Apple Pay token: /apple-pay/{id}.
     "apple-pay/apple-pay": applePay.token.id,
+    // A google-pay resource (a CRYPTOGRAM_3DS card): /google-pay/{id}.
+    "google-pay": googlePay.body.google_pay.id,
     documents: ((await document.json()) as { id: string }).id,
     proxy: "charges",
     tenants: owner.tenantId,
@@ -180,6 +193,7 @@ beforeAll(async () => {
       ...INTENT_PERMISSIONS,
       ...DOCUMENT_PERMISSIONS,
       ...APPLE_PAY_TOKEN_PERMISSIONS,
+      ...GOOGLE_PAY_RESOURCE_PERMISSIONS,
     ],
   });
   intruderKeys = [intruder.managementKey, intruderTokens.key];
@@ -343,6 +357,7 @@ describe("security sweep over every route of the OpenAPI document", () => {
     expect((await call("GET", ownersCertificates, { key: owner.managementKey })).status).toBe(200);
     expect((await call("GET", `/documents/${ownerIds.documents}/data`, { key: documentReader })).status).toBe(200);
     expect((await call("GET", `/apple-pay/${ownerIds["apple-pay/apple-pay"]}`, { key: applePayReader })).status).toBe(200);
+    expect((await call("GET", `/google-pay/${ownerIds["google-pay"]}`, { key: googlePayReader })).status).toBe(200);
   }, 120_000);
 
   it("answers 400 naming start to another tenant's cursor on every cursor-paged route, and shows nothing of the owner's", async () => {

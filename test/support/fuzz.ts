@@ -73,6 +73,9 @@ async function seedKeys(): Promise<void> {
       "apple-pay:read",
       "apple-pay:reveal",
       "apple-pay:delete",
+      "google-pay:read",
+      "google-pay:reveal",
+      "google-pay:delete",
     ],
   });
   // A public key reaches POST /sessions, which refuses every other type of key.

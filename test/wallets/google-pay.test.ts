@@ -1,4 +1,7 @@
+import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { entryWhere } from "../support/audit";
+import { runCron } from "../support/cron";
 import { CRYPTOGRAM_3DS, flipByte, PAN_ONLY, paymentMessage, type SealedToken, sealEcV2 } from "../support/google-pay";
 import { call, createApplication, dumpDatabase, expectProblem, rowCounts, seedTenant, type Tenant } from "../support/harness";
 import { storedIntents } from "../support/token-intents";
@@ -227,9 +230,12 @@ describe("POST /google-pay", () => {
     );
   });
 
-  it("refuses another protocol version, a CRYPTOGRAM_3DS token (not supported yet) and a card that is not valid", async () => {
+  it("refuses another protocol version, another auth method and a card that is not valid", async () => {
     await expectRefused({ ...panOnlyToken(), protocolVersion: "ECv1" }, "unsupported_protocol_version");
-    await expectRefused(sealEcV2(paymentMessage(CRYPTOGRAM_3DS), { recipientId: RECIPIENT }), "unsupported_auth_method");
+    await expectRefused(
+      sealEcV2(paymentMessage({ ...PAN_ONLY, authMethod: "OTHER" }), { recipientId: RECIPIENT }),
+      "unsupported_auth_method",
+    );
     await expectRefused(sealEcV2(paymentMessage({ ...PAN_ONLY, pan: "4111111111111112" }), { recipientId: RECIPIENT }), "invalid_card");
   });
 
@@ -248,5 +254,180 @@ describe("POST /google-pay", () => {
     await registerMerchant(other.managementKey);
     expectProblem(await decrypt(key, panOnlyToken()), 400);
     expect(await storedIntents(other.tenantId)).toBe(0);
+  });
+});
+
+describe("CRYPTOGRAM_3DS: the google-pay resource", () => {
+  let revealer: string;
+  let reader: string;
+  let deleter: string;
+
+  const threeDsToken = (details: Record<string, unknown> = CRYPTOGRAM_3DS, overrides: Partial<Parameters<typeof sealEcV2>[1]> = {}) =>
+    sealEcV2(paymentMessage(details), { recipientId: RECIPIENT, ...overrides });
+
+  async function createResource(members: Record<string, unknown> = {}): Promise<Record<string, any>> {
+    const reply = await decrypt(serverKey, threeDsToken(), members);
+    expect(reply.status, reply.text).toBe(201);
+    return reply.body.google_pay;
+  }
+
+  beforeAll(async () => {
+    const app = (permissions: string[]) => createApplication(tenant, { type: "private", permissions }).then((created) => created.key);
+    revealer = await app(["google-pay:reveal"]);
+    reader = await app(["google-pay:read"]);
+    deleter = await app(["google-pay:delete"]);
+  });
+
+  it("decrypts a CRYPTOGRAM_3DS token into a google-pay resource: the card's facts and the payment's details, never the number or cryptogram", async () => {
+    const reply = await decrypt(serverKey, threeDsToken(), { expires_at: "2030-12-25T00:00:00Z" });
+    expect(reply.status, reply.text).toBe(201);
+    expect(reply.body.token_intent).toBeUndefined();
+    const resource = reply.body.google_pay;
+    expect(resource).toMatchObject({
+      tenant_id: tenant.tenantId,
+      status: "active",
+      expires_at: "2030-12-25T00:00:00.000Z",
+      card: { last4: "3478", expiration_month: 12, expiration_year: 2030, brand: "visa" },
+      details: { tsp: "Google", auth_method: "CRYPTOGRAM_3DS", eci_indicator: "07" },
+    });
+    expect(resource.details.message_id).toMatch(/^AH2Ejtc/);
+    expect(resource.card.bin).toBeUndefined();
+    expect(reply.text).not.toContain(CRYPTOGRAM_3DS.pan);
+    expect(reply.text).not.toContain(CRYPTOGRAM_3DS.cryptogram);
+    // The device card and the cryptogram are held encrypted: neither is in any row.
+    const dump = await dumpDatabase();
+    expect(dump).not.toContain(CRYPTOGRAM_3DS.pan);
+    expect(dump).not.toContain(CRYPTOGRAM_3DS.cryptogram);
+  });
+
+  it("GET under google-pay:reveal answers the card whole with its cryptogram and ECI", async () => {
+    const { id } = await createResource();
+    const read = await call("GET", `/google-pay/${id}`, { key: revealer });
+    expect(read.status, read.text).toBe(200);
+    expect(read.body).toMatchObject({
+      id,
+      status: "active",
+      expires_at: null,
+      card: { bin: "48953700", last4: "3478" },
+      data: { number: CRYPTOGRAM_3DS.pan, expiration_month: 12, expiration_year: 2030 },
+      authentication: { threeds_cryptogram: CRYPTOGRAM_3DS.cryptogram, eci_indicator: "07" },
+    });
+  });
+
+  it("GET under google-pay:read masks the number to its last four and shows no cryptogram or BIN", async () => {
+    const { id } = await createResource();
+    const read = await call("GET", `/google-pay/${id}`, { key: reader });
+    expect(read.status, read.text).toBe(200);
+    expect(read.body.data).toEqual({ number: "XXXXXXXXXXXX3478", expiration_month: 12, expiration_year: 2030 });
+    expect(read.body.authentication).toBeUndefined();
+    expect(read.body.card.bin).toBeUndefined();
+    expect(read.text).not.toContain(CRYPTOGRAM_3DS.pan);
+    expect(read.text).not.toContain(CRYPTOGRAM_3DS.cryptogram);
+  });
+
+  it("GET needs google-pay:read or reveal, DELETE google-pay:delete; google-pay:create reads nothing", async () => {
+    const { id } = await createResource();
+    expect(expectProblem(await call("GET", `/google-pay/${id}`, { key: serverKey }), 403).detail).toMatch(
+      /google-pay:reveal or google-pay:read/,
+    );
+    expect(expectProblem(await call("DELETE", `/google-pay/${id}`, { key: revealer }), 403).detail).toMatch(/google-pay:delete/);
+    for (const permissions of [["google-pay:read"], ["google-pay:reveal"], ["google-pay:delete"]]) {
+      const refused = await call("POST", "/applications", {
+        key: tenant.managementKey,
+        body: { name: "page", type: "public", permissions },
+      });
+      expectProblem(refused, 400);
+    }
+  });
+
+  it("DELETE answers the deleted resource's id as a JSON string; it is gone after, sealed card and cryptogram with it", async () => {
+    const { id } = await createResource({ expires_at: "2031-01-01T00:00:00Z" });
+    const deleted = await call("DELETE", `/google-pay/${id}`, { key: deleter });
+    expect(deleted.status, deleted.text).toBe(200);
+    expect(deleted.body).toBe(id);
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM google_pay_resources WHERE id = ?").bind(id).first("n")).toBe(0);
+    expect((await call("GET", `/google-pay/${id}`, { key: revealer })).status).toBe(404);
+    expect((await call("DELETE", `/google-pay/${id}`, { key: deleter })).status).toBe(404);
+  });
+
+  it("another tenant's resource is unknown to every route (404)", async () => {
+    const { id } = await createResource();
+    const other = await seedTenant();
+    const otherKey = (await createApplication(other, { type: "private", permissions: ["google-pay:reveal", "google-pay:delete"] })).key;
+    expect((await call("GET", `/google-pay/${id}`, { key: otherKey })).status).toBe(404);
+    expect((await call("DELETE", `/google-pay/${id}`, { key: otherKey })).status).toBe(404);
+    expect((await call("GET", `/google-pay/${id}`, { key: revealer })).status).toBe(200);
+  });
+
+  it("the cryptogram is kept CARD_CVC_RETENTION_S: past it no read shows it, and the cron clears its ciphertext", async () => {
+    const { id } = await createResource();
+    await runCron(Date.now() + 3_600_000 + 60_000);
+    const read = await call("GET", `/google-pay/${id}`, { key: revealer });
+    expect(read.status, read.text).toBe(200);
+    expect(read.body.data.number).toBe(CRYPTOGRAM_3DS.pan);
+    expect(read.body.authentication).toBeUndefined();
+    const row = await env.DB.prepare("SELECT authentication_ciphertext, authentication_expires_at FROM google_pay_resources WHERE id = ?")
+      .bind(id)
+      .first();
+    expect(row).toEqual({ authentication_ciphertext: null, authentication_expires_at: null });
+  });
+
+  it("a resource past its expires_at is unknown, and the cron deletes it", async () => {
+    const { id } = await createResource({ expires_at: new Date(Date.now() + 60_000).toISOString() });
+    await runCron(Date.now() + 120_000);
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM google_pay_resources WHERE id = ?").bind(id).first("n")).toBe(0);
+    expect((await call("GET", `/google-pay/${id}`, { key: revealer })).status).toBe(404);
+  });
+
+  it("the audit log names the google-pay resource a token became, and each read and delete of it", async () => {
+    const { id } = await createResource();
+    await call("GET", `/google-pay/${id}`, { key: reader });
+    await call("DELETE", `/google-pay/${id}`, { key: deleter });
+    for (const operation of ["create", "read", "delete"]) {
+      const entry = await entryWhere(
+        tenant,
+        { entity_type: "google-pay" },
+        (candidate) => candidate.entity_id === id && candidate.operation === operation,
+      );
+      expect(entry, operation).toBeDefined();
+    }
+  });
+
+  it("a public key is answered only the resource's identity", async () => {
+    const page = (await createApplication(tenant, { type: "public", permissions: ["google-pay:create"] })).key;
+    const reply = await decrypt(page, threeDsToken());
+    expect(reply.status, reply.text).toBe(201);
+    expect(Object.keys(reply.body.google_pay).sort()).toEqual(["created_at", "created_by", "expires_at", "id", "status", "tenant_id"]);
+  });
+
+  it("refuses a CRYPTOGRAM_3DS token without a cryptogram, storing nothing", async () => {
+    const { cryptogram: _cryptogram, ...withoutCryptogram } = CRYPTOGRAM_3DS;
+    await expectRefused(threeDsToken(withoutCryptogram), "invalid_cryptogram");
+  });
+
+  it("refuses an over-long cryptogram and an ECI that is not one or two digits, storing nothing", async () => {
+    await expectRefused(threeDsToken({ ...CRYPTOGRAM_3DS, cryptogram: "x".repeat(300) }), "invalid_cryptogram");
+    await expectRefused(threeDsToken({ ...CRYPTOGRAM_3DS, eciIndicator: "<script>" }), "invalid_cryptogram");
+  });
+
+  it("refuses a CRYPTOGRAM_3DS device card that is not a valid card, storing nothing", async () => {
+    await expectRefused(threeDsToken({ ...CRYPTOGRAM_3DS, pan: "4895370012003479" }), "invalid_card");
+  });
+
+  it("refuses an expires_at in the past, storing nothing", async () => {
+    const before = await rowCounts();
+    const problem = expectProblem(await decrypt(serverKey, threeDsToken(), { expires_at: "2020-01-01T00:00:00Z" }), 400);
+    expect(problem.errors?.expires_at).toBeDefined();
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it("refuses a CRYPTOGRAM_3DS token with a flipped signature byte, storing nothing", async () => {
+    const token = threeDsToken();
+    await expectRefused({ ...token, signature: flipByte(token.signature, -3) }, "signature_invalid");
+  });
+
+  it("refuses an expired CRYPTOGRAM_3DS message and one signed for another recipient, storing nothing", async () => {
+    await expectRefused(sealEcV2(paymentMessage(CRYPTOGRAM_3DS, Date.now() - 1000), { recipientId: RECIPIENT }), "message_expired");
+    await expectRefused(threeDsToken(CRYPTOGRAM_3DS, { recipientId: "merchant:someone-else" }), "signature_invalid");
   });
 });
