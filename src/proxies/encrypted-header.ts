@@ -83,6 +83,7 @@ export async function encryptedRequestsOf(
     }),
   );
   if (Object.keys(errors).length > 0) throw ValidationError.summarised(`${field} could not be decrypted`, errors);
+  for (const [, request] of opened) requireCardsRevealed(caller, request.type, request.data);
   for (const [, request] of opened) context.revealed.add(request.data);
   return single ? opened[0]![1] : Object.fromEntries(opened);
 }
@@ -96,6 +97,36 @@ function requireRevealed(caller: Principal, type: TokenType): void {
   const { container } = TOKEN_TYPE_RULES[type];
   if (accessTo(caller, "token:use", [container]) !== "reveal") {
     throw new ForbiddenError(`token:use with reveal on container ${container} is needed to use client-encrypted data of type ${type}`);
+  }
+}
+
+const CARD_CONTAINER = TOKEN_TYPE_RULES.card_number.container;
+
+/** Whether a value is a card number as a `card_number` token's data would be (a JSON number's digits too). */
+function isCardNumber(value: unknown): boolean {
+  const digits = typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value;
+  return TOKEN_TYPE_RULES.card_number.refuse(digits).length === 0;
+}
+
+/** Whether the data, or any value nested in it (at most MAX_JSON_DEPTH deep, as the header is), is a card number. */
+function holdsCardNumber(data: unknown): boolean {
+  if (isCardNumber(data)) return true;
+  if (data === null || typeof data !== "object") return false;
+  return Object.values(data).some(holdsCardNumber);
+}
+
+/**
+ * The type is the caller's word, not the client's: the JWE's plaintext carries no type. Data holding
+ * a card number needs reveal on the cards' container whatever type it is sent as, or a caller that
+ * may reveal only `/general/` would send a browser's card as type `token` to a destination of its
+ * own (docs/decisions.md, "Client encryption keys").
+ */
+function requireCardsRevealed(caller: Principal, type: TokenType, data: unknown): void {
+  if (TOKEN_TYPE_RULES[type].container === CARD_CONTAINER || !holdsCardNumber(data)) return;
+  if (accessTo(caller, "token:use", [CARD_CONTAINER]) !== "reveal") {
+    throw new ForbiddenError(
+      `Client-encrypted data sent as type ${type} holds a card number: token:use with reveal on container ${CARD_CONTAINER} is needed to use it`,
+    );
   }
 }
 
