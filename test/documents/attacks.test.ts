@@ -144,4 +144,24 @@ describe("documents under attack", () => {
       expect(new TextDecoder().decode(await download.arrayBuffer())).toBe("hello");
     }
   });
+
+  it("a boundary longer than RFC 2046's 70 characters is refused before the body is read: each byte costs a search that long", async () => {
+    const before = await stored();
+    const boundary = "b".repeat(71);
+    const response = await SELF.fetch(`${BASE}/documents`, {
+      method: "POST",
+      headers: { "SVC-API-KEY": key, "content-type": `multipart/form-data; boundary=${boundary}` },
+      body: `--${boundary}\r\ncontent-disposition: form-data; name="document"\r\n\r\nhello\r\n--${boundary}--\r\n`,
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain("70");
+    expect(await stored()).toEqual(before);
+    const longest = "b".repeat(70);
+    const accepted = await SELF.fetch(`${BASE}/documents`, {
+      method: "POST",
+      headers: { "SVC-API-KEY": key, "content-type": `multipart/form-data; boundary=${longest}` },
+      body: `--${longest}\r\ncontent-disposition: form-data; name="document"\r\n\r\nhello\r\n--${longest}--\r\n`,
+    });
+    expect(accepted.status).toBe(201);
+  });
 });
