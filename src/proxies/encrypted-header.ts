@@ -6,7 +6,7 @@ import { addFieldError, type FieldErrors, ForbiddenError, ValidationError } from
 import { jsonDepthOf, MAX_JSON_DEPTH, utf8TextOf } from "../http/body";
 import { PROXIES } from "../limits";
 import { dataRefusals } from "../tokens/schema";
-import { isTokenType, TOKEN_TYPE_RULES, TOKEN_TYPES, type TokenType } from "../tokens/types";
+import { holdsCardNumber, isTokenType, TOKEN_TYPE_RULES, TOKEN_TYPES, type TokenType } from "../tokens/types";
 
 /*
  * `{P}-ENCRYPTED`: data encrypted on the client travels with a proxy call, not through a token. The
@@ -101,19 +101,6 @@ function requireRevealed(caller: Principal, type: TokenType): void {
 }
 
 const CARD_CONTAINER = TOKEN_TYPE_RULES.card_number.container;
-
-/** Whether a value is a card number as a `card_number` token's data would be (a JSON number's digits too). */
-function isCardNumber(value: unknown): boolean {
-  const digits = typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value;
-  return TOKEN_TYPE_RULES.card_number.refuse(digits).length === 0;
-}
-
-/** Whether the data, or any value nested in it (at most MAX_JSON_DEPTH deep, as the header is), is a card number. */
-function holdsCardNumber(data: unknown): boolean {
-  if (isCardNumber(data)) return true;
-  if (data === null || typeof data !== "object") return false;
-  return Object.values(data).some(holdsCardNumber);
-}
 
 /**
  * The type is the caller's word, not the client's: the JWE's plaintext carries no type. Data holding
