@@ -101,7 +101,8 @@ export async function getDocument(context: TenantContext, id: string): Promise<D
 /**
  * The document's bytes, decrypted as they stream from the bucket. The first chunk is opened before
  * the answer starts, so an object altered there is a 500 with no byte of it; a later chunk that does
- * not open ends the stream in an error, and the client never receives that chunk's bytes.
+ * not open ends the stream in an error short of its Content-Length, and the client never receives
+ * that chunk's bytes.
  */
 export async function openDocument(context: TenantContext, id: string): Promise<{ body: ReadableStream<Uint8Array>; row: DocumentRow }> {
   const row = await documentOf(context, id);
@@ -115,6 +116,7 @@ export async function openDocument(context: TenantContext, id: string): Promise<
   const opening = openingStream(await importDataKey(dataKey), chunkContext(context.tenantId, id), head.size);
   const feed = async () => {
     const writer = opening.writable.getWriter();
+    writer.closed.catch(() => undefined);
     try {
       await writer.write(headBytes);
       if (head.size > SEALED_CHUNK_BYTES) {
@@ -137,27 +139,23 @@ export async function openDocument(context: TenantContext, id: string): Promise<
     if (error instanceof DocumentIntegrityError) throw new DocumentUnreadableError(id);
     throw error;
   }
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      if (first.done) controller.close();
-      else controller.enqueue(first.value);
-    },
-    // A later chunk that does not open errors the answer's stream (an error, not a rejected pull, which would also be unhandled).
-    async pull(controller) {
-      try {
-        const next = await reader.read();
-        if (next.done) controller.close();
-        else controller.enqueue(next.value);
-      } catch (error) {
-        controller.error(error);
-      }
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
+  // The answer is a stream of the document's declared length: a body that ends early (a later chunk
+  // did not open) is one no client can take for the whole document, and it errors the connection
+  // without a rejection that nobody handles (a JavaScript stream's error would leave one in workerd).
+  const { readable, writable } = new FixedLengthStream(row.size);
+  const writer = writable.getWriter();
+  const answer = async () => {
+    try {
+      for (let next = first; !next.done; next = await reader.read()) await writer.write(next.value);
+      await writer.close();
+    } catch (error) {
+      // A chunk that did not open, or a client that went away: both sides stop.
+      await Promise.all([writer.abort(error).catch(() => undefined), reader.cancel(error).catch(() => undefined)]);
+    }
+  };
+  answer();
   context.audit.describe({ entityId: id });
-  return { body, row };
+  return { body: readable, row };
 }
 
 /** Deleting a document deletes its row, then its object: a row without an object is never left. */

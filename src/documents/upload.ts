@@ -22,6 +22,9 @@ const PART_BYTES = CHUNKS_PER_PART * SEALED_CHUNK_BYTES;
  */
 const READ_AHEAD_BYTES = 1024 * 1024;
 
+/** The longest boundary RFC 2046 allows a multipart body. */
+const MAX_BOUNDARY_LENGTH = 70;
+
 /** What the upload read: the metadata request's JSON text, the document's media type and plaintext size. */
 export interface ReadUpload {
   requestText: string | undefined;
@@ -263,6 +266,10 @@ export async function readUpload(
   if (!contentType.toLowerCase().startsWith("multipart/form-data")) throw new UnsupportedMediaTypeError(["multipart/form-data"]);
   const boundary = getMultipartBoundary(contentType);
   if (!boundary || !request.body) throw ValidationError.field("document", "is required");
+  // RFC 2046's bound: the parser searches every byte of the body for the boundary, so its length is a cost per byte.
+  if (boundary.length > MAX_BOUNDARY_LENGTH) {
+    throw new ValidationError(`The form's boundary must be at most ${MAX_BOUNDARY_LENGTH} characters (RFC 2046)`);
+  }
   const declaredLength = Number(request.headers.get("content-length") ?? 0);
   // A body declared longer than the largest document and its form can be is refused before a byte is read.
   if (declaredLength > DOCUMENTS.maxBytes + DOCUMENTS.requestMaxBytes + 64 * 1024) throw new PayloadTooLargeError(DOCUMENTS.maxBytes);

@@ -6,7 +6,7 @@ import { addFieldError, type FieldErrors, ForbiddenError, ValidationError } from
 import { jsonDepthOf, MAX_JSON_DEPTH, utf8TextOf } from "../http/body";
 import { PROXIES } from "../limits";
 import { dataRefusals } from "../tokens/schema";
-import { isTokenType, TOKEN_TYPE_RULES, TOKEN_TYPES, type TokenType } from "../tokens/types";
+import { holdsCardNumber, isTokenType, TOKEN_TYPE_RULES, TOKEN_TYPES, type TokenType } from "../tokens/types";
 
 /*
  * `{P}-ENCRYPTED`: data encrypted on the client travels with a proxy call, not through a token. The
@@ -83,6 +83,7 @@ export async function encryptedRequestsOf(
     }),
   );
   if (Object.keys(errors).length > 0) throw ValidationError.summarised(`${field} could not be decrypted`, errors);
+  for (const [, request] of opened) requireCardsRevealed(caller, request.type, request.data);
   for (const [, request] of opened) context.revealed.add(request.data);
   return single ? opened[0]![1] : Object.fromEntries(opened);
 }
@@ -96,6 +97,23 @@ function requireRevealed(caller: Principal, type: TokenType): void {
   const { container } = TOKEN_TYPE_RULES[type];
   if (accessTo(caller, "token:use", [container]) !== "reveal") {
     throw new ForbiddenError(`token:use with reveal on container ${container} is needed to use client-encrypted data of type ${type}`);
+  }
+}
+
+const CARD_CONTAINER = TOKEN_TYPE_RULES.card_number.container;
+
+/**
+ * The type is the caller's word, not the client's: the JWE's plaintext carries no type. Data holding
+ * a card number needs reveal on the cards' container whatever type it is sent as, or a caller that
+ * may reveal only `/general/` would send a browser's card as type `token` to a destination of its
+ * own (docs/decisions.md, "Client encryption keys").
+ */
+function requireCardsRevealed(caller: Principal, type: TokenType, data: unknown): void {
+  if (TOKEN_TYPE_RULES[type].container === CARD_CONTAINER || !holdsCardNumber(data)) return;
+  if (accessTo(caller, "token:use", [CARD_CONTAINER]) !== "reveal") {
+    throw new ForbiddenError(
+      `Client-encrypted data sent as type ${type} holds a card number: token:use with reveal on container ${CARD_CONTAINER} is needed to use it`,
+    );
   }
 }
 

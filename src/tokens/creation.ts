@@ -30,6 +30,7 @@ import type { TokenRow } from "./storage";
 import * as storage from "./storage";
 import { insertTokens, isTakenIdError, type SealedToken } from "./storage-writes";
 import { findTokenRequests, type JsonPath, jsonPath, substituteTokens, type TokenRequestAt } from "./tokenize";
+import { holdsCardNumber } from "./types";
 
 interface CreateRequest {
   input: CreateToken;
@@ -270,10 +271,14 @@ async function createTokens(context: TenantContext, principal: Principal, sent: 
   );
 }
 
+/** Where cards are kept: a JWE's card number may not be stored where a caller that may not see cards reads it. */
+const CARDS_TREE = "/pci/";
+
 /**
  * The requests with each JWE's data decrypted (src/client-keys/), then checked against the type's rules
  * as plain data is; all or nothing, a refusal under the request's `data`. A JWE that holds another is
- * refused: its plaintext would be stored unchecked.
+ * refused: its plaintext would be stored unchecked. One that holds a card number is refused outside
+ * the cards' containers, whatever type it is sent as: the type is the caller's word, not the client's.
  */
 async function openEncryptedData(context: TenantContext, requests: CreateRequest[]): Promise<CreateRequest[]> {
   if (!requests.some((request) => isEncryptedData(request.input.data))) return requests;
@@ -286,7 +291,15 @@ async function openEncryptedData(context: TenantContext, requests: CreateRequest
       const result = await open(request.input.data);
       if ("refusal" in result) report(["data"], result.refusal);
       else if (isEncryptedData(result.data)) report(["data"], "is a JWE whose plaintext is another JWE");
-      else for (const { path, message } of dataRefusals(request.input.type, result.data)) report(path, message);
+      else {
+        for (const { path, message } of dataRefusals(request.input.type, result.data)) report(path, message);
+        if (
+          holdsCardNumber(result.data) &&
+          !definitionOf(request.input).containers.every((container) => container.startsWith(CARDS_TREE))
+        ) {
+          report(["data"], `is a JWE whose plaintext holds a card number: it is kept only in containers under ${CARDS_TREE}`);
+        }
+      }
       return { ...request, input: { ...request.input, data: "data" in result ? result.data : undefined }, encrypted: true };
     }),
   );

@@ -143,6 +143,21 @@ function refuseCardNumber(data: unknown): string | null {
   return passesLuhn(data) ? null : "must pass the Luhn check";
 }
 
+/** Whether a value is a card number as a `card_number` token's data would be (a JSON integer's digits too). */
+function isCardNumber(value: unknown): boolean {
+  return refuseCardNumber(typeof value === "number" && Number.isSafeInteger(value) ? String(value) : value) === null;
+}
+
+/**
+ * Whether data, or any value nested in it, is a card number: client-encrypted data carries no type,
+ * so what it holds, not the type a caller names, decides whether it is a card's (docs/decisions.md,
+ * "Client encryption keys"). Its depth is a body's, bounded before it gets here.
+ */
+export function holdsCardNumber(data: unknown): boolean {
+  if (isCardNumber(data)) return true;
+  return data !== null && typeof data === "object" && Object.values(data).some(holdsCardNumber);
+}
+
 function refuseRoutingNumber(data: unknown): string | null {
   if (typeof data !== "string" || !/^\d{9}$/.test(data)) return "must be a string of 9 digits";
   return passesAbaChecksum(data) ? null : "must pass the ABA routing number checksum";
