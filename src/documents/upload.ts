@@ -39,7 +39,7 @@ const EPILOGUE_MAX_BYTES = 64 * 1024;
  * The pace between the request body and the parts' readers. It also ends the parser's input at the
  * form's close delimiter: the parser refuses any data after it ("Unexpected data after end of stream"),
  * yet the CRLF that closes a form, or an epilogue, may arrive as a read of its own. What follows the
- * delimiter is read and dropped (up to EPILOGUE_MAX_BYTES), so the request is read to its end.
+ * delimiter is read and dropped, so the request is read to its end; more than EPILOGUE_MAX_BYTES is a 400.
  */
 class Pace {
   private fed = 0;
@@ -99,10 +99,15 @@ class Pace {
     return inValue === -1 ? -1 : inValue + this.close.length;
   }
 
-  /** Reads what follows the close delimiter and drops it; past EPILOGUE_MAX_BYTES the rest is left unread. */
+  /** Reads what follows the close delimiter and drops it; more than EPILOGUE_MAX_BYTES is a 400. */
   private async dropEpilogue(already: number): Promise<void> {
     let dropped = already;
-    while (dropped <= EPILOGUE_MAX_BYTES && !this.stopped) {
+    while (!this.stopped) {
+      if (dropped > EPILOGUE_MAX_BYTES) {
+        throw new ValidationError(
+          `The body is not a valid multipart/form-data message: more than ${EPILOGUE_MAX_BYTES} bytes follow its close delimiter`,
+        );
+      }
       const value = await this.read();
       if (value === null) return;
       dropped += value.length;

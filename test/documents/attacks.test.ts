@@ -115,7 +115,7 @@ describe("documents under attack", () => {
     expect(await stored()).toEqual(before);
   });
 
-  it("bytes after the form's closing boundary are refused, storing nothing", async () => {
+  it("more than 64 KiB after the form's closing boundary (an epilogue, which means nothing) is refused, storing nothing", async () => {
     const before = await stored();
     const form =
       '--attack\r\ncontent-disposition: form-data; name="document"\r\ncontent-type: text/plain\r\n\r\nhello\r\n--attack--' +
