@@ -45,6 +45,9 @@ export default defineConfig({
           // A keyring of two key-encryption keys: version 2 wraps, version 1 unwraps what an older
           // deployment wrapped (test/keys simulates it with VAULT_MASTER_KEYS "1:…" alone).
           VAULT_MASTER_KEYS: "2:dGVzdC1tYXN0ZXIta2V5LXR3by10ZXN0LW1hc3RlciE=,1:dGVzdC1tYXN0ZXIta2V5LXRlc3QtbWFzdGVyLWtleSE=",
+          // wrangler reads .dev.vars into the worker too, and `npm start` writes its own VAULT_MASTER_KEY
+          // there, which the vault refuses beside a different version 1: the tests set it to theirs.
+          VAULT_MASTER_KEY: "dGVzdC1tYXN0ZXIta2V5LXRlc3QtbWFzdGVyLWtleSE=",
           BOOTSTRAP_API_KEY: "key_test-bootstrap-key-0123456789abcdefghij",
           OPERATOR_API_KEY: "operator-test-key-0123456789abcdefghijklmnop",
           ALLOW_INSECURE_DESTINATIONS: "true",
