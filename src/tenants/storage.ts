@@ -127,8 +127,20 @@ export async function findMove(db: Database, tenantId: string): Promise<TenantMo
   return move;
 }
 
-export async function insertMove(db: Database, move: TenantMove): Promise<void> {
-  await db.insert(tenantMoves).values(move);
+/**
+ * Stores the move unless the tenant's data keys are being rotated: false then. One statement, so a
+ * rotation started at the same time either is seen here or sees the move (insertRotation).
+ */
+export async function insertMove(db: Database, move: TenantMove): Promise<boolean> {
+  const inserted = await db.$client
+    .prepare(
+      `INSERT INTO tenant_moves (tenant_id, source, target, phase, cursor, stage, copy_started_at, phase_started_at)
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+       WHERE NOT EXISTS (SELECT 1 FROM key_rotations WHERE tenant_id = ?1 AND state != 'done')`,
+    )
+    .bind(move.tenantId, move.source, move.target, move.phase, move.cursor, move.stage, move.copyStartedAt, move.phaseStartedAt)
+    .run();
+  return inserted.meta.changes === 1;
 }
 
 export async function updateMove(db: Database, tenantId: string, changes: Partial<TenantMove>): Promise<void> {
