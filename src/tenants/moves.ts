@@ -111,7 +111,12 @@ async function startMove(context: RequestContext, tenantId: string, source: stri
     copyStartedAt: now,
     phaseStartedAt: now,
   };
-  if (!(await storage.insertMove(context.control, move))) throw rotating(tenantId);
+  if (!(await storage.insertMove(context.control, move))) {
+    if (await storage.findMove(context.control, tenantId)) {
+      throw new ConflictError(`Tenant ${tenantId}'s move was started by another call meanwhile; call again to advance it`);
+    }
+    throw rotating(tenantId);
+  }
   return move;
 }
 

@@ -128,15 +128,17 @@ export async function findMove(db: Database, tenantId: string): Promise<TenantMo
 }
 
 /**
- * Stores the move unless the tenant's data keys are being rotated: false then. One statement, so a
- * rotation started at the same time either is seen here or sees the move (insertRotation).
+ * Stores the move unless the tenant's data keys are being rotated or a move of it was stored
+ * meanwhile: false then. One statement, so a rotation started at the same time either is seen here
+ * or sees the move (insertRotation).
  */
 export async function insertMove(db: Database, move: TenantMove): Promise<boolean> {
   const inserted = await db.$client
     .prepare(
       `INSERT INTO tenant_moves (tenant_id, source, target, phase, cursor, stage, copy_started_at, phase_started_at)
        SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
-       WHERE NOT EXISTS (SELECT 1 FROM key_rotations WHERE tenant_id = ?1 AND state != 'done')`,
+       WHERE NOT EXISTS (SELECT 1 FROM key_rotations WHERE tenant_id = ?1 AND state != 'done')
+       ON CONFLICT (tenant_id) DO NOTHING`,
     )
     .bind(move.tenantId, move.source, move.target, move.phase, move.cursor, move.stage, move.copyStartedAt, move.phaseStartedAt)
     .run();

@@ -187,6 +187,22 @@ describe("moving a tenant", () => {
     expect((await move(tenant.tenantId, { database: "DB_2" })).body.phase).toBe("done");
   });
 
+  it("answers two starts of the same move at once without a 500: one starts it, the other advances it or is told to call again", {
+    timeout: 60_000,
+  }, async () => {
+    for (let round = 0; round < 3; round++) {
+      const tenant = await seedTokenTenantIn("DB_1");
+      await createToken(tenant.key, { type: "token", data: "one" });
+      const replies = await Promise.all([
+        move(tenant.tenantId, { database: "DB_2", max_batches: 1 }),
+        move(tenant.tenantId, { database: "DB_2", max_batches: 1 }),
+      ]);
+      for (const reply of replies) expect([200, 409], JSON.stringify(reply.body)).toContain(reply.status);
+      expect((await move(tenant.tenantId, { database: "DB_2" })).body.phase).toBe("done");
+      expect(await rows("DB_2", tenant.tenantId)).toBe(1);
+    }
+  });
+
   it("loses no update that was under way when the move began: the move copies the token before the update lands in the source", async () => {
     const tenant = await seedTokenTenantIn("DB_1");
     const token = await createToken(tenant.key, { type: "token", data: "before", metadata: { version: "1" } });
