@@ -115,6 +115,7 @@ async function startMove(context: RequestContext, tenantId: string, source: stri
     if (await storage.findMove(context.control, tenantId)) {
       throw new ConflictError(`Tenant ${tenantId}'s move was started by another call meanwhile; call again to advance it`);
     }
+    if ((await storage.readPlacement(context.control, tenantId))?.shredded !== false) throw new NotFoundError(`Tenant ${tenantId}`);
     throw rotating(tenantId);
   }
   return move;
