@@ -98,7 +98,7 @@ export async function startRotation(context: RequestContext, tenantId: string): 
   if (running && running.state !== "done") {
     throw new ConflictError(`Tenant ${tenantId}'s data keys are already being rotated (${running.state}); GET its rotation to follow it`);
   }
-  if (await findMove(control, tenantId)) throw new ConflictError(`Tenant ${tenantId} is being moved; finish the move first`);
+  if (await findMove(control, tenantId)) throw beingMoved(tenantId);
   // Stores a tenant's derived keys first, if it predates envelope encryption.
   await context.keysOf(tenantId);
   const [current, ...older] = await storage.keyRecords(control, tenantId);
@@ -129,6 +129,7 @@ export async function startRotation(context: RequestContext, tenantId: string): 
     if (error instanceof Error && /UNIQUE constraint failed: tenant_keys/.test(error.message)) {
       throw new ConflictError(`Tenant ${tenantId}'s data keys are already being rotated; GET its rotation to follow it`);
     }
+    if (storage.isTenantMovingError(error)) throw beingMoved(tenantId);
     throw error;
   }
   credentialsChanged();
@@ -138,6 +139,8 @@ export async function startRotation(context: RequestContext, tenantId: string): 
   });
   return statusOf(rotation);
 }
+
+const beingMoved = (tenantId: string) => new ConflictError(`Tenant ${tenantId} is being moved; finish the move first`);
 
 function queueStep(context: RequestContext, rotation: Pick<storage.Rotation, "tenantId" | "runner">, delayMs: number) {
   const message: RotationMessage = { tenant_id: rotation.tenantId, runner: rotation.runner };

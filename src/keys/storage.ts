@@ -72,17 +72,29 @@ export async function findRotation(db: Database, tenantId: string): Promise<Rota
 /**
  * Stores the new version's record and the rotation in one batch. The rotation replaces only a
  * finished one, and the record's (tenant, version) key refuses a second start of the same version:
- * of two concurrent starts one fails whole.
+ * of two concurrent starts one fails whole. So does a start while the tenant is being moved
+ * (isTenantMovingError): the batch's first statement then sets the tenant's database to NULL,
+ * which NOT NULL refuses (as the idempotency commit mark does). A move started at the same time
+ * either is seen here or sees the rotation (insertMove).
  */
 export async function insertRotation(db: Database, record: KeyRecord, rotation: Rotation): Promise<void> {
   const { tenantId: _tenantId, ...changes } = rotation;
   await db.batch([
+    db
+      .update(tenants)
+      .set({ database: sql`NULL` })
+      .where(and(eq(tenants.id, rotation.tenantId), sql`EXISTS (SELECT 1 FROM tenant_moves WHERE tenant_id = ${rotation.tenantId})`)),
     insertKeyRecord(db, record),
     db
       .insert(keyRotations)
       .values(rotation)
       .onConflictDoUpdate({ target: keyRotations.tenantId, set: changes, setWhere: eq(keyRotations.state, "done") }),
   ]);
+}
+
+/** The failure of an insertRotation whose tenant is being moved. */
+export function isTenantMovingError(error: unknown): boolean {
+  return error instanceof Error && /NOT NULL constraint failed: tenants\.database/.test(error.message);
 }
 
 /** Takes the rotation for `runner` until `leaseUntil`: its own chain, or any once the holder's lease ran out. */

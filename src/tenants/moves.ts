@@ -99,8 +99,7 @@ async function startMove(context: RequestContext, tenantId: string, source: stri
   if (source === target) throw ValidationError.field("database", `tenant ${tenantId} is already there`);
   // A rotation re-seals tokens without changing modified_at, which the move's last copy relies on.
   const rotation = await findRotation(context.control, tenantId);
-  if (rotation && rotation.state !== "done")
-    throw new ConflictError(`Tenant ${tenantId}'s data keys are being rotated; wait for the rotation to finish`);
+  if (rotation && rotation.state !== "done") throw rotating(tenantId);
   const now = Date.now();
   const move: storage.TenantMove = {
     tenantId,
@@ -112,9 +111,18 @@ async function startMove(context: RequestContext, tenantId: string, source: stri
     copyStartedAt: now,
     phaseStartedAt: now,
   };
-  await storage.insertMove(context.control, move);
+  if (!(await storage.insertMove(context.control, move))) {
+    if (await storage.findMove(context.control, tenantId)) {
+      throw new ConflictError(`Tenant ${tenantId}'s move was started by another call meanwhile; call again to advance it`);
+    }
+    if ((await storage.readPlacement(context.control, tenantId))?.shredded !== false) throw new NotFoundError(`Tenant ${tenantId}`);
+    throw rotating(tenantId);
+  }
   return move;
 }
+
+const rotating = (tenantId: string) =>
+  new ConflictError(`Tenant ${tenantId}'s data keys are being rotated; wait for the rotation to finish`);
 
 /**
  * One step of the last copy, with writes blocked, from where the move's stage and cursor say it

@@ -10,7 +10,7 @@ import { tenantPrefixOf } from "../documents/storage";
 import { ConflictError, NotFoundError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { purgeTenantData, tenantRowCounts } from "./data-copy";
-import { findMove } from "./storage";
+import { findMove, isMovingError, unlessMoving } from "./storage";
 
 /** Control-database tables holding what authenticates as a tenant (formulas: only its own, not official ones). */
 const CONTROL_TABLES = [
@@ -70,16 +70,22 @@ export async function shredTenant(context: RequestContext, tenantId: string): Pr
   const row = await tenantRow(context, tenantId);
   if (!row) throw new NotFoundError(`Tenant ${tenantId}`);
   if (row.shreddedAt === null) {
-    if (await findMove(context.control, tenantId)) throw new ConflictError(`Tenant ${tenantId} is being moved; finish the move first`);
+    if (await findMove(context.control, tenantId)) throw beingMoved(tenantId);
     const now = Date.now();
-    await control.batch([
-      // The keys first: from this statement on, nothing the tenant stored can be decrypted.
-      control.prepare("DELETE FROM tenant_keys WHERE tenant_id = ?").bind(tenantId),
-      // A rotation in progress stops: its chain finds no rotation to claim.
-      control.prepare("DELETE FROM key_rotations WHERE tenant_id = ?").bind(tenantId),
-      ...CONTROL_TABLES.map((table) => control.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId)),
-      control.prepare("UPDATE tenants SET shredded_at = ? WHERE id = ? AND shredded_at IS NULL").bind(now, tenantId),
-    ]);
+    await control
+      .batch([
+        // A move started since the check above fails the batch whole (and a move started later sees the shred).
+        unlessMoving(control, tenantId),
+        // The keys first: from this statement on, nothing the tenant stored can be decrypted.
+        control.prepare("DELETE FROM tenant_keys WHERE tenant_id = ?").bind(tenantId),
+        // A rotation in progress stops: its chain finds no rotation to claim.
+        control.prepare("DELETE FROM key_rotations WHERE tenant_id = ?").bind(tenantId),
+        ...CONTROL_TABLES.map((table) => control.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId)),
+        control.prepare("UPDATE tenants SET shredded_at = ? WHERE id = ? AND shredded_at IS NULL").bind(now, tenantId),
+      ])
+      .catch((error: unknown) => {
+        throw isMovingError(error) ? beingMoved(tenantId) : error;
+      });
     credentialsChanged();
     row.shreddedAt = now;
   }
@@ -94,6 +100,8 @@ export async function shredTenant(context: RequestContext, tenantId: string): Pr
 async function remainingRows(d1: D1Database, tenantId: string): Promise<number> {
   return Object.values(await tenantRowCounts(d1, tenantId)).reduce((sum, n) => sum + n, 0);
 }
+
+const beingMoved = (tenantId: string) => new ConflictError(`Tenant ${tenantId} is being moved; finish the move first`);
 
 /**
  * Called by the cron: one bounded purge step (purgeTenantData, as after a move) for each shredded

@@ -127,8 +127,23 @@ export async function findMove(db: Database, tenantId: string): Promise<TenantMo
   return move;
 }
 
-export async function insertMove(db: Database, move: TenantMove): Promise<void> {
-  await db.insert(tenantMoves).values(move);
+/**
+ * Stores the move unless the tenant's data keys are being rotated, it was shredded or a move of it
+ * was stored meanwhile: false then. One statement, so a rotation or a shred started at the same
+ * time either is seen here or sees the move (insertRotation, unlessMoving).
+ */
+export async function insertMove(db: Database, move: TenantMove): Promise<boolean> {
+  const inserted = await db.$client
+    .prepare(
+      `INSERT INTO tenant_moves (tenant_id, source, target, phase, cursor, stage, copy_started_at, phase_started_at)
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+       WHERE NOT EXISTS (SELECT 1 FROM key_rotations WHERE tenant_id = ?1 AND state != 'done')
+         AND NOT EXISTS (SELECT 1 FROM tenants WHERE id = ?1 AND shredded_at IS NOT NULL)
+       ON CONFLICT (tenant_id) DO NOTHING`,
+    )
+    .bind(move.tenantId, move.source, move.target, move.phase, move.cursor, move.stage, move.copyStartedAt, move.phaseStartedAt)
+    .run();
+  return inserted.meta.changes === 1;
 }
 
 export async function updateMove(db: Database, tenantId: string, changes: Partial<TenantMove>): Promise<void> {
@@ -145,4 +160,20 @@ export async function switchPlacement(db: Database, tenantId: string, target: st
 
 export async function deleteMove(db: Database, tenantId: string): Promise<void> {
   await db.delete(tenantMoves).where(eq(tenantMoves.tenantId, tenantId));
+}
+
+/**
+ * For the first place of a batch that must not run while the tenant is being moved (a shred): it
+ * sets the tenant's database to NULL when a move exists, which NOT NULL refuses, failing the batch
+ * whole (isMovingError), as the idempotency commit mark does.
+ */
+export function unlessMoving(d1: D1Database, tenantId: string): D1PreparedStatement {
+  return d1
+    .prepare("UPDATE tenants SET database = NULL WHERE id = ?1 AND EXISTS (SELECT 1 FROM tenant_moves WHERE tenant_id = ?1)")
+    .bind(tenantId);
+}
+
+/** The failure of a batch led by unlessMoving whose tenant is being moved. */
+export function isMovingError(error: unknown): boolean {
+  return error instanceof Error && /NOT NULL constraint failed: tenants\.database/.test(error.message);
 }

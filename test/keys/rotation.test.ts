@@ -319,6 +319,26 @@ describe("rotating a tenant's data keys", () => {
     });
   });
 
+  it("of a rotation and a move of the same tenant started at once, at most one starts: a move copying tokens the rotation re-seals after would keep them sealed under the version it destroys", {
+    timeout: 60_000,
+  }, async () => {
+    for (let round = 0; round < 5; round++) {
+      const tenant = await seedTokenTenant();
+      const placed = await env.DB.prepare("SELECT database FROM tenants WHERE id = ?").bind(tenant.tenantId).first<{ database: string }>();
+      const elsewhere = placed!.database === "DB_1" ? "DB_2" : "DB_1";
+      const [rotated, moved] = await Promise.all([
+        call("POST", `/tenants/${tenant.tenantId}/rotation`, { headers: operator }),
+        call("POST", `/tenants/${tenant.tenantId}/move`, { headers: operator, body: { database: elsewhere, max_batches: 1 } }),
+      ]);
+      const statuses = [rotated.status, moved.status];
+      expect(
+        statuses.filter((status) => status === 409),
+        JSON.stringify([rotated.body, moved.body]),
+      ).toHaveLength(1);
+      expect(statuses.filter((status) => status !== 409)).toEqual([rotated.status === 409 ? 200 : 202]);
+    }
+  });
+
   it("refuses a duty cycle under 0.05, which would all but stall a rotation, or over 1", async () => {
     for (const value of ["0", "0.0001", "0.049", "1.5", "often"]) {
       const reply = await expectLoggedError(/Invalid configuration: ROTATION_DUTY_CYCLE/, () =>

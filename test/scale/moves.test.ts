@@ -187,6 +187,38 @@ describe("moving a tenant", () => {
     expect((await move(tenant.tenantId, { database: "DB_2" })).body.phase).toBe("done");
   });
 
+  it("answers two starts of the same move at once without a 500: one starts it, the other advances it or is told to call again", {
+    timeout: 60_000,
+  }, async () => {
+    for (let round = 0; round < 3; round++) {
+      const tenant = await seedTokenTenantIn("DB_1");
+      await createToken(tenant.key, { type: "token", data: "one" });
+      const replies = await Promise.all([
+        move(tenant.tenantId, { database: "DB_2", max_batches: 1 }),
+        move(tenant.tenantId, { database: "DB_2", max_batches: 1 }),
+      ]);
+      for (const reply of replies) expect([200, 409], JSON.stringify(reply.body)).toContain(reply.status);
+      expect((await move(tenant.tenantId, { database: "DB_2" })).body.phase).toBe("done");
+      expect(await rows("DB_2", tenant.tenantId)).toBe(1);
+    }
+  });
+
+  it("of a shred and a move of the same tenant started at once, at most one starts: a move of a shredded tenant is refused from its next call on and would leave its copy in the target", {
+    timeout: 60_000,
+  }, async () => {
+    for (let round = 0; round < 5; round++) {
+      const tenant = await seedTokenTenantIn("DB_1");
+      await createToken(tenant.key, { type: "token", data: "one" });
+      const [shredded, moved] = await Promise.all([
+        call("DELETE", `/tenants/${tenant.tenantId}`, { headers: operator }),
+        move(tenant.tenantId, { database: "DB_2", max_batches: 1 }),
+      ]);
+      const started = [shredded.status, moved.status].filter((status) => status === 200);
+      expect(started, JSON.stringify([shredded.body, moved.body])).toHaveLength(1);
+      if (moved.status === 200) expect((await move(tenant.tenantId, { database: "DB_2" })).body.phase).toBe("done");
+    }
+  });
+
   it("loses no update that was under way when the move began: the move copies the token before the update lands in the source", async () => {
     const tenant = await seedTokenTenantIn("DB_1");
     const token = await createToken(tenant.key, { type: "token", data: "before", metadata: { version: "1" } });
