@@ -2,6 +2,7 @@ import { applePayReference, applePayShownLessNow, isApplePayReference, useAppleP
 import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { addFieldError, type FieldErrors, ForbiddenError, type RevealedValues, type ShownToken, ValidationError } from "../errors";
+import { googlePayReference, googlePayShownLessNow, isGooglePayReference, useGooglePayResources } from "../google-pay/service";
 import { fieldPath } from "../http/validation";
 import { TOKENS } from "../limits";
 import { intentReference, shownLessNow as intentsShownLessNow, useTokenIntents } from "../token-intents/use";
@@ -23,6 +24,7 @@ const EXPRESSION_ECHO_LIMIT = 60;
 const RESOURCES = {
   token_intent: { reference: intentReference, use: useTokenIntents, what: "token intent" },
   apple_pay: { reference: applePayReference, use: useApplePayTokens, what: "Apple Pay token" },
+  google_pay: { reference: googlePayReference, use: useGooglePayResources, what: "Google Pay resource" },
 } as const;
 type ResourceKind = keyof typeof RESOURCES;
 
@@ -45,8 +47,8 @@ interface Expression {
 /** What `{{ encrypted … }}` reads when the call carries client-encrypted data (src/proxies/encrypted-header.ts). */
 const ENCRYPTED = "encrypted";
 
-/** `token_intent: <id>`, `apple_pay: <id>`: as the original interface writes an expression that reads one of RESOURCES. */
-const RESOURCE_EXPRESSION = /^\s*(token_intent|apple_pay)\s*:([\s\S]*)$/;
+/** `token_intent: <id>`, `apple_pay: <id>`, `google_pay: <id>`: as the original interface writes an expression that reads one of RESOURCES. */
+const RESOURCE_EXPRESSION = /^\s*(token_intent|apple_pay|google_pay)\s*:([\s\S]*)$/;
 
 /** Its ids are UUIDs, the vault's own. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -142,7 +144,7 @@ function planOf(value: unknown, root: string, references: number): Plan {
   }
   if (Object.keys(errors).length > 0) {
     throw new ValidationError(
-      "Invalid detokenization expression: an expression must be {{ <token id> }}, {{ <token id> | <filters> }}, {{ token_intent: <id> | <filters> }} or {{ apple_pay: <id> | <filters> }}",
+      "Invalid detokenization expression: an expression must be {{ <token id> }}, {{ <token id> | <filters> }}, {{ token_intent: <id> | <filters> }}, {{ apple_pay: <id> | <filters> }} or {{ google_pay: <id> | <filters> }}",
       errors,
     );
   }
@@ -285,12 +287,18 @@ export async function shownLessNow(
   shown: Record<string, ShownToken["transform"]>,
 ): Promise<string | null> {
   const applePay = new Map<string, ShownToken["transform"]>();
+  const googlePay = new Map<string, ShownToken["transform"]>();
   const others: Record<string, ShownToken["transform"]> = {};
   for (const [reference, transform] of Object.entries(shown)) {
     if (isApplePayReference(reference)) applePay.set(reference.slice(applePayReference("").length), transform);
+    else if (isGooglePayReference(reference)) googlePay.set(reference.slice(googlePayReference("").length), transform);
     else others[reference] = transform;
   }
-  return (await applePayShownLessNow(context, principal, applePay)) ?? intentsShownLessNow(context, principal, others);
+  return (
+    (await applePayShownLessNow(context, principal, applePay)) ??
+    (await googlePayShownLessNow(context, principal, googlePay)) ??
+    intentsShownLessNow(context, principal, others)
+  );
 }
 
 /** Visits every string with its path; the path array is reused, so `visit` must not keep it. */

@@ -4,6 +4,7 @@ import { entryWhere } from "../support/audit";
 import { runCron } from "../support/cron";
 import { CRYPTOGRAM_3DS, flipByte, PAN_ONLY, paymentMessage, type SealedToken, sealEcV2 } from "../support/google-pay";
 import { call, createApplication, dumpDatabase, expectProblem, rowCounts, seedTenant, type Tenant } from "../support/harness";
+import { expectProxyError, invoke, loopback } from "../support/proxies";
 import { storedIntents } from "../support/token-intents";
 import { ALTERNATE_MERCHANT_PRIVATE_KEY_PKCS8_BASE64, MERCHANT_PRIVATE_KEY_PKCS8_BASE64 } from "./tink-ecv2-vectors";
 
@@ -323,6 +324,36 @@ describe("CRYPTOGRAM_3DS: the google-pay resource", () => {
     expect(read.body.card.bin).toBeUndefined();
     expect(read.text).not.toContain(CRYPTOGRAM_3DS.pan);
     expect(read.text).not.toContain(CRYPTOGRAM_3DS.cryptogram);
+  });
+
+  it("is used in a proxy call as the docs show, {{ google_pay: <id> | … }}: whole under google-pay:reveal, masked under read, refused otherwise", async () => {
+    const { id } = await createResource();
+    const charge = {
+      token: `{{ google_pay: ${id} | json: "$.data.number" }}`,
+      expiry_month: `{{ google_pay: ${id} | json: "$.data" | card_exp: "MM" }}`,
+      cryptogram: `{{ google_pay: ${id} | json: "$.authentication.threeds_cryptogram" }}`,
+    };
+    // The ephemeral proxy itself needs token:use (docs/proxies.md); the resource, google-pay:read or reveal.
+    const app = (permissions: string[]) => createApplication(tenant, { type: "private", permissions }).then((created) => created.key);
+    const viaProxy = (key: string, body: unknown = charge) =>
+      invoke("POST", "", { apiKey: key, body, headers: { "SVC-PROXY-URL": loopback() } });
+    const revealed = await viaProxy(await app(["token:use", "google-pay:reveal"]));
+    expect(revealed.status, revealed.text).toBe(200);
+    expect(JSON.parse(revealed.json.body)).toEqual({
+      token: CRYPTOGRAM_3DS.pan,
+      expiry_month: "12",
+      cryptogram: CRYPTOGRAM_3DS.cryptogram,
+    });
+
+    const masked = await viaProxy(await app(["token:use", "google-pay:read"]));
+    expect(masked.status, masked.text).toBe(200);
+    expect(JSON.parse(masked.json.body)).toMatchObject({ token: "XXXXXXXXXXXX3478", expiry_month: "12" });
+    expect(masked.text).not.toContain(CRYPTOGRAM_3DS.pan);
+    expect(masked.text).not.toContain(CRYPTOGRAM_3DS.cryptogram);
+
+    expect(expectProxyError(await viaProxy(await app(["token:use"])), 403).detail).toMatch(/google-pay:read/);
+    const intruder = await createApplication(await seedTenant(), { type: "private", permissions: ["token:use", "google-pay:reveal"] });
+    expect(expectProxyError(await viaProxy(intruder.key), 400).detail).toMatch(/does not exist/);
   });
 
   it("GET needs google-pay:read or reveal, DELETE google-pay:delete; google-pay:create reads nothing", async () => {
