@@ -58,10 +58,18 @@ export function LogsPage(_: { session: Session }) {
   })}`;
   const [logs, reloadLogs] = useLoad<LogPage>(path);
   const [types] = useLoad<{ display_name: string; value: string }[]>("/logs/entity-types");
-  // From the state as it is when the change applies: two fields changed before a render (a blur and a
+  // What the fields show, kept as typed: a field bound to `filters` alone would be set back to the
+  // applied value by any render before its change (the log's answer arriving while one types).
+  const [typed, setTyped] = useState(filters);
+  const type = (name: keyof typeof filters) => (event: Event) => {
+    const value = (event.currentTarget as HTMLInputElement).value;
+    setTyped((current) => ({ ...current, [name]: value }));
+  };
+  // Applied on change, from the state as it is then: two fields changed before a render (a blur and a
   // change) would otherwise each write over the other with the filters they were rendered with.
   const set = (name: keyof typeof filters) => (event: Event) => {
     const value = (event.currentTarget as HTMLInputElement).value;
+    setTyped((current) => ({ ...current, [name]: value }));
     setFilters((current) => ({ ...current, [name]: value }));
     setCursors([]);
   };
@@ -85,18 +93,22 @@ export function LogsPage(_: { session: Session }) {
             </select>
           )}
         </Field>
-        <Field label="Entity id">{(id) => <input id={id} value={filters.entity_id} onChange={set("entity_id")} />}</Field>
+        <Field label="Entity id">
+          {(id) => <input id={id} value={typed.entity_id} onInput={type("entity_id")} onChange={set("entity_id")} />}
+        </Field>
         <Field label="Actor id" hint="The application that made the request">
-          {(id, hint) => <input id={id} aria-describedby={hint} value={filters.actor} onChange={set("actor")} />}
+          {(id, hint) => <input id={id} aria-describedby={hint} value={typed.actor} onInput={type("actor")} onChange={set("actor")} />}
         </Field>
         <Field label="Operation" hint="create, read, list, invoke …">
-          {(id, hint) => <input id={id} aria-describedby={hint} value={filters.operation} onChange={set("operation")} />}
+          {(id, hint) => (
+            <input id={id} aria-describedby={hint} value={typed.operation} onInput={type("operation")} onChange={set("operation")} />
+          )}
         </Field>
         <Field label="From (your time zone)">
-          {(id) => <input id={id} type="datetime-local" value={filters.start} onChange={set("start")} />}
+          {(id) => <input id={id} type="datetime-local" value={typed.start} onInput={type("start")} onChange={set("start")} />}
         </Field>
         <Field label="Until (your time zone)">
-          {(id) => <input id={id} type="datetime-local" value={filters.end} onChange={set("end")} />}
+          {(id) => <input id={id} type="datetime-local" value={typed.end} onInput={type("end")} onChange={set("end")} />}
         </Field>
       </form>
       <ListState loaded={logs.state === "ready" ? { state: "ready", data: logs.data.data } : logs} what="the log" empty="No entries match.">

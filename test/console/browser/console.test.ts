@@ -236,8 +236,23 @@ describe("the console: acceptance", () => {
     for (let i = 0; i < 3; i++) traces.push((await rig.call("GET", "/applications/key", rig.bootstrapKey)).traceId!);
     await visit(page, "Logs");
     await page.getByLabel("Entity id").fill("");
+    // The actor's page answers only once the operation is typed: its render must not set the typed
+    // operation back to the applied one (it did, and a loaded machine lost the operation filter so).
+    const actorOnly = (url: URL) => url.pathname === "/logs" && url.searchParams.has("actor_id") && !url.searchParams.has("operation");
+    let release!: () => void;
+    const typed = new Promise<void>((resolve) => (release = resolve));
+    await page.route(actorOnly, async (route) => {
+      await typed;
+      await route.continue();
+    });
     await page.getByLabel("Actor id").fill(identity.body.id);
+    const actorAnswered = page.waitForResponse((response) => actorOnly(new URL(response.url())));
+    await page.getByLabel("Actor id").press("Tab");
     await page.getByLabel("Operation").fill("read");
+    release();
+    await actorAnswered;
+    await expect.poll(() => page.getByText("Loading the log").count()).toBe(0);
+    await page.unroute(actorOnly);
     await page.getByLabel("Operation").press("Tab");
     // Every row is the filter's, whatever else the log holds (the console's own list and verify calls),
     // and the three reads are among them once the audit writer has written them.
