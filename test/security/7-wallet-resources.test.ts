@@ -4,7 +4,7 @@ import { runCron } from "../support/cron";
 import { CRYPTOGRAM_3DS, paymentMessage, sealEcV2 } from "../support/google-pay";
 import { registerGooglePayMerchant } from "../support/google-pay-merchants";
 import { call, createApplication, expectProblem, type Reply, seedTenant, type Tenant } from "../support/harness";
-import { createProxy, invoke, loopback } from "../support/proxies";
+import { createProxy, expectProxyError, invoke, loopback } from "../support/proxies";
 import { createFormula, createReactor, react } from "../support/reactors";
 import { createApplePayToken, registerApplePayCertificates } from "../wallets/apple-pay-merchant";
 
@@ -83,6 +83,24 @@ describe("rules 2 and 7: what a wallet resource gives away", () => {
       const reply = await invoke("POST", "", { proxyKey: proxy.key, body: probes(expression, [...positions]) });
       expect(reply.status, reply.text).toBe(200);
       expect(reply.text).toBe("ok");
+    }
+  });
+
+  it("an open proxy whose application lacks token:use detokenizes no wallet resource for its anonymous partner: a 403, nothing forwarded", async () => {
+    const { tenant, googlePayId, applePayId } = await walletTenant();
+    // A backend that reads both resources, not one that may detokenize: every other way in needs token:use.
+    const reader = await createApplication(tenant, {
+      type: "private",
+      permissions: ["google-pay:reveal", "apple-pay:read", "apple-pay:reveal"],
+    });
+    const proxy = await createProxy(tenant, { require_auth: false, application: { id: reader.id } });
+    for (const [expression, dpan] of [
+      [`{{ google_pay: ${googlePayId} | json: '$.data.number' }}`, CRYPTOGRAM_3DS.pan],
+      [`{{ apple_pay: ${applePayId} | json: '$.data.number' }}`, APPLE_DPAN],
+    ] as const) {
+      const reply = await invoke("POST", "", { proxyKey: proxy.key, body: { card: expression } });
+      expect(reply.text).not.toContain(dpan);
+      expect(expectProxyError(reply, 403).detail).toMatch(/token:use/);
     }
   });
 
