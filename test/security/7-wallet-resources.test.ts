@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { entryWhere } from "../support/audit";
 import { runCron } from "../support/cron";
 import { CRYPTOGRAM_3DS, paymentMessage, sealEcV2 } from "../support/google-pay";
 import { registerGooglePayMerchant } from "../support/google-pay-merchants";
@@ -101,6 +102,35 @@ describe("rules 2 and 7: what a wallet resource gives away", () => {
       const reply = await invoke("POST", "", { proxyKey: proxy.key, body: { card: expression } });
       expect(reply.text).not.toContain(dpan);
       expect(expectProxyError(reply, 403).detail).toMatch(/token:use/);
+    }
+  });
+
+  it("each use of a wallet resource through an open proxy is an audit entry naming it, its partner as actor anonymous, holding no card", async () => {
+    const { tenant, googlePayId, applePayId } = await walletTenant();
+    const application = await createApplication(tenant, {
+      type: "private",
+      permissions: ["token:use", "google-pay:reveal", "apple-pay:read", "apple-pay:reveal"],
+    });
+    const proxy = await createProxy(tenant, { require_auth: false, application: { id: application.id } });
+    const body = {
+      google: `{{ google_pay: ${googlePayId} | json: '$.data.number' }}`,
+      apple: `{{ apple_pay: ${applePayId} | json: '$.authentication.threeds_cryptogram' }}`,
+    };
+    expect((await invoke("POST", "", { proxyKey: proxy.key, body })).status).toBe(200);
+    for (const [entityType, id] of [
+      ["google-pay", googlePayId],
+      ["apple-pay", applePayId],
+    ]) {
+      const entry = await entryWhere(
+        tenant,
+        { entity_type: entityType! },
+        (candidate) => candidate.entity_id === id && candidate.operation === "use",
+      );
+      // The partner acts (docs/operations.md, "calls"); the proxy's application only detokenizes for it.
+      expect(entry, entityType).toMatchObject({ actor_id: null, actor_type: "anonymous", status: 200 });
+      for (const secret of [CRYPTOGRAM_3DS.pan, CRYPTOGRAM_3DS.cryptogram, APPLE_DPAN, APPLE_CRYPTOGRAM]) {
+        expect(JSON.stringify(entry)).not.toContain(secret);
+      }
     }
   });
 
