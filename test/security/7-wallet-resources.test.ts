@@ -4,9 +4,9 @@ import { entryWhere } from "../support/audit";
 import { runCron } from "../support/cron";
 import { CRYPTOGRAM_3DS, paymentMessage, sealEcV2 } from "../support/google-pay";
 import { registerGooglePayMerchant } from "../support/google-pay-merchants";
-import { call, createApplication, expectProblem, type Reply, seedTenant, type Tenant } from "../support/harness";
+import { call, createApplication, dumpDatabase, expectProblem, type Reply, seedTenant, type Tenant } from "../support/harness";
 import { createProxy, expectProxyError, invoke, loopback } from "../support/proxies";
-import { createFormula, createReactor, react } from "../support/reactors";
+import { createFormula, createReactor, react, reactAsync, reactionResult, settledReaction } from "../support/reactors";
 import { createApplePayToken, registerApplePayCertificates } from "../wallets/apple-pay-merchant";
 
 /*
@@ -189,6 +189,45 @@ describe("rules 2 and 7: what a wallet resource gives away", () => {
       const row = await env.DB.prepare(`SELECT authentication_ciphertext AS sealed FROM ${table} WHERE id = ?`).bind(id).first();
       expect(row, table).toEqual({ sealed: null });
     }
+  });
+
+  it("an async reaction's result that showed a wallet card and cryptogram is read only by a key shown as much, and goes with the cryptogram", {
+    timeout: 60_000,
+  }, async () => {
+    const { tenant, googlePayId, applePayId } = await walletTenant();
+    const formula = await createFormula(tenant, { code: "module.exports = async (req) => ({ raw: req.args });" });
+    const reactor = await createReactor(tenant, formula.id);
+    const revealer = await createApplication(tenant, {
+      type: "private",
+      permissions: ["token:use", "google-pay:reveal", "apple-pay:read", "apple-pay:reveal"],
+    });
+    const masked = await createApplication(tenant, { type: "private", permissions: ["token:use", "google-pay:read", "apple-pay:read"] });
+    const args = {
+      google: `{{ google_pay: ${googlePayId} | json: '$.data.number' }}`,
+      google_cryptogram: `{{ google_pay: ${googlePayId} | json: '$.authentication.threeds_cryptogram' }}`,
+      apple: `{{ apple_pay: ${applePayId} | json: '$.data.number' }}`,
+      apple_cryptogram: `{{ apple_pay: ${applePayId} | json: '$.authentication.threeds_cryptogram' }}`,
+    };
+    const queued = await reactAsync(revealer.key, reactor.id, args);
+    expect(queued.status, queued.text).toBe(202);
+    const settled = await settledReaction(revealer.key, reactor.id, queued.body.asyncReactorRequestId);
+    expect(settled.status, JSON.stringify(settled)).toBe("completed");
+    expect(JSON.stringify(settled)).toContain(CRYPTOGRAM_3DS.cryptogram);
+
+    // A key that would be shown both masked reads nothing of the result.
+    const refused = await reactionResult(masked.key, reactor.id, queued.body.asyncReactorRequestId);
+    expectProblem(refused, 403);
+    // Kept sealed: no table holds either card or cryptogram in the clear.
+    const dump = await dumpDatabase();
+    for (const secret of [CRYPTOGRAM_3DS.pan, CRYPTOGRAM_3DS.cryptogram, APPLE_DPAN, APPLE_CRYPTOGRAM]) {
+      expect(refused.text).not.toContain(secret);
+      expect(dump).not.toContain(secret);
+    }
+
+    await runCron(Date.now() + CRYPTOGRAM_RETENTION_MS + 60_000);
+    const gone = await reactionResult(revealer.key, reactor.id, queued.body.asyncReactorRequestId);
+    expectProblem(gone, 404);
+    expect(gone.text).not.toContain(CRYPTOGRAM_3DS.cryptogram);
   });
 
   it("a key rotation re-seals a Google Pay resource's card and cryptogram, and one whose cryptogram was cleared, and both still read", {
