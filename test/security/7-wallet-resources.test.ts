@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { signingClock } from "../../src/apple-pay/ec-v1";
 import { entryWhere } from "../support/audit";
 import { runCron } from "../support/cron";
 import { CRYPTOGRAM_3DS, paymentMessage, sealEcV2 } from "../support/google-pay";
@@ -8,6 +9,7 @@ import { call, createApplication, dumpDatabase, expectProblem, type Reply, seedT
 import { createProxy, expectProxyError, invoke, loopback } from "../support/proxies";
 import { createFormula, createReactor, react, reactAsync, reactionResult, settledReaction } from "../support/reactors";
 import { createApplePayToken, registerApplePayCertificates } from "../wallets/apple-pay-merchant";
+import { GALA_SIGNED_AT, GALA_TOKEN } from "../wallets/apple-pay-vector";
 
 /*
  * Rules 2 and 7 for what a wallet token becomes (issue 38): the google-pay resource of a
@@ -228,6 +230,41 @@ describe("rules 2 and 7: what a wallet resource gives away", () => {
     const gone = await reactionResult(revealer.key, reactor.id, queued.body.asyncReactorRequestId);
     expectProblem(gone, 404);
     expect(gone.text).not.toContain(CRYPTOGRAM_3DS.cryptogram);
+  });
+
+  it("POST /apple-pay keeps no answer to replay: its idempotency key sent again after the token's deletion, or the key's loss of apple-pay:reveal, shows no BIN", async () => {
+    const tenant = await seedTenant();
+    await registerApplePayCertificates(tenant.managementKey);
+    const permissions = ["apple-pay:create", "apple-pay:read", "apple-pay:reveal", "apple-pay:delete"];
+    const creator = await createApplication(tenant, { type: "private", name: "wallet backend", permissions });
+    const body = { apple_payment_data: { paymentData: GALA_TOKEN }, expires_at: "2099-01-01T00:00:00Z" };
+    const idempotent = (key: string) => ({ key: creator.key, body, headers: { "SVC-IDEMPOTENCY-KEY": key } });
+    const clock = vi.spyOn(signingClock, "now").mockReturnValue(GALA_SIGNED_AT + 60_000);
+    const BIN = APPLE_DPAN.slice(0, 8);
+    let first: Reply;
+    let other: Reply;
+    try {
+      first = await call("POST", "/apple-pay", idempotent("revoked"));
+      other = await call("POST", "/apple-pay", idempotent("deleted"));
+    } finally {
+      clock.mockRestore();
+    }
+    expect(first.status, first.text).toBe(201);
+    expect(first.body.apple_pay.card.bin).toBe(BIN);
+
+    // Past the signing window the request is run again and refused: no answer showing the BIN was kept (were one, it would show here).
+    expect((await call("DELETE", `/apple-pay/${other.body.apple_pay.id}`, { key: creator.key })).status).toBe(204);
+    const afterDeletion = await call("POST", "/apple-pay", idempotent("deleted"));
+    expectProblem(afterDeletion, 400);
+    expect(afterDeletion.text).not.toContain(BIN);
+
+    const narrowed = await call("PUT", `/applications/${creator.id}`, {
+      key: tenant.managementKey,
+      body: { name: "wallet backend", permissions: permissions.filter((permission) => permission !== "apple-pay:reveal") },
+    });
+    expect(narrowed.status, narrowed.text).toBe(200);
+    const afterRevocation = await call("POST", "/apple-pay", idempotent("revoked"));
+    expect(afterRevocation.text).not.toContain(BIN);
   });
 
   it("a key rotation re-seals a Google Pay resource's card and cryptogram, and one whose cryptogram was cleared, and both still read", {
