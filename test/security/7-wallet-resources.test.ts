@@ -302,6 +302,30 @@ describe("rules 2 and 7: what a wallet resource gives away", () => {
     expect((await call("GET", `/google-pay/${cleared}`, { key: reader.key })).body.data.number).toBe(CRYPTOGRAM_3DS.pan);
   });
 
+  it("a Google Pay resource made while its tenant is being shredded is not left behind: the cron's purge deletes it", {
+    timeout: 120_000,
+  }, async () => {
+    for (let round = 0; round < 5; round++) {
+      const tenant = await seedTenant();
+      await registerGooglePayMerchant(tenant.managementKey, MERCHANT_IDENTIFIER);
+      const creator = await createApplication(tenant, { type: "private", permissions: ["google-pay:create"] });
+      const creates = Array.from({ length: 8 }, () =>
+        call("POST", "/google-pay", {
+          key: creator.key,
+          body: { google_payment_data: sealEcV2(paymentMessage(CRYPTOGRAM_3DS), { recipientId: `merchant:${MERCHANT_IDENTIFIER}` }) },
+        }),
+      );
+      const shredded = call("DELETE", `/tenants/${tenant.tenantId}`, { headers: operator });
+      const replies = await Promise.all([...creates, shredded]);
+      expect(replies.at(-1)!.status, replies.at(-1)!.text).toBe(200);
+      await runCron();
+      const left = await env.DB.prepare("SELECT count(*) AS n FROM google_pay_resources WHERE tenant_id = ?")
+        .bind(tenant.tenantId)
+        .first("n");
+      expect(left, `round ${round}: ${replies.map((reply) => reply.status).join(" ")}`).toBe(0);
+    }
+  });
+
   it("crypto-shredding a tenant deletes its Google Pay resources with its keys, and leaves another tenant's", async () => {
     const { tenant, resourceId } = await googlePayTenant();
     const { tenant: other, resourceId: othersResource } = await googlePayTenant();
