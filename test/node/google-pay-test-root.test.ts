@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_VARS_MARKER, devVarsTrustingTestRoot, localTestRoot, rootSigningKeysOf } from "../../scripts/google-pay-test-root.mjs";
 import { buildWorker, startLocalVault } from "../../scripts/local-vault.mjs";
@@ -20,6 +20,16 @@ const buildDir = join(process.cwd(), ".wrangler", "node-tests-build");
 let trusting: Vault;
 let deployed: Vault;
 let merchantKeyFile: string;
+/** Where the trusting vault keeps its D1 databases and R2 bucket on disk, as `npm start` does under .wrangler/state. */
+let stateDir: string;
+
+/** Every file under `dir`, read whole. */
+function filesUnder(dir: string): { path: string; bytes: Buffer }[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [{ path, bytes: readFileSync(path) }];
+  });
+}
 
 function script(args: string[]): Promise<string> {
   return new Promise((resolve, reject) =>
@@ -39,7 +49,7 @@ async function send(vault: Vault, path: string, headers: Record<string, string>,
 }
 
 /** A tenant of the vault with the merchant and its key registered: a key that may decrypt Google Pay tokens. */
-async function decryptingKey(vault: Vault): Promise<string> {
+async function decryptingKey(vault: Vault, permissions: string[] = []): Promise<string> {
   const tenant = await send(vault, "/tenants", { "SVC-OPERATOR-KEY": vault.operatorKey }, { name: "gpay" });
   const management = { "SVC-API-KEY": tenant.body.application.key };
   const merchant = await send(vault, "/google-pay/merchant-registration", management, { merchant_identifier: MERCHANT });
@@ -51,7 +61,7 @@ async function decryptingKey(vault: Vault): Promise<string> {
   const application = await send(vault, "/applications", management, {
     name: "checkout server",
     type: "private",
-    permissions: ["google-pay:create", "token-intent:read"],
+    permissions: ["google-pay:create", "token-intent:read", ...permissions],
   });
   return application.body.key;
 }
@@ -60,7 +70,12 @@ beforeAll(async () => {
   buildWorker(buildDir);
   // The root `npm start` makes in .wrangler/ (made here if this checkout has none yet).
   const root = localTestRoot();
-  trusting = await startLocalVault({ buildDir, bindings: { GOOGLE_PAY_ROOT_SIGNING_KEYS: rootSigningKeysOf(root) } });
+  stateDir = mkdtempSync(join(tmpdir(), "gpay-state-"));
+  trusting = await startLocalVault({
+    buildDir,
+    bindings: { GOOGLE_PAY_ROOT_SIGNING_KEYS: rootSigningKeysOf(root) },
+    persistTo: stateDir,
+  });
   deployed = await startLocalVault({ buildDir });
   merchantKeyFile = join(mkdtempSync(join(tmpdir(), "gpay-")), "merchant-key.txt");
   writeFileSync(merchantKeyFile, await script(["--new-merchant-key"]));
@@ -69,6 +84,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await trusting?.dispose();
   await deployed?.dispose();
+  for (const dir of [stateDir, merchantKeyFile && dirname(merchantKeyFile)]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe("the local Google Pay test root", () => {
@@ -82,6 +98,45 @@ describe("the local Google Pay test root", () => {
     expect(refused.status).toBe(400);
     // Deployed without GOOGLE_PAY_ROOT_SIGNING_KEYS, the vault trusts no root at all.
     expect(refused.body.errors.google_payment_data).toEqual(["no_root_signing_key"]);
+  });
+
+  it("a CRYPTOGRAM_3DS device card and its cryptogram are in no D1 or R2 state file, after being stored, read and used", async () => {
+    const pan = "4895370012003478";
+    const cryptogram = "AgAAAAAABk4DWZ4C28yUQAAAAAA=";
+    const token = JSON.parse(
+      await script([
+        "--merchant-id",
+        MERCHANT,
+        "--merchant-key",
+        merchantKeyFile,
+        "--auth-method",
+        "CRYPTOGRAM_3DS",
+        "--pan",
+        pan,
+        "--cryptogram",
+        cryptogram,
+      ]),
+    );
+    const key = { "SVC-API-KEY": await decryptingKey(trusting, ["google-pay:reveal", "token:use"]) };
+    const created = await send(trusting, "/google-pay", key, { google_payment_data: token });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.google_pay.id;
+    const read = await (await fetch(`${trusting.baseUrl}/google-pay/${id}`, { headers: key })).json();
+    expect(read).toMatchObject({ data: { number: pan }, authentication: { threeds_cryptogram: cryptogram } });
+    const used = await send(trusting, "/detokenize", key, {
+      card: `{{ google_pay: ${id} | json: '$.data.number' }}`,
+      cryptogram: `{{ google_pay: ${id} | json: '$.authentication.threeds_cryptogram' }}`,
+    });
+    expect(used.body).toEqual({ card: pan, cryptogram });
+
+    const files = filesUnder(stateDir);
+    // The scan sees what D1 holds: the merchant identifier, kept in the clear, is there.
+    expect(files.some((file) => file.bytes.includes(MERCHANT))).toBe(true);
+    for (const { path, bytes } of files) {
+      for (const secret of [pan, cryptogram, Buffer.from(cryptogram, "base64").toString("hex")]) {
+        expect(bytes.includes(secret), `${secret} in ${path}`).toBe(false);
+      }
+    }
   });
 
   it("the deployed configurations name no root signing key: only the operator's setting is trusted", () => {
