@@ -5,6 +5,7 @@ import { APPLE_ROOT_CA_G3 } from "../../src/apple-pay/apple-root";
 import { signingClock } from "../../src/apple-pay/ec-v1";
 import { processingKeyContext } from "../../src/apple-pay/service";
 import { authenticationContext, cardContext } from "../../src/apple-pay/tokens";
+import { APPLE_PAY } from "../../src/limits";
 import { callConfigured } from "../support/configured";
 import { keysOfTenant } from "../support/context";
 import { runCron } from "../support/cron";
@@ -19,6 +20,10 @@ import {
   GALA_SLOW_PKCS12_BASE64,
   GALA_TOKEN,
 } from "./apple-pay-vector";
+import { withExtraParts, withKeyCopies, withKeyIterations, withPartIterations, withPartKdf } from "./pkcs12-files";
+
+/** scrypt's OID (RFC 7914), a key derivation PBES2 may name and the vault does not run. */
+const SCRYPT = "1.3.6.1.4.1.11591.4.11";
 
 /*
  * Apple Pay over HTTP. The published token (apple-pay-vector.ts) was signed in 2021, and the vault
@@ -151,7 +156,7 @@ describe("Apple Pay merchant configuration", () => {
     const before = await rowCounts();
     const cases: [string, string, RegExp][] = [
       [GALA_PKCS12_BASE64, "wrong", /does not open with this password/],
-      [GALA_LEGACY_PKCS12_BASE64, "s3cret", /legacy cipher/],
+      [GALA_LEGACY_PKCS12_BASE64, "s3cret", /legacy or unknown cipher/],
       [GALA_SLOW_PKCS12_BASE64, "s3cret", /more than 100000 iterations/],
       [base64(GALA_CERTIFICATE_PEM + strangerPem), "", /not the certificate's/],
       [base64(rootPem + strangerPem), "", /merchant id extension/],
@@ -160,6 +165,27 @@ describe("Apple Pay merchant configuration", () => {
     ];
     for (const [data, password, message] of cases) {
       const problem = expectProblem(await registerCertificates(tenant, merchant.id, data, password), 400);
+      expect(problem.errors?.payment_processor_certificate_data?.[0]).toMatch(message);
+    }
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it("counts a PKCS #12 file's parts, bags and every PBKDF2 count before it derives a key: beyond the limits, or another derivation than PBKDF2, a 400 and nothing stored", async () => {
+    const tenant = await seedTenant();
+    const merchant = await registerMerchant(tenant);
+    const { maxPkcs12Iterations, maxPkcs12Parts, maxPkcs12Bags } = APPLE_PAY;
+    const within = await registerCertificates(tenant, merchant.id, await withExtraParts(maxPkcs12Parts - 2, 2048));
+    expect(within.status, JSON.stringify(within.body)).toBe(201);
+    const before = await rowCounts();
+    const cases: [string, RegExp][] = [
+      [await withPartIterations(100 * maxPkcs12Iterations), new RegExp(`more than ${maxPkcs12Iterations} iterations`)],
+      [await withKeyIterations(100 * maxPkcs12Iterations), new RegExp(`more than ${maxPkcs12Iterations} iterations`)],
+      [await withExtraParts(maxPkcs12Parts - 1, maxPkcs12Iterations), new RegExp(`more than ${maxPkcs12Parts} parts`)],
+      [await withKeyCopies(maxPkcs12Bags + 1), new RegExp(`more than ${maxPkcs12Bags} bags`)],
+      [await withPartKdf(SCRYPT), /legacy or unknown cipher/],
+    ];
+    for (const [data, message] of cases) {
+      const problem = expectProblem(await registerCertificates(tenant, merchant.id, data), 400);
       expect(problem.errors?.payment_processor_certificate_data?.[0]).toMatch(message);
     }
     expect(await rowCounts()).toEqual(before);
