@@ -63,6 +63,10 @@ function checkEncryption(algorithm: pkijs.AlgorithmIdentifier, refuse: Refuse): 
   checkIterations(kdf.iterationCount, refuse);
 }
 
+/**
+ * asn1js reads an INTEGER of 4 bytes or more (a count from 2^23) as 0, so a count below 1 is one too
+ * large to read, or one no tool writes: both are refused as too many.
+ */
 function checkIterations(iterations: number, refuse: Refuse): void {
   if (!(iterations >= 1 && iterations <= APPLE_PAY.maxPkcs12Iterations)) throw refuse(TOO_MANY_ITERATIONS);
 }

@@ -181,6 +181,7 @@ describe("Apple Pay merchant configuration", () => {
     const cases: [string, RegExp][] = [
       [await withPartIterations(100 * maxPkcs12Iterations), new RegExp(`more than ${maxPkcs12Iterations} iterations`)],
       [await withKeyIterations(100 * maxPkcs12Iterations), new RegExp(`more than ${maxPkcs12Iterations} iterations`)],
+      [await withPartIterations(2 ** 32), new RegExp(`more than ${maxPkcs12Iterations} iterations`)],
       [await withExtraParts(maxPkcs12Parts - 1, maxPkcs12Iterations), new RegExp(`more than ${maxPkcs12Parts} parts`)],
       [await withKeyCopies(maxPkcs12Bags + 1), new RegExp(`more than ${maxPkcs12Bags} bags`)],
       [await withPartKdf(SCRYPT), /legacy or unknown cipher/],
