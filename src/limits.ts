@@ -229,6 +229,10 @@ export const APPLE_PAY = {
   maxCertificateDataLength: 16_384,
   /** Most iterations of a PKCS #12 file's key derivations (WebCrypto's PBKDF2 in Workers allows no more). */
   maxPkcs12Iterations: 100_000,
+  /** Parts of a PKCS #12 file's authenticated safe (OpenSSL writes two): each encrypted one is a key derivation. */
+  maxPkcs12Parts: 4,
+  /** Bags in all of a PKCS #12 file's parts (the vault keeps one certificate and one key). */
+  maxPkcs12Bags: 8,
   /** Certificates a token's signature may carry (Apple's carries its leaf and intermediate). */
   maxSignatureCertificates: 3,
   /** Longest `paymentData.data` and `paymentData.signature`, in base64 characters. */

@@ -1,6 +1,7 @@
-import { and, eq, gt, inArray } from "drizzle-orm";
+import { and, eq, gt } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { applePayTokens } from "../db/control-tables";
+import { isOneOf } from "../db/filters";
 
 export type ApplePayTokenRow = typeof applePayTokens.$inferSelect;
 
@@ -21,13 +22,13 @@ export async function findLiveToken(db: Database, tenantId: string, id: string, 
   return row;
 }
 
-/** The tenant's live tokens among `ids`, in one statement. */
+/** The tenant's live tokens among `ids`, in one statement of three bound parameters however many ids. */
 export async function findLiveTokens(db: Database, tenantId: string, ids: string[], now: number): Promise<ApplePayTokenRow[]> {
   if (ids.length === 0) return [];
   return db
     .select()
     .from(applePayTokens)
-    .where(and(eq(applePayTokens.tenantId, tenantId), inArray(applePayTokens.id, ids), gt(applePayTokens.expiresAt, now)));
+    .where(and(eq(applePayTokens.tenantId, tenantId), isOneOf(applePayTokens.id, ids), gt(applePayTokens.expiresAt, now)));
 }
 
 export async function deleteToken(db: Database, tenantId: string, id: string, now: number): Promise<boolean> {

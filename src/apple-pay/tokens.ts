@@ -7,9 +7,10 @@ import { detectBrand } from "../../elements/frame/cards";
 import { holdsPermission, isBrowserKey, type Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
-import { ForbiddenError, NotFoundError, type ShownToken, ValidationError } from "../errors";
+import { NotFoundError, ValidationError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { binLength } from "../tokens/card-filters";
+import { type WalletResource, walletExpressions } from "../tokens/wallet-resources";
 import type { ApplePayTokenResponse } from "./schema";
 import * as storage from "./token-storage";
 
@@ -100,62 +101,24 @@ export async function deleteApplePayToken(context: TenantContext, id: string): P
 }
 
 /**
- * How a request's record of what it detokenized (src/errors.ts, RevealedValues.tokens) names an Apple
- * Pay token: `|` is in no token id, so it never passes for a token of a chosen id.
+ * Apple Pay tokens as `{{ apple_pay: <id> | … }}` reads them (src/tokens/wallet-resources.ts): as GET
+ * /apple-pay/{id} shows each to the principal, which needs apple-pay:read.
  */
-const REFERENCE_PREFIX = "apple_pay|";
-export const applePayReference = (id: string) => `${REFERENCE_PREFIX}${id}`;
-export const isApplePayReference = (reference: string) => reference.startsWith(REFERENCE_PREFIX);
-
-/**
- * The tokens by id as `{{ apple_pay: <id> | … }}` reads them: as GET /apple-pay/{id} shows each to the
- * principal (its card masked without apple-pay:reveal, its cryptogram only with it). The expression
- * needs apple-pay:read (a 403 without it). An unknown, expired or another tenant's id is a 400, as an
- * unknown token is, and so is every id to a key that lives in a browser.
- */
-export async function useApplePayTokens(context: TenantContext, principal: Principal, ids: string[]): Promise<Map<string, unknown>> {
-  const rows = new Map(
-    (await storage.findLiveTokens(context.control, context.tenantId, [...new Set(ids)], Date.now())).map((row) => [row.id, row]),
-  );
-  const keys = await context.keys();
-  const used = new Map<string, unknown>();
-  for (const id of ids) {
-    const row = rows.get(id);
-    if (!row || isBrowserKey(principal)) throw new ValidationError(`Apple Pay token ${id} does not exist or has expired`);
-    if (!holdsPermission(principal, "apple-pay:read")) throw new ForbiddenError(`Using Apple Pay token ${id} needs apple-pay:read`);
-    const shown = await presentToken(principal, row, keys, { withData: true });
-    context.audit.record({ entityType: "apple-pay", entityId: id, operation: "use", message: "Used Apple Pay token (detokenized)" });
-    context.revealed.add(shown.data);
-    context.revealed.add(shown.authentication);
-    context.revealed.tokens.set(applePayReference(id), {
-      transform: holdsPermission(principal, "apple-pay:reveal") ? "reveal" : "mask",
-      cvcExpiresAt: shown.authentication ? row.authenticationExpiresAt : null,
-    });
-    used.set(id, shown);
-  }
-  return used;
-}
-
-/**
- * Why a fresh detokenization by the principal would now refuse an Apple Pay token an earlier one
- * showed, or show less of it; null when it would show each as before.
- */
-export async function applePayShownLessNow(
-  context: TenantContext,
-  principal: Principal,
-  shown: Map<string, ShownToken["transform"]>,
-): Promise<string | null> {
-  if (shown.size === 0) return null;
-  const rows = new Set(
-    (await storage.findLiveTokens(context.control, context.tenantId, [...shown.keys()], Date.now())).map((row) => row.id),
-  );
-  for (const [id, transform] of shown) {
-    if (!rows.has(id)) return `Apple Pay token ${id} does not exist or has expired`;
-    if (!holdsPermission(principal, "apple-pay:read")) return `Using Apple Pay token ${id} needs apple-pay:read`;
-    if (transform === "reveal" && !holdsPermission(principal, "apple-pay:reveal")) return `Apple Pay token ${id} is now shown masked`;
-  }
-  return null;
-}
+const applePayTokens: WalletResource<storage.ApplePayTokenRow, ApplePayTokenResponse> = {
+  what: "Apple Pay token",
+  entityType: "apple-pay",
+  referencePrefix: "apple_pay|",
+  read: ["apple-pay:read"],
+  reveal: "apple-pay:reveal",
+  liveRows: (context, ids, now) => storage.findLiveTokens(context.control, context.tenantId, ids, now),
+  present: (principal, row, keys) => presentToken(principal, row, keys, { withData: true }),
+};
+export const {
+  reference: applePayReference,
+  isReference: isApplePayReference,
+  use: useApplePayTokens,
+  shownLessNow: applePayShownLessNow,
+} = walletExpressions(applePayTokens);
 
 /** All but the last four digits masked: a mask never shows a whole value. */
 const maskedNumber = (number: string) => "X".repeat(number.length - 4) + number.slice(-4);

@@ -10,12 +10,13 @@ import { holdsPermission, isBrowserKey, type Principal } from "../auth/access";
 import type { RequestContext, TenantContext } from "../context";
 import { fromBase64, fromBase64Url, toBase64, toHex } from "../crypto/encoding";
 import type { TenantKeys } from "../crypto/tenant-keys";
-import { ConflictError, ForbiddenError, NotFoundError, type ShownToken, ValidationError } from "../errors";
+import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { GOOGLE_PAY } from "../limits";
 import { CreateTokenIntentBody } from "../token-intents/schema";
 import { createTokenIntent } from "../token-intents/service";
 import { binLength } from "../tokens/card-filters";
+import { type WalletResource, walletExpressions } from "../tokens/wallet-resources";
 import { EcV2Refusal, type EcV2RefusalCode, type EcV2Token, messageOf, unsealEcV2 } from "./ecv2";
 import type {
   CreateGooglePayInput,
@@ -382,55 +383,24 @@ async function presentResource(principal: Principal, row: storage.ResourceRow, k
 }
 
 /**
- * How a request's record of what it detokenized (src/errors.ts, RevealedValues.tokens) names a Google
- * Pay resource: `|` is in no token id, so it never passes for a token of a chosen id.
+ * Google Pay resources as `{{ google_pay: <id> | … }}` reads them (src/tokens/wallet-resources.ts): as GET
+ * /google-pay/{id} shows each to the principal, which needs google-pay:read or google-pay:reveal.
  */
-const REFERENCE_PREFIX = "google_pay|";
-export const googlePayReference = (id: string) => `${REFERENCE_PREFIX}${id}`;
-export const isGooglePayReference = (reference: string) => reference.startsWith(REFERENCE_PREFIX);
-
-const mayRead = (principal: Principal) => holdsPermission(principal, "google-pay:read") || holdsPermission(principal, "google-pay:reveal");
-
-/**
- * The resources by id as `{{ google_pay: <id> | … }}` reads them: as GET /google-pay/{id} shows each to
- * the principal, which needs google-pay:read or google-pay:reveal (a 403 without). An unknown, expired
- * or another tenant's id is a 400, as an unknown token is, and so is every id to a key that lives in a browser.
- */
-export async function useGooglePayResources(context: TenantContext, principal: Principal, ids: string[]): Promise<Map<string, unknown>> {
-  const now = Date.now();
-  const keys = await context.keys();
-  const used = new Map<string, unknown>();
-  for (const id of ids) {
-    const row = await storage.findLiveResource(context.control, context.tenantId, id, now);
-    if (!row || isBrowserKey(principal)) throw new ValidationError(`Google Pay resource ${id} does not exist or has expired`);
-    if (!mayRead(principal)) throw new ForbiddenError(`Using Google Pay resource ${id} needs google-pay:read or google-pay:reveal`);
-    const shown = await presentResource(principal, row, keys, now);
-    context.audit.record({ entityType: "google-pay", entityId: id, operation: "use", message: "Used Google Pay resource (detokenized)" });
-    context.revealed.add(shown.data);
-    context.revealed.add(shown.authentication);
-    context.revealed.tokens.set(googlePayReference(id), {
-      transform: holdsPermission(principal, "google-pay:reveal") ? "reveal" : "mask",
-      cvcExpiresAt: shown.authentication ? row.authenticationExpiresAt : null,
-    });
-    used.set(id, shown);
-  }
-  return used;
-}
-
-/** Why a fresh detokenization by the principal would now refuse a resource an earlier one showed, or show less of it; null when not. */
-export async function googlePayShownLessNow(
-  context: TenantContext,
-  principal: Principal,
-  shown: Map<string, ShownToken["transform"]>,
-): Promise<string | null> {
-  for (const [id, transform] of shown) {
-    if (!(await storage.findLiveResource(context.control, context.tenantId, id, Date.now())))
-      return `Google Pay resource ${id} does not exist or has expired`;
-    if (!mayRead(principal)) return `Using Google Pay resource ${id} needs google-pay:read or google-pay:reveal`;
-    if (transform === "reveal" && !holdsPermission(principal, "google-pay:reveal")) return `Google Pay resource ${id} is now shown masked`;
-  }
-  return null;
-}
+const googlePayResources: WalletResource<storage.ResourceRow, GooglePayResource> = {
+  what: "Google Pay resource",
+  entityType: "google-pay",
+  referencePrefix: "google_pay|",
+  read: ["google-pay:read", "google-pay:reveal"],
+  reveal: "google-pay:reveal",
+  liveRows: (context, ids, now) => storage.findLiveResources(context.control, context.tenantId, ids, now),
+  present: presentResource,
+};
+export const {
+  reference: googlePayReference,
+  isReference: isGooglePayReference,
+  use: useGooglePayResources,
+  shownLessNow: googlePayShownLessNow,
+} = walletExpressions(googlePayResources);
 
 /** DELETE /google-pay/{id}: the deleted resource's id (its sealed card and cryptogram go with the row). */
 export async function deleteGooglePay(context: TenantContext, id: string): Promise<string> {

@@ -5,11 +5,13 @@ import { APPLE_ROOT_CA_G3 } from "../../src/apple-pay/apple-root";
 import { signingClock } from "../../src/apple-pay/ec-v1";
 import { processingKeyContext } from "../../src/apple-pay/service";
 import { authenticationContext, cardContext } from "../../src/apple-pay/tokens";
+import { APPLE_PAY, TOKENS } from "../../src/limits";
 import { callConfigured } from "../support/configured";
 import { keysOfTenant } from "../support/context";
 import { runCron } from "../support/cron";
 import { call, createApplication, dumpDatabase, expectProblem, rowCounts, seedTenant, type Tenant } from "../support/harness";
 import { expectProxyError, invoke, loopback } from "../support/proxies";
+import { createCodeReactor, react } from "../support/reactors";
 import {
   GALA_CERTIFICATE_PEM,
   GALA_LEGACY_PKCS12_BASE64,
@@ -19,6 +21,10 @@ import {
   GALA_SLOW_PKCS12_BASE64,
   GALA_TOKEN,
 } from "./apple-pay-vector";
+import { withExtraParts, withKeyCopies, withKeyIterations, withPartIterations, withPartKdf } from "./pkcs12-files";
+
+/** scrypt's OID (RFC 7914), a key derivation PBES2 may name and the vault does not run. */
+const SCRYPT = "1.3.6.1.4.1.11591.4.11";
 
 /*
  * Apple Pay over HTTP. The published token (apple-pay-vector.ts) was signed in 2021, and the vault
@@ -151,7 +157,7 @@ describe("Apple Pay merchant configuration", () => {
     const before = await rowCounts();
     const cases: [string, string, RegExp][] = [
       [GALA_PKCS12_BASE64, "wrong", /does not open with this password/],
-      [GALA_LEGACY_PKCS12_BASE64, "s3cret", /legacy cipher/],
+      [GALA_LEGACY_PKCS12_BASE64, "s3cret", /legacy or unknown cipher/],
       [GALA_SLOW_PKCS12_BASE64, "s3cret", /more than 100000 iterations/],
       [base64(GALA_CERTIFICATE_PEM + strangerPem), "", /not the certificate's/],
       [base64(rootPem + strangerPem), "", /merchant id extension/],
@@ -160,6 +166,28 @@ describe("Apple Pay merchant configuration", () => {
     ];
     for (const [data, password, message] of cases) {
       const problem = expectProblem(await registerCertificates(tenant, merchant.id, data, password), 400);
+      expect(problem.errors?.payment_processor_certificate_data?.[0]).toMatch(message);
+    }
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it("counts a PKCS #12 file's parts, bags and every PBKDF2 count before it derives a key: beyond the limits, or another derivation than PBKDF2, a 400 and nothing stored", async () => {
+    const tenant = await seedTenant();
+    const merchant = await registerMerchant(tenant);
+    const { maxPkcs12Iterations, maxPkcs12Parts, maxPkcs12Bags } = APPLE_PAY;
+    const within = await registerCertificates(tenant, merchant.id, await withExtraParts(maxPkcs12Parts - 2, 2048));
+    expect(within.status, JSON.stringify(within.body)).toBe(201);
+    const before = await rowCounts();
+    const cases: [string, RegExp][] = [
+      [await withPartIterations(100 * maxPkcs12Iterations), new RegExp(`more than ${maxPkcs12Iterations} iterations`)],
+      [await withKeyIterations(100 * maxPkcs12Iterations), new RegExp(`more than ${maxPkcs12Iterations} iterations`)],
+      [await withPartIterations(2 ** 32), new RegExp(`more than ${maxPkcs12Iterations} iterations`)],
+      [await withExtraParts(maxPkcs12Parts - 1, maxPkcs12Iterations), new RegExp(`more than ${maxPkcs12Parts} parts`)],
+      [await withKeyCopies(maxPkcs12Bags + 1), new RegExp(`more than ${maxPkcs12Bags} bags`)],
+      [await withPartKdf(SCRYPT), /legacy or unknown cipher/],
+    ];
+    for (const [data, message] of cases) {
+      const problem = expectProblem(await registerCertificates(tenant, merchant.id, data), 400);
       expect(problem.errors?.payment_processor_certificate_data?.[0]).toMatch(message);
     }
     expect(await rowCounts()).toEqual(before);
@@ -507,6 +535,48 @@ describe("GET and DELETE /apple-pay/{id}: the Apple Pay token", () => {
     });
     expect(expectProxyError(await viaProxy(intruder.key), 400).detail).toMatch(/does not exist/);
     expect(expectProxyError(await viaProxy(server2.key, { token: "{{ apple_pay: not-a-uuid }}" }), 400).detail).toMatch(/expression/);
+  });
+
+  it("reads as many Apple Pay tokens as one body may name (100) in one statement: each unknown id a 400, never D1's limit of bound parameters", async () => {
+    const { tenant } = await merchantTenant();
+    const server = await createApplication(tenant, { type: "private", permissions: ["token:use", "apple-pay:read"] });
+    const body = Object.fromEntries(
+      Array.from({ length: TOKENS.maxReferences }, (_, i) => [`card${i}`, `{{ apple_pay: ${crypto.randomUUID()} }}`]),
+    );
+    const reply = await invoke("POST", "", { apiKey: server.key, body, headers: { "SVC-PROXY-URL": loopback() } });
+    expect(expectProxyError(reply, 400).detail).toMatch(/Apple Pay token .* does not exist/);
+  });
+
+  it("checks the token again when a react that used it is replayed: a 409 once the caller lost apple-pay:reveal or apple-pay:read, or the token is gone", async () => {
+    const { tenant, server } = await merchantTenant();
+    const { id } = await createdToken(server.key);
+    const reactor = await createCodeReactor(tenant, "module.exports = async (req) => ({ raw: req.args });");
+    const caller = await createApplication(tenant, {
+      type: "private",
+      name: "charging backend",
+      permissions: ["token:use", "apple-pay:read", "apple-pay:reveal"],
+    });
+    const permit = async (permissions: string[]) => {
+      const body = { name: "charging backend", permissions };
+      expect((await call("PUT", `/applications/${caller.id}`, { key: tenant.managementKey, body })).status).toBe(200);
+    };
+    const args = { card: `{{ apple_pay: ${id} | json: '$.data.number' }}` };
+    const replay = () => react(caller.key, reactor.id, args, { "SVC-IDEMPOTENCY-KEY": "charge-once" });
+    const first = await replay();
+    expect(first.status, first.text).toBe(200);
+    expect(first.text).toContain(DPAN);
+    expect((await replay()).headers.get("SVC-Idempotent-Replayed")).toBe("true");
+
+    await permit(["token:use", "apple-pay:read"]);
+    const masked = await replay();
+    expect(expectProblem(masked, 409).detail).toMatch(new RegExp(`Apple Pay token ${id} is now shown masked`));
+    expect(masked.text).not.toContain(DPAN);
+    await permit(["token:use"]);
+    expect(expectProblem(await replay(), 409).detail).toMatch(new RegExp(`Using Apple Pay token ${id} needs apple-pay:read`));
+    await permit(["token:use", "apple-pay:read", "apple-pay:reveal"]);
+    expect((await replay()).status).toBe(200);
+    expect((await call("DELETE", `/apple-pay/${id}`, { key: server.key })).status).toBe(204);
+    expect(expectProblem(await replay(), 409).detail).toMatch(new RegExp(`Apple Pay token ${id} does not exist or has expired`));
   });
 
   it("needs apple-pay:read to read and apple-pay:delete to delete, which only private applications hold", async () => {

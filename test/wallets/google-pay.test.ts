@@ -1,10 +1,12 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { TOKENS } from "../../src/limits";
 import { entryWhere } from "../support/audit";
 import { runCron } from "../support/cron";
 import { CRYPTOGRAM_3DS, flipByte, PAN_ONLY, paymentMessage, type SealedToken, sealEcV2 } from "../support/google-pay";
 import { call, createApplication, dumpDatabase, expectProblem, rowCounts, seedTenant, type Tenant } from "../support/harness";
 import { expectProxyError, invoke, loopback } from "../support/proxies";
+import { createCodeReactor, react } from "../support/reactors";
 import { storedIntents } from "../support/token-intents";
 import { ALTERNATE_MERCHANT_PRIVATE_KEY_PKCS8_BASE64, MERCHANT_PRIVATE_KEY_PKCS8_BASE64 } from "./tink-ecv2-vectors";
 
@@ -354,6 +356,48 @@ describe("CRYPTOGRAM_3DS: the google-pay resource", () => {
     expect(expectProxyError(await viaProxy(await app(["token:use"])), 403).detail).toMatch(/google-pay:read/);
     const intruder = await createApplication(await seedTenant(), { type: "private", permissions: ["token:use", "google-pay:reveal"] });
     expect(expectProxyError(await viaProxy(intruder.key), 400).detail).toMatch(/does not exist/);
+  });
+
+  it("reads as many resources as one body may name (100) in one statement: each unknown id a 400, never D1's limit of bound parameters", async () => {
+    const { id } = await createResource();
+    const key = (await createApplication(tenant, { type: "private", permissions: ["token:use", "google-pay:read"] })).key;
+    const unknown = Array.from({ length: TOKENS.maxReferences - 1 }, () => crypto.randomUUID());
+    const body = Object.fromEntries([id, ...unknown].map((each, i) => [`card${i}`, `{{ google_pay: ${each} }}`]));
+    const reply = await invoke("POST", "", { apiKey: key, body, headers: { "SVC-PROXY-URL": loopback() } });
+    expect(expectProxyError(reply, 400).detail).toBe(`Google Pay resource ${unknown[0]} does not exist or has expired`);
+  });
+
+  it("is checked again when a react that used it is replayed: a 409 once the caller lost google-pay:reveal or both read permissions, or it is gone", async () => {
+    const { id } = await createResource();
+    const reactor = await createCodeReactor(tenant, "module.exports = async (req) => ({ raw: req.args });");
+    const caller = await createApplication(tenant, {
+      type: "private",
+      name: "charging backend",
+      permissions: ["token:use", "google-pay:reveal"],
+    });
+    const permit = async (permissions: string[]) => {
+      const body = { name: "charging backend", permissions };
+      expect((await call("PUT", `/applications/${caller.id}`, { key: tenant.managementKey, body })).status).toBe(200);
+    };
+    const args = { card: `{{ google_pay: ${id} | json: "$.data.number" }}` };
+    const replay = () => react(caller.key, reactor.id, args, { "SVC-IDEMPOTENCY-KEY": "charge-once" });
+    const first = await replay();
+    expect(first.status, first.text).toBe(200);
+    expect(first.text).toContain(CRYPTOGRAM_3DS.pan);
+    expect((await replay()).headers.get("SVC-Idempotent-Replayed")).toBe("true");
+
+    await permit(["token:use", "google-pay:read"]);
+    const masked = await replay();
+    expect(expectProblem(masked, 409).detail).toMatch(new RegExp(`Google Pay resource ${id} is now shown masked`));
+    expect(masked.text).not.toContain(CRYPTOGRAM_3DS.pan);
+    await permit(["token:use"]);
+    expect(expectProblem(await replay(), 409).detail).toMatch(
+      new RegExp(`Using Google Pay resource ${id} needs google-pay:read or google-pay:reveal`),
+    );
+    await permit(["token:use", "google-pay:reveal"]);
+    expect((await replay()).status).toBe(200);
+    expect((await call("DELETE", `/google-pay/${id}`, { key: deleter })).status).toBe(200);
+    expect(expectProblem(await replay(), 409).detail).toMatch(new RegExp(`Google Pay resource ${id} does not exist or has expired`));
   });
 
   it("GET needs google-pay:read or reveal, DELETE google-pay:delete; google-pay:create reads nothing", async () => {
