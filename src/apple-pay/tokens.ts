@@ -10,7 +10,7 @@ import type { TenantKeys } from "../crypto/tenant-keys";
 import { NotFoundError, ValidationError } from "../errors";
 import { isoTime } from "../http/schemas";
 import { binLength } from "../tokens/card-filters";
-import { type WalletResource, walletExpressions } from "../tokens/wallet-resources";
+import { endOfExpiryMonth, type WalletResource, walletExpressions } from "../tokens/wallet-resources";
 import type { ApplePayTokenResponse } from "./schema";
 import * as storage from "./token-storage";
 
@@ -43,9 +43,6 @@ export interface DecryptedCard {
   paymentDataType?: string;
   deviceManufacturerIdentifier?: string;
 }
-
-/** The first instant after the card's expiration month, UTC. */
-const endOfExpiryMonth = (card: Card) => Date.UTC(card.expiration_year, card.expiration_month, 1);
 
 /**
  * Keeps the card as an Apple Pay token of the caller's tenant, until `expiresAt` or else the end of

@@ -16,7 +16,7 @@ import { GOOGLE_PAY } from "../limits";
 import { CreateTokenIntentBody } from "../token-intents/schema";
 import { createTokenIntent } from "../token-intents/service";
 import { binLength } from "../tokens/card-filters";
-import { type WalletResource, walletExpressions } from "../tokens/wallet-resources";
+import { endOfExpiryMonth, type WalletResource, walletExpressions } from "../tokens/wallet-resources";
 import { EcV2Refusal, type EcV2RefusalCode, type EcV2Token, messageOf, unsealEcV2 } from "./ecv2";
 import type {
   CreateGooglePayInput,
@@ -245,11 +245,17 @@ export async function createFromGooglePay(
   if (details.authMethod === "PAN_ONLY") return { token_intent: await createTokenIntent(context, principal, card.data) };
   const authentication = PaymentAuthentication.safeParse(details);
   if (!authentication.success) throw refusal("invalid_cryptogram", "the decrypted CRYPTOGRAM_3DS card carries no valid cryptogram");
+  // A device card is kept no longer than it can be charged, unless the caller says otherwise (as Apple Pay's).
+  const storedCard = card.data.data as StoredCard;
+  const keptUntil = expiresAt ?? endOfExpiryMonth(storedCard);
+  if (keptUntil <= now) {
+    throw refusal("invalid_card", "the decrypted device card's expiration month has passed; send expires_at to keep it regardless");
+  }
   const resource = await storeResource(context, principal, {
-    card: card.data.data as StoredCard,
+    card: storedCard,
     authentication: { threeds_cryptogram: authentication.data.cryptogram, eci_indicator: authentication.data.eciIndicator ?? "" },
     details: detailsOf(message, details, authentication.data.eciIndicator ?? ""),
-    expiresAt,
+    expiresAt: keptUntil,
     now,
   });
   return { google_pay: resource };

@@ -10,6 +10,13 @@ import type { TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { ForbiddenError, type ShownToken, ValidationError } from "../errors";
 
+/**
+ * When a wallet's device card is kept until, without an `expires_at` of the caller's: the first
+ * instant after the card's expiration month, UTC. A card past it is nothing to keep.
+ */
+export const endOfExpiryMonth = (card: { expiration_month: number; expiration_year: number }): number =>
+  Date.UTC(card.expiration_year, card.expiration_month, 1);
+
 /** What the use reads of a stored row: its id and its cryptogram's deadline. */
 interface WalletRow {
   id: string;

@@ -310,11 +310,24 @@ describe("CRYPTOGRAM_3DS: the google-pay resource", () => {
     expect(read.body).toMatchObject({
       id,
       status: "active",
-      expires_at: null,
+      // Kept until the end of the card's expiration month (12/2030) when the caller names no expires_at.
+      expires_at: "2031-01-01T00:00:00.000Z",
       card: { bin: "48953700", last4: "3478" },
       data: { number: CRYPTOGRAM_3DS.pan, expiration_month: 12, expiration_year: 2030 },
       authentication: { threeds_cryptogram: CRYPTOGRAM_3DS.cryptogram, eci_indicator: "07" },
     });
+  });
+
+  it("a device card past its expiration month is refused unless expires_at is sent, storing nothing", async () => {
+    const before = await rowCounts();
+    const expired = { ...CRYPTOGRAM_3DS, expirationMonth: 1, expirationYear: 2020 };
+    const refused = await decrypt(serverKey, threeDsToken(expired));
+    expectProblem(refused, 400);
+    expect(refused.text).toContain("expiration month has passed");
+    expect(await rowCounts()).toEqual(before);
+    const kept = await decrypt(serverKey, threeDsToken(expired), { expires_at: "2031-06-01T00:00:00Z" });
+    expect(kept.status, kept.text).toBe(201);
+    expect(kept.body.google_pay.expires_at).toBe("2031-06-01T00:00:00.000Z");
   });
 
   it("GET under google-pay:read masks the number to its last four and shows no cryptogram or BIN", async () => {
