@@ -9,9 +9,9 @@ import { createSession } from "./session";
 import {
   DOMAIN_EXAMPLE,
   DOMAIN_LIST_EXAMPLE,
+  DOMAINS_EXAMPLE,
   DomainBody,
   DomainListBody,
-  DOMAINS_EXAMPLE,
   DomainsSchema,
   SESSION_EXAMPLE,
   SESSION_REQUEST_EXAMPLE,

@@ -23,7 +23,9 @@ export const DomainListBody = z
       domains: z
         .array(Domain)
         .max(APPLE_PAY_WEB.maxDomainsPerTenant)
-        .openapi({ description: `The tenant's whole list (at most ${APPLE_PAY_WEB.maxDomainsPerTenant}); domains left out are deregistered` }),
+        .openapi({
+          description: `The tenant's whole list (at most ${APPLE_PAY_WEB.maxDomainsPerTenant}); domains left out are deregistered`,
+        }),
     },
     strict,
   )
