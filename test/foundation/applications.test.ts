@@ -421,7 +421,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(48);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(49);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {
