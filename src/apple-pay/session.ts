@@ -1,6 +1,7 @@
 /**
  * Apple Pay on the web's merchant sessions: requested from Apple's validation URL with the vault's
- * client certificate, for a domain the tenant registered, and answered as Apple's opaque JSON.
+ * client certificate, for a domain the tenant registered, and answered as Apple's opaque JSON: its
+ * text as a JSON string, which is what the original interface's SDK reads (its answer type is a string).
  */
 import type { TenantContext } from "../context";
 import { ValidationError } from "../errors";
@@ -8,7 +9,7 @@ import { ownsDomain } from "./domains";
 import { ApplePayGatewayError, DEFAULT_VALIDATION_URL, postToApple, requireGateway, VALIDATION_URL_RULE, validationUrlOf } from "./gateway";
 import type { SessionInput } from "./web-schema";
 
-export async function createSession(context: TenantContext, input: SessionInput): Promise<Record<string, unknown>> {
+export async function createSession(context: TenantContext, input: SessionInput): Promise<string> {
   if (input.merchant_registration_id !== undefined) {
     throw ValidationError.field(
       "merchant_registration_id",
@@ -27,16 +28,15 @@ export async function createSession(context: TenantContext, input: SessionInput)
     { merchantIdentifier: context.tenantId, displayName: input.display_name, initiative: "web", initiativeContext: input.domain },
     "merchant session request",
   );
-  const session = parsedObject(text);
-  if (!session) throw new ApplePayGatewayError("merchant session request", "its answer is not a JSON object");
-  return session;
+  if (!isJsonObject(text)) throw new ApplePayGatewayError("merchant session request", "its answer is not a JSON object");
+  return text;
 }
 
-function parsedObject(text: string): Record<string, unknown> | null {
+function isJsonObject(text: string): boolean {
   try {
     const value: unknown = JSON.parse(text);
-    return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return value !== null && typeof value === "object" && !Array.isArray(value);
   } catch {
-    return null;
+    return false;
   }
 }

@@ -95,7 +95,7 @@ const session = createRoute({
     "Needs `apple-pay:session` (public and private keys). `validation_url` must be one of Apple's Apple Pay gateway hosts " +
     "over https at /paymentservices/paymentSession (or /startSession), with no credentials, port, query or fragment, and " +
     `\`domain\` one the tenant registered: otherwise a 400 and nothing is sent. ${GATEWAY} The answer is Apple's session ` +
-    "object, as Apple gave it, for `completeMerchantValidation`.",
+    "object as JSON text, unchanged, in a JSON string (the page passes `JSON.parse` of it to `completeMerchantValidation`).",
   middleware: [requirePermission("apple-pay:session"), json] as const,
   request: jsonBody(SessionBody, SESSION_REQUEST_EXAMPLE),
   responses: {

@@ -62,8 +62,13 @@ export const SessionBody = z
   .openapi("ApplePaySessionRequest");
 export type SessionInput = z.infer<typeof SessionBody>;
 
-/** Apple's merchant session, answered as Apple gave it: the page hands it to `completeMerchantValidation`. */
-export const SessionSchema = z.record(z.string(), z.unknown()).openapi("ApplePayMerchantSession");
+/**
+ * Apple's merchant session, its JSON text as Apple gave it, answered as a JSON string (the original
+ * interface's answer type): the page hands `JSON.parse` of it to `completeMerchantValidation`.
+ */
+export const SessionSchema = z
+  .string()
+  .openapi("ApplePayMerchantSession", { description: "Apple's merchant session object as JSON text, unchanged" });
 
 export const DOMAIN_EXAMPLE = { domain: "shop.example.com" };
 export const DOMAIN_LIST_EXAMPLE = { domains: ["shop.example.com", "pay.example.com"] };
@@ -78,7 +83,7 @@ export const SESSION_REQUEST_EXAMPLE = {
   display_name: "My Store",
   domain: "shop.example.com",
 };
-export const SESSION_EXAMPLE = {
+export const SESSION_EXAMPLE = JSON.stringify({
   epochTimestamp: 1_700_000_000_000,
   expiresAt: 1_700_003_600_000,
   merchantSessionIdentifier: "SSH…",
@@ -87,4 +92,4 @@ export const SESSION_EXAMPLE = {
   domainName: "shop.example.com",
   displayName: "My Store",
   signature: "3080…",
-};
+});

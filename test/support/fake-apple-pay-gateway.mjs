@@ -7,7 +7,7 @@
  *     `statusMessage` ("Payment Services Exception …") the vault must never repeat;
  *   - `outage.` / `outage`: a 500;  `redirect.` / `redirect`: a 302 elsewhere;
  *   - `huge.` / `huge`: a 200 of 1 MiB;  display name `not-json`: a 200 of text.
- * GET https://fake-apple.test/received answers what was received (a host the vault never sends to).
+ * GET /received answers what was received (the vault only POSTs, and only to /paymentservices/ paths).
  */
 const received = [];
 
@@ -32,7 +32,7 @@ function answerAs(name) {
 export default {
   async fetch(request) {
     const url = new URL(request.url);
-    if (url.hostname === "fake-apple.test" && url.pathname === "/received") return Response.json(received);
+    if (request.method === "GET" && url.pathname === "/received") return Response.json(received);
     const body = parsed(await request.text());
     received.push({ method: request.method, url: request.url, body });
     if (url.pathname === "/paymentservices/registerMerchant" || url.pathname === "/paymentservices/unregisterMerchant") {
