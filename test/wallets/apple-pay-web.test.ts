@@ -4,6 +4,7 @@ import { APPLE_PAY_GATEWAY_HOSTS } from "../../src/apple-pay/gateway";
 import { APPLE_PAY_WEB } from "../../src/limits";
 import { callConfigured } from "../support/configured";
 import { call, createApplication, expectProblem, seedTenant, type Tenant } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 
 /*
  * Apple Pay on the web over HTTP: domain registrations and merchant sessions. Apple's servers are the
@@ -130,10 +131,9 @@ describe("domain registration", () => {
   it("an outage, a redirect or an oversized answer from Apple is a 502 that follows nothing and records nothing", async () => {
     const tenant = await seedTenant();
     for (const label of ["outage", "redirect", "huge"]) {
-      const reply = await call("POST", "/apple-pay/domain-registration", {
-        key: tenant.managementKey,
-        body: { domain: domainOf(tenant, label) },
-      });
+      const reply = await expectLoggedError(/Apple Pay's gateway gave no usable answer/, () =>
+        call("POST", "/apple-pay/domain-registration", { key: tenant.managementKey, body: { domain: domainOf(tenant, label) } }),
+      );
       const problem = expectProblem(reply, 502);
       expect(problem.detail, label).toMatch(/nothing was recorded/);
       expect(JSON.stringify(reply.body)).not.toContain(APPLE_SECRET);
@@ -353,7 +353,9 @@ describe("merchant sessions", () => {
     expect(expectProblem(refused, 422).detail).toBe("Apple refused the merchant session request (Apple answered 400)");
     for (const displayName of ["outage", "redirect", "huge", "not-json"]) {
       const before = (await receivedFor(tenant)).length;
-      const reply = await call("POST", "/apple-pay/session", { key, body: { display_name: displayName, domain } });
+      const reply = await expectLoggedError(/Apple Pay's gateway gave no usable answer/, () =>
+        call("POST", "/apple-pay/session", { key, body: { display_name: displayName, domain } }),
+      );
       expectProblem(reply, 502);
       expect(JSON.stringify(reply.body), displayName).not.toContain(APPLE_SECRET);
       expect(await receivedFor(tenant), displayName).toHaveLength(before + 1);
@@ -414,7 +416,9 @@ describe("a deployment without an Apple Pay gateway", () => {
       ["POST", "/apple-pay/domain-deregistration", management, { domain }],
       ["POST", "/apple-pay/session", { "SVC-API-KEY": await sessionKeyOf(tenant) }, { display_name: "My Store", domain }],
     ] as const) {
-      const reply = await callConfigured(unbound, method, path, { headers, body });
+      const reply = await expectLoggedError(/no Apple Pay gateway configured/, () =>
+        callConfigured(unbound, method, path, { headers, body }),
+      );
       expect(reply.status, `${method} ${path}`).toBe(503);
       expect(reply.body.detail).toMatch(/no Apple Pay gateway configured \(the APPLE_PAY_GATEWAY mTLS certificate binding\)/);
     }
