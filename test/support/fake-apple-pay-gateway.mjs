@@ -6,7 +6,8 @@
  *   - a domain or display name starting `unverified.` / `refused`: Apple's 400 refusal, whose
  *     `statusMessage` ("Payment Services Exception …") the vault must never repeat;
  *   - `outage.` / `outage`: a 500;  `redirect.` / `redirect`: a 302 elsewhere;
- *   - `huge.` / `huge`: a 200 of 1 MiB;  display name `not-json`: a 200 of text.
+ *   - `huge.` / `huge`: a 200 of 1 MiB;  display name `not-json`: a 200 of text;
+ *   - `sticky.`: registered as any domain, but its deregistration is a 500.
  * GET /received answers what was received (the vault only POSTs, and only to /paymentservices/ paths).
  */
 const received = [];
@@ -37,6 +38,7 @@ export default {
     received.push({ method: request.method, url: request.url, body });
     if (url.pathname === "/paymentservices/registerMerchant" || url.pathname === "/paymentservices/unregisterMerchant") {
       for (const domain of body.domainNames ?? []) {
+        if (domain.startsWith("sticky.") && url.pathname.endsWith("/unregisterMerchant")) return answerAs("outage");
         const answer = answerAs(domain);
         if (answer) return answer;
       }

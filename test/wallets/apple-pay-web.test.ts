@@ -170,6 +170,22 @@ describe("domain registration", () => {
     expect(await domainsOf(tenant)).toEqual([kept]);
   });
 
+  it("a deregistration Apple fails keeps the domain listed: PUT records what Apple registered and answers the 502", async () => {
+    const tenant = await seedTenant();
+    const sticky = await registered(tenant, "sticky");
+    const fresh = domainOf(tenant, "fresh");
+    const reply = await expectLoggedError(/Apple Pay's gateway gave no usable answer to the domain deregistration/, () =>
+      call("PUT", "/apple-pay/domain-registration", { key: tenant.managementKey, body: { domains: [fresh] } }),
+    );
+    expectProblem(reply, 502);
+    expect(await domainsOf(tenant)).toEqual([fresh, sticky]);
+    const alone = await expectLoggedError(/Apple Pay's gateway gave no usable answer/, () =>
+      call("POST", "/apple-pay/domain-deregistration", { key: tenant.managementKey, body: { domain: sticky } }),
+    );
+    expectProblem(alone, 502);
+    expect(await domainsOf(tenant)).toEqual([fresh, sticky]);
+  });
+
   it(`holds at most ${APPLE_PAY_WEB.maxDomainsPerTenant} domains a tenant: a longer list is a 400, one more a 409`, async () => {
     const tenant = await seedTenant();
     const domains = Array.from({ length: APPLE_PAY_WEB.maxDomainsPerTenant + 1 }, (_, i) => domainOf(tenant, `d${i}`));
