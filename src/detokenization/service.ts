@@ -1,5 +1,5 @@
 import { applePayReference, applePayShownLessNow, isApplePayReference, useApplePayTokens } from "../apple-pay/tokens";
-import type { Principal } from "../auth/access";
+import { holdsPermission, type Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { addFieldError, type FieldErrors, ForbiddenError, type RevealedValues, type ShownToken, ValidationError } from "../errors";
 import { googlePayReference, googlePayShownLessNow, isGooglePayReference, useGooglePayResources } from "../google-pay/service";
@@ -268,6 +268,8 @@ async function reveal(context: TenantContext, principal: Principal | null, plan:
   if (principal === null) {
     throw new ForbiddenError("Token references cannot be detokenized here: no application may use tokens for this request");
   }
+  // Every way to detokenize needs token:use, an open proxy's application too: a resource's own read permission is not enough.
+  if (plan.resources.size > 0 && !holdsPermission(principal, "token:use")) throw ForbiddenError.missing("token:use");
   const tokens = plan.tokenIds.size === 0 ? new Map<string, unknown>() : await useTokens(context, principal, [...plan.tokenIds]);
   for (const [kind, ids] of plan.resources) {
     const { use, reference } = RESOURCES[kind];

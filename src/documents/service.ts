@@ -114,24 +114,14 @@ export async function openDocument(context: TenantContext, id: string): Promise<
   const headBytes = new Uint8Array(await head.arrayBuffer());
   const dataKey = fromBase64(await (await context.keys()).decrypt(row.dataKeyCiphertext, dataKeyContext(id)));
   const opening = openingStream(await importDataKey(dataKey), chunkContext(context.tenantId, id), head.size);
-  const feed = async () => {
-    const writer = opening.writable.getWriter();
-    writer.closed.catch(() => undefined);
-    try {
-      await writer.write(headBytes);
-      if (head.size > SEALED_CHUNK_BYTES) {
-        const rest = await context.documents.get(objectKey, { range: { offset: SEALED_CHUNK_BYTES } });
-        if (!rest) throw new DocumentIntegrityError(1);
-        for await (const bytes of rest.body) await writer.write(bytes);
-      }
-      await writer.close();
-    } catch (error) {
-      await writer.abort(error).catch(() => undefined);
-    }
-  };
-  // The feed's failure reaches the reader below as the readable side's error.
-  feed();
+  const feeder = opening.writable.getWriter();
+  feeder.closed.catch(() => undefined);
   const reader = opening.readable.getReader();
+  // The first chunk opens before the rest is asked for: an object altered there is refused without
+  // a stream of the rest opened only to be cut. A one-chunk object opens as the stream closes.
+  const whole = head.size <= SEALED_CHUNK_BYTES;
+  feeder.write(headBytes).catch(() => undefined);
+  if (whole) feeder.close().catch(() => undefined);
   let first: ReadableStreamReadResult<Uint8Array>;
   try {
     first = await reader.read();
@@ -139,6 +129,18 @@ export async function openDocument(context: TenantContext, id: string): Promise<
     if (error instanceof DocumentIntegrityError) throw new DocumentUnreadableError(id);
     throw error;
   }
+  const feedRest = async () => {
+    try {
+      const rest = await context.documents.get(objectKey, { range: { offset: SEALED_CHUNK_BYTES } });
+      if (!rest) throw new DocumentIntegrityError(1);
+      for await (const bytes of rest.body) await feeder.write(bytes);
+      await feeder.close();
+    } catch (error) {
+      // Its failure reaches the answer below as the readable side's error.
+      await feeder.abort(error).catch(() => undefined);
+    }
+  };
+  if (!whole) feedRest();
   // The answer is a stream of the document's declared length: a body that ends early (a later chunk
   // did not open) is one no client can take for the whole document, and it errors the connection
   // without a rejection that nobody handles (a JavaScript stream's error would leave one in workerd).

@@ -114,7 +114,10 @@ export async function purgeShreddedTenants(context: RequestContext): Promise<num
     .prepare("SELECT id, database FROM tenants WHERE shredded_at IS NOT NULL LIMIT 50")
     .all<{ id: string; database: string }>();
   let deleted = 0;
+  const control = context.control.$client;
   for (const { id, database } of results) {
+    // A request that read the tenant's keys before the shred may write a row after its batch: each step deletes those.
+    await control.batch(CONTROL_TABLES.map((table) => control.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(id)));
     const step = await purgeTenantData(context.dataDatabase(database), id, SHRED_PURGE_BATCH);
     deleted += step;
     // Its documents' objects, unreadable since its keys went, leave the bucket too.
@@ -122,7 +125,6 @@ export async function purgeShreddedTenants(context: RequestContext): Promise<num
     if (objects.objects.length > 0) await context.documents.delete(objects.objects.map((object) => object.key));
     // purgeTenantData answers exactly the limit while rows may remain.
     if (step !== SHRED_PURGE_BATCH && !objects.truncated) {
-      const control = context.control.$client;
       await control.batch([
         control
           .prepare(
