@@ -73,7 +73,11 @@ export default defineConfig({
           }),
           TEST_MIGRATIONS: await readD1Migrations("./migrations"),
         },
-        serviceBindings: { FAKE_NAMESPACE: { name: "fake-dispatch-namespace", entrypoint: "FakeNamespace" } },
+        serviceBindings: {
+          FAKE_NAMESPACE: { name: "fake-dispatch-namespace", entrypoint: "FakeNamespace" },
+          // Apple's servers, where production binds the vault's client certificate (an mTLS certificate binding).
+          APPLE_PAY_GATEWAY: "fake-apple-pay-gateway",
+        },
         workers: [
           {
             name: "fake-dispatch-namespace",
@@ -81,6 +85,12 @@ export default defineConfig({
             compatibilityDate: "2025-11-10",
             compatibilityFlags: ["enable_ctx_exports"],
             workerLoaders: { LOADER: {} },
+          },
+          {
+            name: "fake-apple-pay-gateway",
+            modules: true,
+            scriptPath: "test/support/fake-apple-pay-gateway.mjs",
+            compatibilityDate: "2025-11-10",
           },
         ],
       },

@@ -53,7 +53,10 @@ const compatibilityFlags = JSON.parse(/compatibility_flags\s*=\s*(\[[^\]]*\])/.e
  * - stripCfConnectingIp: outbound fetches go straight out instead of through another worker of
  *   Miniflare's that strips one header.
  *
+ * `serviceBindings` binds the vault to workers given (the clients suite's fake of Apple's servers as APPLE_PAY_GATEWAY).
+ *
  * @param {{ buildDir: string, host?: string, bindings?: Record<string, string>, workers?: object[],
+ *   serviceBindings?: Record<string, string>,
  *   onLog?: (log: { level: string, message: string }) => void, dataDatabases?: number, assets?: boolean,
  *   inspectorPort?: number, persistTo?: string, migrate?: boolean, masterKey?: string, operatorKey?: string,
  *   declared?: Record<string, any> }} options
@@ -63,6 +66,7 @@ export async function startLocalVault({
   host = "127.0.0.1",
   bindings = {},
   workers = [],
+  serviceBindings = {},
   onLog,
   dataDatabases = 0,
   assets = false,
@@ -111,6 +115,7 @@ export async function startLocalVault({
         // of the worker, as in production; left out by default, so benchmarks measure the worker alone.
         ...(assets ? { assets: declared.assets } : {}),
         workerLoaders: { LOADER: {} },
+        serviceBindings,
         stripCfConnectingIp: false,
         unsafeDirectSockets: direct,
         bindings: {

@@ -1,6 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { applePayRoutes } from "./apple-pay/routes";
+import { applePayWebRoutes } from "./apple-pay/web-routes";
 import { applicationRoutes } from "./applications/routes";
 import { auditRequests } from "./audit/middleware";
 import { logRoutes } from "./audit/routes";
@@ -94,6 +95,7 @@ export function buildApp() {
   api.route("/", webhookRoutes);
   api.route("/", clientKeyRoutes);
   api.route("/", googlePayRoutes);
+  api.route("/", applePayWebRoutes);
   api.route("/", applePayRoutes);
   api.route("/", documentRoutes);
   api.route("/", tenantSelfRoutes);

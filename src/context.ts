@@ -39,6 +39,8 @@ export interface RequestContext {
   readonly publicClientRateLimit: RateLimit;
   /** The documents' encrypted bytes (src/documents/), one object per document. */
   readonly documents: R2Bucket;
+  /** Apple Pay's servers through the vault's client certificate (src/apple-pay/gateway.ts); null when the deployment binds none. */
+  readonly applePayGateway: Fetcher | null;
   /**
    * The control database: the directory of tenants, their applications and keys, proxies, reactors
    * and formulas; everything that resolves a credential before its tenant's data is reached.

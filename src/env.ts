@@ -21,7 +21,14 @@ export type Bindings = Pick<
   | "ASSETS"
   | "DOCUMENTS"
 > &
-  Partial<Pick<Cloudflare.Env, "LOADER">> & { DISPATCHER?: DispatchNamespace };
+  Partial<Pick<Cloudflare.Env, "LOADER">> & { DISPATCHER?: DispatchNamespace } & {
+    /**
+     * Apple Pay's servers, reached with the vault's merchant identity certificate: in production an mTLS
+     * certificate binding (wrangler.toml, `[[mtls_certificates]]`), which has no local form; unbound, the
+     * domain and session routes answer 503 (docs/wallets.md).
+     */
+    APPLE_PAY_GATEWAY?: Fetcher;
+  };
 
 const flag = (fallback: "true" | "false" = "false") =>
   z
@@ -131,6 +138,13 @@ export const ConfigSchema = z.object({
       }
       return parsed.data.keys;
     }),
+  /**
+   * Apple Pay on the web (src/apple-pay/domains.ts): `true` registers domains with Apple's sandbox
+   * (apple-pay-gateway-cert.apple.com) instead of production, for a deployment whose certificate is a sandbox one.
+   */
+  APPLE_PAY_SANDBOX: flag(),
+  /** The vault's platform integrator id with Apple (`encryptTo` of its domain registrations); left out when unset. */
+  APPLE_PAY_PLATFORM_INTEGRATOR_ID: z.string().min(1).max(255).optional(),
   CLOUDFLARE_ACCOUNT_ID: z.string().optional(),
   CLOUDFLARE_API_TOKEN: z.string().optional(),
   CLOUDFLARE_API_BASE: z.url().default("https://api.cloudflare.com/client/v4"),

@@ -248,3 +248,19 @@ export const DOCUMENTS = {
   /** Plaintext bytes per encrypted chunk; each is sealed on its own (AES-256-GCM). */
   chunkBytes: 64 * KiB,
 } as const;
+
+/** Apple Pay on the web: domain registrations and merchant sessions (src/apple-pay/domains.ts, session.ts, gateway.ts). */
+export const APPLE_PAY_WEB = {
+  /** Domains one tenant may register: Apple's own limit per merchant (`partnerInternalMerchantIdentifier`). */
+  maxDomainsPerTenant: 99,
+  /** Longest domain name (RFC 1035's 253 characters). */
+  maxDomainLength: 253,
+  /** Longest `display_name` of a merchant session, in characters (Apple's limit). */
+  maxDisplayNameLength: 64,
+  /** Longest `validation_url`, in characters. */
+  maxValidationUrlLength: 2_048,
+  /** How long the vault waits for Apple's answer, headers and body together. */
+  gatewayTimeoutMs: 10_000,
+  /** Largest answer the vault reads from Apple (a merchant session is about 2 KB); a longer one is a 502. */
+  maxGatewayAnswerBytes: 65_536,
+} as const;

@@ -18,6 +18,8 @@ export const ENTITY_TYPES = {
   "apple-pay-merchant": "Apple Pay merchant registration",
   "apple-pay-certificate": "Apple Pay payment processing certificate",
   "apple-pay": "Apple Pay token",
+  "apple-pay-domain": "Apple Pay domain registration",
+  "apple-pay-session": "Apple Pay merchant session",
   keys: "Encryption keys",
   log: "Audit log",
   permission: "Permission",

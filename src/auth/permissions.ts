@@ -12,6 +12,8 @@ export const TOKEN_INTENT_PERMISSIONS = ["token-intent:create", "token-intent:re
 export const APPLE_PAY_PERMISSIONS = ["apple-pay:create"] as const;
 /** The Apple Pay tokens it makes: read (masked), reveal (the card and cryptogram), delete; private keys only. */
 export const APPLE_PAY_TOKEN_PERMISSIONS = ["apple-pay:read", "apple-pay:reveal", "apple-pay:delete"] as const;
+/** Apple Pay on the web's merchant sessions (src/apple-pay/session.ts): requested by a page's public key or a server's private one. */
+export const APPLE_PAY_SESSION_PERMISSIONS = ["apple-pay:session"] as const;
 /** Documents (src/documents/): upload, read the metadata, download the bytes (`reveal`), delete; private keys only. */
 export const DOCUMENT_PERMISSIONS = ["documents:create", "documents:read", "documents:reveal", "documents:delete"] as const;
 
@@ -59,13 +61,21 @@ export const PERMISSIONS = [
   ...DOCUMENT_PERMISSIONS,
   ...APPLE_PAY_TOKEN_PERMISSIONS,
   ...GOOGLE_PAY_RESOURCE_PERMISSIONS,
+  ...APPLE_PAY_SESSION_PERMISSIONS,
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export type TokenPermission = (typeof TOKEN_PERMISSIONS)[number];
 
 /** Which application types may hold each permission. */
 export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]> = {
-  public: ["token:create", "token:update", "token-intent:create", ...GOOGLE_PAY_PERMISSIONS, ...APPLE_PAY_PERMISSIONS],
+  public: [
+    "token:create",
+    "token:update",
+    "token-intent:create",
+    ...GOOGLE_PAY_PERMISSIONS,
+    ...APPLE_PAY_PERMISSIONS,
+    ...APPLE_PAY_SESSION_PERMISSIONS,
+  ],
   private: [
     ...TOKEN_PERMISSIONS,
     ...TOKEN_INTENT_PERMISSIONS,
@@ -75,6 +85,7 @@ export const PERMISSIONS_BY_TYPE: Record<ApplicationType, readonly Permission[]>
     ...DOCUMENT_PERMISSIONS,
     ...APPLE_PAY_TOKEN_PERMISSIONS,
     ...GOOGLE_PAY_RESOURCE_PERMISSIONS,
+    ...APPLE_PAY_SESSION_PERMISSIONS,
   ],
   management: MANAGEMENT_PERMISSIONS,
   expiring: TOKEN_PERMISSIONS,
@@ -114,7 +125,8 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "google-pay-merchant:read": "Read Google Pay merchant registrations and their keys' fingerprints",
   "google-pay-merchant:delete": "Delete Google Pay merchant registrations and their keys, destroying the private keys",
   "google-pay:create": "Decrypt Google Pay tokens into token intents (POST /google-pay)",
-  "apple-pay:manage": "Register Apple Pay merchants and their payment processing certificates (never answered back)",
+  "apple-pay:manage":
+    "Register Apple Pay merchants and their payment processing certificates (never answered back), and the domains of Apple Pay on the web",
   "apple-pay:create": "Decrypt Apple Pay payment tokens into Apple Pay tokens (POST /apple-pay)",
   "log:read": "Read and verify the audit log",
   "tenant:read": "Read the caller's own tenant (GET /tenants/self)",
@@ -129,6 +141,7 @@ export const PERMISSION_DESCRIPTIONS: Record<Permission, string> = {
   "google-pay:read": "Read Google Pay resources (CRYPTOGRAM_3DS cards), their number masked to the last four",
   "google-pay:reveal": "Read Google Pay resources whole: the device card number and, while it is kept, the 3DS cryptogram",
   "google-pay:delete": "Delete Google Pay resources",
+  "apple-pay:session": "Request Apple Pay on the web merchant sessions for the tenant's registered domains (POST /apple-pay/session)",
 };
 
 export function mayHold(type: ApplicationType, permission: string): boolean {

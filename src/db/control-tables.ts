@@ -518,3 +518,19 @@ export const documents = sqliteTable(
   },
   (table) => [index("documents_tenant_created").on(table.tenantId, table.createdAt, table.id)],
 );
+
+/**
+ * The domains a tenant registered for Apple Pay on the web (src/apple-pay/domains.ts), as Apple holds
+ * them under the vault's platform identity with the tenant id as the merchant. A domain belongs to one
+ * tenant at a time (its primary key), so that no tenant can ask Apple for sessions on another's domain.
+ */
+export const applePayDomains = sqliteTable(
+  "apple_pay_domains",
+  {
+    domain: text("domain").primaryKey(),
+    tenantId: text("tenant_id").notNull(),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [index("apple_pay_domains_tenant").on(table.tenantId, table.domain)],
+);

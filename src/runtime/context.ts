@@ -65,6 +65,10 @@ class BoundRequestContext implements RequestContext {
     return this.env.DOCUMENTS;
   }
 
+  get applePayGateway(): Fetcher | null {
+    return this.env.APPLE_PAY_GATEWAY ?? null;
+  }
+
   get control(): Database {
     return databaseOf(this.env, CONTROL_BINDING);
   }

@@ -31,6 +31,7 @@ const CONTROL_TABLES = [
   "apple_pay_certificates",
   "documents",
   "apple_pay_tokens",
+  "apple_pay_domains",
 ];
 
 /** Documents' objects one purge step deletes per tenant (one R2 list and one delete call). */

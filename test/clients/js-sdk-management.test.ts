@@ -60,6 +60,7 @@ describe("the JS SDK managing the vault with HEADER_PREFIX=BT", () => {
       "token-intent:create",
       "google-pay:create",
       "apple-pay:create",
+      "apple-pay:session",
     ]);
   });
 

@@ -370,7 +370,7 @@ describe("applications: POST /applications/{id}/regenerate", () => {
 
 describe("permissions: GET /permissions?application_type=", () => {
   it.each([
-    ["public", ["token:create", "token:update", "token-intent:create", "google-pay:create", "apple-pay:create"]],
+    ["public", ["token:create", "token:update", "token-intent:create", "google-pay:create", "apple-pay:create", "apple-pay:session"]],
     [
       "private",
       [
@@ -396,6 +396,7 @@ describe("permissions: GET /permissions?application_type=", () => {
         "google-pay:read",
         "google-pay:reveal",
         "google-pay:delete",
+        "apple-pay:session",
       ],
     ],
     ["expiring", ["token:create", "token:read", "token:update", "token:delete", "token:search", "token:use"]],
@@ -420,7 +421,7 @@ describe("permissions: GET /permissions?application_type=", () => {
 
   it("lists every permission without the filter", async () => {
     const tenant = await seedTenant();
-    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(48);
+    expect((await call("GET", "/permissions", { key: tenant.managementKey })).body).toHaveLength(49);
   });
 
   it("refuses an unknown application type with a 400 naming the field", async () => {

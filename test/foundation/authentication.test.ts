@@ -47,7 +47,8 @@ describe("authentication", () => {
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "documents:reveal", application_types: ["private"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:reveal", application_types: ["private"] }));
     expect(reply.body).toContainEqual(expect.objectContaining({ type: "google-pay:reveal", application_types: ["private"] }));
-    expect(reply.body).toHaveLength(48);
+    expect(reply.body).toContainEqual(expect.objectContaining({ type: "apple-pay:session", application_types: ["private", "public"] }));
+    expect(reply.body).toHaveLength(49);
   });
 });
 

@@ -39,7 +39,7 @@ beforeAll(async () => {
   const tokens = await createApplication(tenant, {
     type: "private",
     // session:authorize too, so that POST /sessions/authorize reads its body; token-intent:create for POST /token-intents;
-    // google-pay:create and apple-pay:create for the wallets.
+    // google-pay:create, apple-pay:create and apple-pay:session for the wallets.
     permissions: [
       "token:create",
       "token:read",
@@ -51,6 +51,7 @@ beforeAll(async () => {
       "session:authorize",
       "google-pay:create",
       "apple-pay:create",
+      "apple-pay:session",
     ],
   });
   keys = [tenant.managementKey, tokens.key];

@@ -63,6 +63,11 @@ describe("crypto-shredding a tenant", () => {
       .bind(applePayCertificates.id)
       .first<{ sealed: string }>();
     await createApplePayToken(doomed);
+    const applePayDomain = await call("POST", "/apple-pay/domain-registration", {
+      key: doomed.managementKey,
+      body: { domain: `shop.t${doomed.tenantId.slice(0, 8)}.example.com` },
+    });
+    expect(applePayDomain.status, JSON.stringify(applePayDomain.body)).toBe(200);
     const kept = await createToken(other.key, { type: "card_number", data: VISA });
     const ciphertexts = await storedCiphertexts(doomed.tenantId);
     expect(ciphertexts).toHaveLength(2);
@@ -88,8 +93,8 @@ describe("crypto-shredding a tenant", () => {
       const processingKey = sealedProcessingKey!.sealed.replace(/^v\d+\./, `v${keys.version}.`);
       await expect(candidate.decrypt(processingKey, processingKeyContext(applePayCertificates.id))).rejects.toThrow();
     }
-    // The Apple Pay merchants, certificates and tokens go with the keys, in the same batch.
-    for (const table of ["apple_pay_merchants", "apple_pay_certificates", "apple_pay_tokens"]) {
+    // The Apple Pay merchants, certificates, tokens and domains go with the keys, in the same batch.
+    for (const table of ["apple_pay_merchants", "apple_pay_certificates", "apple_pay_tokens", "apple_pay_domains"]) {
       expect(await env.DB.prepare(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = ?`).bind(doomed.tenantId).first()).toEqual({
         n: 0,
       });

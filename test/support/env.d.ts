@@ -10,6 +10,8 @@ declare global {
       TEST_MIGRATIONS: D1Migration[];
       /** The fake dispatch namespace, a worker beside the vault (vitest.config.ts). */
       FAKE_NAMESPACE: Service<FakeNamespace>;
+      /** The fake of Apple's Apple Pay servers (test/support/fake-apple-pay-gateway.mjs). */
+      APPLE_PAY_GATEWAY: Fetcher;
       VAULT_MASTER_KEYS: string;
       BOOTSTRAP_API_KEY: string;
       OPERATOR_API_KEY: string;

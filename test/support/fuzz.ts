@@ -76,12 +76,13 @@ async function seedKeys(): Promise<void> {
       "google-pay:read",
       "google-pay:reveal",
       "google-pay:delete",
+      "apple-pay:session",
     ],
   });
   // A public key reaches POST /sessions, which refuses every other type of key.
   const page = await createApplication(tenant, {
     type: "public",
-    permissions: ["token:create", "token-intent:create", "apple-pay:create"],
+    permissions: ["token:create", "token-intent:create", "apple-pay:create", "apple-pay:session"],
   });
   keys = [tenant.managementKey, everything.key, page.key];
   sessionCookie = (await signIn(tenant.managementKey)).cookie;
