@@ -5,6 +5,7 @@
  */
 import type { RequestContext } from "../context";
 import { ProblemError } from "../errors";
+import { readBounded } from "../http/body";
 import { APPLE_PAY_WEB } from "../limits";
 
 /**
@@ -118,24 +119,7 @@ export async function postToApple(gateway: Fetcher, url: URL, body: unknown, wha
 
 async function boundedText(response: Response, what: string): Promise<string> {
   if (!response.body) return "";
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let length = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    length += value.byteLength;
-    if (length > APPLE_PAY_WEB.maxGatewayAnswerBytes) {
-      await reader.cancel();
-      throw new ApplePayGatewayError(what, `its answer exceeds ${APPLE_PAY_WEB.maxGatewayAnswerBytes} bytes`);
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
+  const limit = APPLE_PAY_WEB.maxGatewayAnswerBytes;
+  const bytes = await readBounded(response.body, limit, () => new ApplePayGatewayError(what, `its answer exceeds ${limit} bytes`));
   return new TextDecoder().decode(bytes);
 }

@@ -1,5 +1,6 @@
 import { getMultipartBoundary, MultipartParseError, MultipartParser, type MultipartPart } from "@mjackson/multipart-parser";
 import { PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from "../errors";
+import { readBounded } from "../http/body";
 import { DOCUMENTS } from "../limits";
 import { SEALED_CHUNK_BYTES, sealChunk } from "./chunks";
 
@@ -181,19 +182,7 @@ function indexOf(haystack: Uint8Array, needle: Uint8Array): number {
 
 /** Reads a part whole, refusing it past `limit` bytes. */
 async function readSmallPart(chunks: AsyncIterable<Uint8Array>, limit: number, name: string): Promise<string> {
-  const parts: Uint8Array[] = [];
-  let length = 0;
-  for await (const chunk of chunks) {
-    length += chunk.length;
-    if (length > limit) throw ValidationError.field(name, `must be at most ${limit} bytes`);
-    parts.push(chunk);
-  }
-  const text = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of parts) {
-    text.set(chunk, offset);
-    offset += chunk.length;
-  }
+  const text = await readBounded(chunks, limit, () => ValidationError.field(name, `must be at most ${limit} bytes`));
   try {
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(text);
   } catch {

@@ -27,6 +27,27 @@ export function utf8TextOf(bytes: Uint8Array): string | null {
 }
 
 /**
+ * A stream's bytes read whole, refusing it past `limit` bytes: `tooLarge` makes the error, thrown as
+ * soon as the count passes (the stream is then cancelled, so no more of it is read).
+ */
+export async function readBounded(chunks: AsyncIterable<Uint8Array>, limit: number, tooLarge: () => Error): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let length = 0;
+  for await (const chunk of chunks) {
+    length += chunk.byteLength;
+    if (length > limit) throw tooLarge();
+    parts.push(chunk);
+  }
+  const bytes = new Uint8Array(length);
+  let offset = 0;
+  for (const part of parts) {
+    bytes.set(part, offset);
+    offset += part.byteLength;
+  }
+  return bytes;
+}
+
+/**
  * The deepest nesting of arrays and objects in JSON text, found by one scan that skips strings;
  * it stops counting past `limit`. Text that is not JSON gets some number: the parser judges it.
  */
