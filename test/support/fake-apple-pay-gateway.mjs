@@ -7,10 +7,25 @@
  *     `statusMessage` ("Payment Services Exception …") the vault must never repeat;
  *   - `outage.` / `outage`: a 500;  `redirect.` / `redirect`: a 302 elsewhere;
  *   - `huge.` / `huge`: a 200 of 1 MiB;  display name `not-json`: a 200 of text;
- *   - `sticky.`: registered as any domain, but its deregistration is a 500.
+ *   - `sticky.`: registered as any domain, but its deregistration is a 500;
+ *   - `race.<label>.<rest>`: a registration held until a second one of a `race.` domain ending in the
+ *     same <rest> arrives, then both answered (two requests that raced past the vault's checks).
  * GET /received answers what was received (the vault only POSTs, and only to /paymentservices/ paths).
  */
 const received = [];
+
+/** How many registrations of `race.` domains have arrived, by the domain's <rest>. */
+const racing = new Map();
+
+/**
+ * Waits until a second registration of a `race.` domain ending as `domain` does has arrived. Each
+ * request polls the count in its own context: workerd refuses a promise resolved by another request.
+ */
+async function raced(domain) {
+  const rest = domain.split(".").slice(2).join(".");
+  racing.set(rest, (racing.get(rest) ?? 0) + 1);
+  while (racing.get(rest) < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+}
 
 function parsed(text) {
   try {
@@ -37,6 +52,8 @@ export default {
     const body = parsed(await request.text());
     received.push({ method: request.method, url: request.url, body });
     if (url.pathname === "/paymentservices/registerMerchant" || url.pathname === "/paymentservices/unregisterMerchant") {
+      const race = (body.domainNames ?? []).find((domain) => domain.startsWith("race."));
+      if (race && url.pathname.endsWith("/registerMerchant")) await raced(race);
       for (const domain of body.domainNames ?? []) {
         if (domain.startsWith("sticky.") && url.pathname.endsWith("/unregisterMerchant")) return answerAs("outage");
         const answer = answerAs(domain);

@@ -1,0 +1,79 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { APPLE_PAY_WEB } from "../../src/limits";
+import { call, expectProblem, seedTenant, type Tenant } from "../support/harness";
+
+/*
+ * Attacks on Apple Pay on the web (attack38c), against the fake of Apple's servers bound as
+ * APPLE_PAY_GATEWAY (test/support/fake-apple-pay-gateway.mjs): its `race.` domains hold a
+ * registration until a second one arrives, so two requests race past the vault's checks without
+ * any timing.
+ */
+
+interface Received {
+  method: string;
+  url: string;
+  body: Record<string, any>;
+}
+
+async function receivedFor(tenant: Tenant): Promise<Received[]> {
+  const all = (await (await env.APPLE_PAY_GATEWAY.fetch("https://fake-apple.test/received")).json()) as Received[];
+  return all.filter(
+    (request) =>
+      request.body?.partnerInternalMerchantIdentifier === tenant.tenantId || request.body?.merchantIdentifier === tenant.tenantId,
+  );
+}
+
+const REGISTER = "https://apple-pay-gateway.apple.com/paymentservices/registerMerchant";
+const UNREGISTER = "https://apple-pay-gateway.apple.com/paymentservices/unregisterMerchant";
+
+const domainOf = (tenant: Tenant, label: string) => `${label}.t${tenant.tenantId.slice(0, 8)}.example.com`;
+
+async function domainsOf(tenant: Tenant): Promise<string[]> {
+  const reply = await call("GET", "/apple-pay/domain-registration", { key: tenant.managementKey });
+  expect(reply.status).toBe(200);
+  return reply.body.domains.map(({ domain }: { domain: string }) => domain);
+}
+
+/** What Apple holds registered for the tenant, by replaying what it received. */
+async function appleHoldsFor(tenant: Tenant): Promise<string[]> {
+  const held = new Set<string>();
+  for (const { url, body } of await receivedFor(tenant)) {
+    for (const domain of body.domainNames ?? []) {
+      if (url === REGISTER) held.add(domain);
+      if (url === UNREGISTER) held.delete(domain);
+    }
+  }
+  return [...held].sort();
+}
+
+describe("registrations racing past the vault's checks", () => {
+  it("two tenants registering one domain at once: one holds it, and Apple's registration of the other is withdrawn", async () => {
+    const [first, second] = [await seedTenant(), await seedTenant()];
+    const domain = `race.shared.t${first.tenantId.slice(0, 8)}.example.com`;
+    const replies = await Promise.all(
+      [first, second].map((tenant) => call("POST", "/apple-pay/domain-registration", { key: tenant.managementKey, body: { domain } })),
+    );
+    expect(replies.map(({ status }) => status).sort()).toEqual([200, 409]);
+    const [winner, loser] = replies[0]!.status === 200 ? [first, second] : [second, first];
+    expect(await domainsOf(winner)).toEqual([domain]);
+    expect(await domainsOf(loser)).toEqual([]);
+    // Apple holds the domain for the tenant the vault lists, and for no one else.
+    expect(await appleHoldsFor(winner)).toEqual([domain]);
+    expect(await appleHoldsFor(loser)).toEqual([]);
+  });
+
+  it(`a tenant's registrations racing past its count hold it to ${APPLE_PAY_WEB.maxDomainsPerTenant} domains, with Apple's side withdrawn`, async () => {
+    const tenant = await seedTenant();
+    const domains = Array.from({ length: APPLE_PAY_WEB.maxDomainsPerTenant - 1 }, (_, i) => domainOf(tenant, `d${i}`));
+    expect((await call("PUT", "/apple-pay/domain-registration", { key: tenant.managementKey, body: { domains } })).status).toBe(200);
+    const racing = ["a", "b"].map((label) => `race.${label}.t${tenant.tenantId.slice(0, 8)}.example.com`);
+    const replies = await Promise.all(
+      racing.map((domain) => call("POST", "/apple-pay/domain-registration", { key: tenant.managementKey, body: { domain } })),
+    );
+    const held = await domainsOf(tenant);
+    expect(held.length).toBeLessThanOrEqual(APPLE_PAY_WEB.maxDomainsPerTenant);
+    for (const reply of replies) if (reply.status !== 200) expectProblem(reply, 409);
+    expect(await appleHoldsFor(tenant)).toEqual([...held].sort());
+  });
+});
