@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { APPLE_PAY_WEB } from "../../src/limits";
-import { call, expectProblem, seedTenant, type Tenant } from "../support/harness";
+import { call, createApplication, expectProblem, seedTenant, type Tenant } from "../support/harness";
 
 /*
  * Attacks on Apple Pay on the web (attack38c), against the fake of Apple's servers bound as
@@ -75,5 +75,74 @@ describe("registrations racing past the vault's checks", () => {
     expect(held.length).toBeLessThanOrEqual(APPLE_PAY_WEB.maxDomainsPerTenant);
     for (const reply of replies) if (reply.status !== 200) expectProblem(reply, 409);
     expect(await appleHoldsFor(tenant)).toEqual([...held].sort());
+  });
+});
+
+describe("a session's validation_url, spelled to send the vault's certificate elsewhere", () => {
+  const HOST = "apple-pay-gateway.apple.com";
+  const PATH = "/paymentservices/paymentSession";
+
+  async function sessionTenant() {
+    const tenant = await seedTenant();
+    const domain = domainOf(tenant, "checkout");
+    expect((await call("POST", "/apple-pay/domain-registration", { key: tenant.managementKey, body: { domain } })).status).toBe(200);
+    const key = (await createApplication(tenant, { type: "public", permissions: ["apple-pay:session"] })).key;
+    return { tenant, domain, key };
+  }
+
+  it("a spelling the URL standard reads as Apple's endpoint is sent only as Apple's endpoint, normalized", async () => {
+    const { tenant, domain, key } = await sessionTenant();
+    for (const validationUrl of [
+      `https://APPLE-PAY-GATEWAY.Apple.COM${PATH}`,
+      `HTTPS://${HOST}${PATH}`,
+      `https://${HOST}:443${PATH}`,
+      `https://${HOST}:0443${PATH}`,
+      `https://apple-pay-gateway%2Eapple.com${PATH}`,
+      `https://\uff41pple-pay-gateway.apple.com${PATH}`,
+      `https:\\\\${HOST}\\paymentservices\\paymentSession`,
+      `https://${HOST}/payment\tservices/paymentSession`,
+      `https://${HOST}${PATH}/../paymentSession`,
+      `https:${HOST}${PATH}`,
+      `https:///${HOST}${PATH}`,
+    ]) {
+      const before = (await receivedFor(tenant)).length;
+      const reply = await call("POST", "/apple-pay/session", {
+        key,
+        body: { validation_url: validationUrl, display_name: "Shop", domain },
+      });
+      const sent = (await receivedFor(tenant)).slice(before);
+      if (reply.status === 200)
+        expect(
+          sent.map(({ url }) => url),
+          validationUrl,
+        ).toEqual([`https://${HOST}${PATH}`]);
+      else expect([expectProblem(reply, 400).errors, sent], validationUrl).toEqual([{ validation_url: expect.any(Array) }, []]);
+    }
+  });
+
+  it("a look-alike host, a trailing dot, an encoded slash or query, userinfo hiding a host, or an overlong URL is a 400 and sends nothing", async () => {
+    const { tenant, domain, key } = await sessionTenant();
+    for (const validationUrl of [
+      `https://xn--pple-pay-gateway-0ob.apple.com${PATH}`,
+      `https://\u0430pple-pay-gateway.apple.com${PATH}`,
+      `https://${HOST}.${PATH}`,
+      `https://${HOST}%2F@evil.example${PATH}`,
+      `https://evil.example%23@${HOST}${PATH}`,
+      `https://${HOST}%00.evil.example${PATH}`,
+      `https://${HOST}/paymentservices%2FpaymentSession`,
+      `https://${HOST}/paymentservices/x/..%2FpaymentSession`,
+      `https://${HOST}${PATH}%3F`,
+      `https://${HOST}${PATH};x`,
+      `https://${HOST}${PATH}/`,
+      `https://[::ffff:11.32.194.1]${PATH}`,
+      `https://${HOST}${PATH}?${"a".repeat(APPLE_PAY_WEB.maxValidationUrlLength)}`,
+    ]) {
+      const reply = await call("POST", "/apple-pay/session", {
+        key,
+        body: { validation_url: validationUrl, display_name: "Shop", domain },
+      });
+      expect(expectProblem(reply, 400).errors, validationUrl).toHaveProperty("validation_url");
+    }
+    expect((await receivedFor(tenant)).map(({ url }) => url)).toEqual([REGISTER]);
   });
 });
