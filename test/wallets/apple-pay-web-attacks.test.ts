@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { APPLE_PAY_WEB } from "../../src/limits";
+import { entryWhere } from "../support/audit";
 import { call, createApplication, expectProblem, seedTenant, type Tenant } from "../support/harness";
 
 /*
@@ -144,5 +145,33 @@ describe("a session's validation_url, spelled to send the vault's certificate el
       expect(expectProblem(reply, 400).errors, validationUrl).toHaveProperty("validation_url");
     }
     expect((await receivedFor(tenant)).map(({ url }) => url)).toEqual([REGISTER]);
+  });
+});
+
+describe("the audit of Apple Pay on the web", () => {
+  it("every session request, answered, refused by the vault or by Apple, is an entry holding neither the URL, the name nor Apple's session", async () => {
+    const tenant = await seedTenant();
+    const domain = domainOf(tenant, "audited");
+    expect((await call("POST", "/apple-pay/domain-registration", { key: tenant.managementKey, body: { domain } })).status).toBe(200);
+    const key = (await createApplication(tenant, { type: "public", permissions: ["apple-pay:session"] })).key;
+    const evilUrl = "https://evil-audit.example/paymentservices/paymentSession";
+    const replies = [
+      await call("POST", "/apple-pay/session", { key, body: { display_name: "Audited Store", domain } }),
+      await call("POST", "/apple-pay/session", { key, body: { validation_url: evilUrl, display_name: "Audited Store", domain } }),
+      await call("POST", "/apple-pay/session", { key, body: { display_name: "refused-audit", domain } }),
+    ];
+    expect(replies.map(({ status }) => status)).toEqual([200, 400, 422]);
+    const session = JSON.parse(replies[0]!.body).merchantSessionIdentifier as string;
+    for (const status of [200, 400, 422]) {
+      const entry = await entryWhere(
+        tenant,
+        { entity_type: "apple-pay-session" },
+        (candidate) => candidate.status === status && candidate.operation === "create",
+      );
+      expect(entry, String(status)).toMatchObject({ entity_id: null, message: "Requested Apple Pay merchant session" });
+      for (const secret of [evilUrl, "Audited Store", "refused-audit", session, "Payment Services Exception"]) {
+        expect(JSON.stringify(entry), String(status)).not.toContain(secret);
+      }
+    }
   });
 });
