@@ -88,48 +88,50 @@ export function requireGateway(context: RequestContext): Fetcher {
  * the answer is read within APPLE_PAY_WEB's time and size bounds, and a refusal is a 422.
  */
 export async function postToApple(gateway: Fetcher, url: URL, body: unknown, what: string): Promise<string> {
-  const signal = AbortSignal.timeout(APPLE_PAY_WEB.gatewayTimeoutMs);
-  try {
-    const response = await gateway.fetch(url.href, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      redirect: "manual",
-      signal,
-    });
-    if (response.status >= 300 && response.status < 400) {
-      await response.body?.cancel();
-      throw new ApplePayGatewayError(what, "it answered with a redirect, which is not followed");
-    }
-    if (response.status >= 400 && response.status < 500) {
-      await response.body?.cancel();
-      throw new ApplePayRefusedError(what, response.status);
-    }
-    if (response.status !== 200) {
-      await response.body?.cancel();
-      throw new ApplePayGatewayError(what, `it answered ${response.status}`);
-    }
-    return await boundedText(response, what);
-  } catch (error) {
-    if (error instanceof ProblemError) throw error;
-    throw new ApplePayGatewayError(what, signal.aborted ? `no answer within ${APPLE_PAY_WEB.gatewayTimeoutMs / 1000} s` : "unreachable");
+  const timeUp = new Promise<"late">((resolve) => setTimeout(() => resolve("late"), APPLE_PAY_WEB.gatewayTimeoutMs));
+  const late = () => new ApplePayGatewayError(what, `no answer within ${APPLE_PAY_WEB.gatewayTimeoutMs / 1000} s`);
+  const answer = gateway
+    .fetch(url.href, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), redirect: "manual" })
+    .catch(() => "unreachable" as const);
+  const response = await Promise.race([answer, timeUp]);
+  if (response === "late") throw late();
+  if (response === "unreachable") throw new ApplePayGatewayError(what, "unreachable");
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel();
+    throw new ApplePayGatewayError(what, "it answered with a redirect, which is not followed");
   }
+  if (response.status >= 400 && response.status < 500) {
+    await response.body?.cancel();
+    throw new ApplePayRefusedError(what, response.status);
+  }
+  if (response.status !== 200) {
+    await response.body?.cancel();
+    throw new ApplePayGatewayError(what, `it answered ${response.status}`);
+  }
+  return boundedText(response, what, timeUp, late);
 }
 
-async function boundedText(response: Response, what: string): Promise<string> {
+/**
+ * Reads the body, each read raced against `timeUp`. Past it the read is left to the end of the
+ * request rather than aborted or cancelled: workerd reports an aborted or cancelled pending read as
+ * an unhandled rejection even when it is awaited.
+ */
+async function boundedText(response: Response, what: string, timeUp: Promise<"late">, late: () => ProblemError): Promise<string> {
   if (!response.body) return "";
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let length = 0;
   for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    length += value.byteLength;
+    const read = await Promise.race([reader.read().catch(() => "broken" as const), timeUp]);
+    if (read === "late") throw late();
+    if (read === "broken") throw new ApplePayGatewayError(what, "its answer broke off");
+    if (read.done) break;
+    length += read.value.byteLength;
     if (length > APPLE_PAY_WEB.maxGatewayAnswerBytes) {
       await reader.cancel();
       throw new ApplePayGatewayError(what, `its answer exceeds ${APPLE_PAY_WEB.maxGatewayAnswerBytes} bytes`);
     }
-    chunks.push(value);
+    chunks.push(read.value);
   }
   const bytes = new Uint8Array(length);
   let offset = 0;

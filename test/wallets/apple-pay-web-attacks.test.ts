@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { APPLE_PAY_WEB } from "../../src/limits";
 import { entryWhere } from "../support/audit";
 import { call, createApplication, expectProblem, seedTenant, type Tenant } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 
 /*
  * Attacks on Apple Pay on the web (attack38c), against the fake of Apple's servers bound as
@@ -174,4 +175,15 @@ describe("the audit of Apple Pay on the web", () => {
       }
     }
   });
+});
+
+describe("Apple answering without end", () => {
+  it(`a body that never ends is read no longer than ${APPLE_PAY_WEB.gatewayTimeoutMs / 1000} s: a 502 that records nothing`, async () => {
+    const tenant = await seedTenant();
+    const reply = await expectLoggedError(/Apple Pay's gateway gave no usable answer/, () =>
+      call("POST", "/apple-pay/domain-registration", { key: tenant.managementKey, body: { domain: domainOf(tenant, "endless") } }),
+    );
+    expect(expectProblem(reply, 502).detail).toMatch(/no answer within/);
+    expect(await domainsOf(tenant)).toEqual([]);
+  }, 30_000);
 });
