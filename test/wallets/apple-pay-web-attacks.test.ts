@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { APPLE_PAY_WEB } from "../../src/limits";
 import { entryWhere } from "../support/audit";
+import { callConfigured } from "../support/configured";
 import { call, createApplication, expectProblem, seedTenant, type Tenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
 
@@ -186,4 +187,24 @@ describe("Apple answering without end", () => {
     expect(expectProblem(reply, 502).detail).toMatch(/no answer within/);
     expect(await domainsOf(tenant)).toEqual([]);
   }, 30_000);
+});
+
+describe("a page flooding merchant sessions", () => {
+  it("a public key's session requests past its limit from one address are 429s, and Apple is not asked for them", async () => {
+    const tenant = await seedTenant();
+    const domain = domainOf(tenant, "flood");
+    expect((await call("POST", "/apple-pay/domain-registration", { key: tenant.managementKey, body: { domain } })).status).toBe(200);
+    const key = (await createApplication(tenant, { type: "public", permissions: ["apple-pay:session"] })).key;
+    // wrangler.toml's own limit per public key and address (60 a minute), in one window of it.
+    const limits = { PUBLIC_CLIENT_RATE_LIMIT: env.DEFAULT_PUBLIC_CLIENT_RATE_LIMIT };
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left < 15_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+    const headers = { "SVC-API-KEY": key, "CF-Connecting-IP": "203.0.113.38" };
+    const body = { display_name: "Flood", domain };
+    const statuses = [];
+    for (let i = 0; i < 61; i++) statuses.push((await callConfigured(limits, "POST", "/apple-pay/session", { headers, body })).status);
+    expect(statuses.slice(0, 60).every((status) => status === 200)).toBe(true);
+    expect(statuses[60]).toBe(429);
+    expect((await receivedFor(tenant)).filter(({ url }) => url.endsWith("/paymentSession"))).toHaveLength(60);
+  }, 60_000);
 });
