@@ -26,7 +26,7 @@ describe("PKCS #12 shapes past the reader's bounds", () => {
     const tenant = await seedTenant();
     const merchantId = await merchantOf(tenant);
     const before = await rowCounts();
-    const problem = expectProblem(await upload(tenant, merchantId, await withNestedKey(2 ** 22)), 400);
+    const problem = expectProblem(await upload(tenant, merchantId, await withNestedKey(40 * APPLE_PAY.maxPkcs12Iterations)), 400);
     expect(problem.errors?.payment_processor_certificate_data?.[0]).toMatch(/exactly one private key/);
     expect(await rowCounts()).toEqual(before);
   });
