@@ -27,14 +27,9 @@ export async function registerDomain(context: TenantContext, principal: Principa
   const [held] = await heldBy(context, [domain]);
   if (held?.tenantId === context.tenantId) return listDomains(context);
   if (held) throw takenError(domain);
-  const count = await countOf(context);
-  if (count >= APPLE_PAY_WEB.maxDomainsPerTenant) {
-    throw new ConflictError(
-      `The tenant holds ${APPLE_PAY_WEB.maxDomainsPerTenant} Apple Pay domains, the most it may; deregister one first`,
-    );
-  }
+  if ((await countOf(context)) >= APPLE_PAY_WEB.maxDomainsPerTenant) throw tooManyError();
   await register(context, gateway, [domain]);
-  await insertDomains(context, principal, [domain]);
+  await recordRegistered(context, principal, gateway, [domain], APPLE_PAY_WEB.maxDomainsPerTenant);
   return listDomains(context);
 }
 
@@ -50,7 +45,8 @@ export async function registerAllDomains(context: TenantContext, principal: Prin
   const removals = current.filter((domain) => !wanted.includes(domain));
   if (additions.length > 0) {
     await register(context, gateway, additions);
-    await insertDomains(context, principal, additions);
+    // The domains left out are still held until deregistered below: they are room the list makes.
+    await recordRegistered(context, principal, gateway, additions, APPLE_PAY_WEB.maxDomainsPerTenant + removals.length);
   }
   if (removals.length > 0) {
     await unregister(context, gateway, removals);
@@ -87,6 +83,9 @@ async function heldBy(context: TenantContext, domains: string[]) {
 /** `domain IN` the list, bound as one JSON parameter: a list of 99 would pass D1's 100 bound parameters. */
 const domainIn = (domains: string[]): SQL => sql`${applePayDomains.domain} IN (SELECT value FROM json_each(${JSON.stringify(domains)}))`;
 
+const tooManyError = () =>
+  new ConflictError(`The tenant holds ${APPLE_PAY_WEB.maxDomainsPerTenant} Apple Pay domains, the most it may; deregister one first`);
+
 async function countOf(context: TenantContext): Promise<number> {
   const [row] = await context.control
     .select({ count: sql<number>`count(*)` })
@@ -102,18 +101,43 @@ async function countOf(context: TenantContext): Promise<number> {
 const takenError = (domain: string) =>
   new ConflictError(`Apple Pay domain ${domain} is registered by another merchant of this vault; it must be deregistered there first`);
 
-async function insertDomains(context: TenantContext, principal: Principal, domains: string[]): Promise<void> {
+/**
+ * Records domains Apple registered, all or none, in one statement that re-checks what was checked
+ * before Apple was asked: no other tenant holds one, and the tenant's list stays within `room`.
+ * When a request that raced past those checks fills either first, Apple's registration of the
+ * domains this request does not hold is withdrawn, so Apple holds what the vault lists (a 409).
+ */
+async function recordRegistered(
+  context: TenantContext,
+  principal: Principal,
+  gateway: Fetcher,
+  domains: string[],
+  room: number,
+): Promise<void> {
+  const list = JSON.stringify(domains);
   const { results } = await context.control.$client
     .prepare(
       `INSERT INTO apple_pay_domains (domain, tenant_id, created_by, created_at)
-       SELECT value, ?, ?, ? FROM json_each(?) WHERE true
+       SELECT value, ?1, ?2, ?3 FROM json_each(?4)
+       WHERE NOT EXISTS (
+           SELECT 1 FROM apple_pay_domains WHERE domain IN (SELECT value FROM json_each(?4)) AND tenant_id <> ?1)
+         AND (SELECT count(*) FROM apple_pay_domains
+              WHERE tenant_id = ?1 AND domain NOT IN (SELECT value FROM json_each(?4))) + json_array_length(?4) <= ?5
        ON CONFLICT (domain) DO NOTHING RETURNING domain`,
     )
-    .bind(context.tenantId, principal.applicationId, Date.now(), JSON.stringify(domains))
+    .bind(context.tenantId, principal.applicationId, Date.now(), list, room)
     .all<{ domain: string }>();
-  // Another tenant registered one of them between the check and now: its row stands.
-  const taken = domains.find((domain) => !results.some((row) => row.domain === domain));
-  if (taken) throw takenError(taken);
+  if (results.length > 0) return;
+  const held = await heldBy(context, domains);
+  const mine = new Set(held.filter((row) => row.tenantId === context.tenantId).map((row) => row.domain));
+  if (mine.size === domains.length) return;
+  await unregister(
+    context,
+    gateway,
+    domains.filter((domain) => !mine.has(domain)),
+  );
+  const taken = held.find((row) => row.tenantId !== context.tenantId);
+  throw taken ? takenError(taken.domain) : tooManyError();
 }
 
 function register(context: TenantContext, gateway: Fetcher, domainNames: string[]): Promise<string> {

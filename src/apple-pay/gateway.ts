@@ -89,37 +89,63 @@ export function requireGateway(context: RequestContext): Fetcher {
  * the answer is read within APPLE_PAY_WEB's time and size bounds, and a refusal is a 422.
  */
 export async function postToApple(gateway: Fetcher, url: URL, body: unknown, what: string): Promise<string> {
-  const signal = AbortSignal.timeout(APPLE_PAY_WEB.gatewayTimeoutMs);
-  try {
-    const response = await gateway.fetch(url.href, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      redirect: "manual",
-      signal,
-    });
-    if (response.status >= 300 && response.status < 400) {
-      await response.body?.cancel();
-      throw new ApplePayGatewayError(what, "it answered with a redirect, which is not followed");
-    }
-    if (response.status >= 400 && response.status < 500) {
-      await response.body?.cancel();
-      throw new ApplePayRefusedError(what, response.status);
-    }
-    if (response.status !== 200) {
-      await response.body?.cancel();
-      throw new ApplePayGatewayError(what, `it answered ${response.status}`);
-    }
-    return await boundedText(response, what);
-  } catch (error) {
-    if (error instanceof ProblemError) throw error;
-    throw new ApplePayGatewayError(what, signal.aborted ? `no answer within ${APPLE_PAY_WEB.gatewayTimeoutMs / 1000} s` : "unreachable");
+  const timeUp = new Promise<"late">((resolve) => setTimeout(() => resolve("late"), APPLE_PAY_WEB.gatewayTimeoutMs));
+  const late = () => new ApplePayGatewayError(what, `no answer within ${APPLE_PAY_WEB.gatewayTimeoutMs / 1000} s`);
+  const answer = gateway
+    .fetch(url.href, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), redirect: "manual" })
+    .catch(() => "unreachable" as const);
+  const response = await Promise.race([answer, timeUp]);
+  if (response === "late") throw late();
+  if (response === "unreachable") throw new ApplePayGatewayError(what, "unreachable");
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel();
+    throw new ApplePayGatewayError(what, "it answered with a redirect, which is not followed");
   }
+  if (response.status >= 400 && response.status < 500) {
+    await response.body?.cancel();
+    throw new ApplePayRefusedError(what, response.status);
+  }
+  if (response.status !== 200) {
+    await response.body?.cancel();
+    throw new ApplePayGatewayError(what, `it answered ${response.status}`);
+  }
+  return boundedText(response, what, timeUp, late);
 }
 
-async function boundedText(response: Response, what: string): Promise<string> {
+/** The body as text, read within the deadline and APPLE_PAY_WEB's size bound. */
+async function boundedText(response: Response, what: string, timeUp: Promise<"late">, late: () => ProblemError): Promise<string> {
   if (!response.body) return "";
   const limit = APPLE_PAY_WEB.maxGatewayAnswerBytes;
-  const bytes = await readBounded(response.body, limit, () => new ApplePayGatewayError(what, `its answer exceeds ${limit} bytes`));
+  const reads = readsWithin(response.body, what, timeUp, late);
+  const bytes = await readBounded(reads, limit, () => new ApplePayGatewayError(what, `its answer exceeds ${limit} bytes`));
   return new TextDecoder().decode(bytes);
+}
+
+/**
+ * The body's chunks, each read raced against `timeUp`. Past it the read is left to the end of the
+ * request rather than aborted or cancelled: workerd reports an aborted or cancelled pending read as
+ * an unhandled rejection even when it is awaited. A reader that stops between reads (the answer too
+ * long) cancels the rest.
+ */
+async function* readsWithin(
+  body: ReadableStream<Uint8Array>,
+  what: string,
+  timeUp: Promise<"late">,
+  late: () => ProblemError,
+): AsyncGenerator<Uint8Array> {
+  const reader = body.getReader();
+  let pending = false;
+  try {
+    for (;;) {
+      pending = true;
+      const read = await Promise.race([reader.read().catch(() => "broken" as const), timeUp]);
+      if (read === "late") throw late();
+      pending = false;
+      if (read === "broken") throw new ApplePayGatewayError(what, "its answer broke off");
+      if (read.done) return;
+      yield read.value;
+    }
+  } finally {
+    if (!pending) await reader.cancel().catch(() => undefined);
+  }
 }

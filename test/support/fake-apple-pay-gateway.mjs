@@ -7,10 +7,26 @@
  *     `statusMessage` ("Payment Services Exception …") the vault must never repeat;
  *   - `outage.` / `outage`: a 500;  `redirect.` / `redirect`: a 302 elsewhere;
  *   - `huge.` / `huge`: a 200 of 1 MiB;  display name `not-json`: a 200 of text;
- *   - `sticky.`: registered as any domain, but its deregistration is a 500.
+ *   - `endless.` / `endless`: a 200 whose body sends a byte every half second and never ends;
+ *   - `sticky.`: registered as any domain, but its deregistration is a 500;
+ *   - `race.<label>.<rest>`: a registration held until a second one of a `race.` domain ending in the
+ *     same <rest> arrives, then both answered (two requests that raced past the vault's checks).
  * GET /received answers what was received (the vault only POSTs, and only to /paymentservices/ paths).
  */
 const received = [];
+
+/** How many registrations of `race.` domains have arrived, by the domain's <rest>. */
+const racing = new Map();
+
+/**
+ * Waits until a second registration of a `race.` domain ending as `domain` does has arrived. Each
+ * request polls the count in its own context: workerd refuses a promise resolved by another request.
+ */
+async function raced(domain) {
+  const rest = domain.split(".").slice(2).join(".");
+  racing.set(rest, (racing.get(rest) ?? 0) + 1);
+  while (racing.get(rest) < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+}
 
 function parsed(text) {
   try {
@@ -20,6 +36,16 @@ function parsed(text) {
   }
 }
 
+/** A body that never ends: a byte every half second, until the reader cancels it. */
+function trickle() {
+  return new ReadableStream({
+    async pull(controller) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      controller.enqueue(new TextEncoder().encode(" "));
+    },
+  });
+}
+
 const refusal = (message) => Response.json({ statusMessage: `Payment Services Exception ${message}`, statusCode: "400" }, { status: 400 });
 
 function answerAs(name) {
@@ -27,6 +53,7 @@ function answerAs(name) {
   if (name.startsWith("outage")) return new Response("Payment Services Exception internal error", { status: 500 });
   if (name.startsWith("redirect")) return new Response(null, { status: 302, headers: { location: "https://elsewhere.example/" } });
   if (name.startsWith("huge")) return new Response("x".repeat(1 << 20), { status: 200 });
+  if (name.startsWith("endless")) return new Response(trickle(), { status: 200 });
   return null;
 }
 
@@ -37,6 +64,8 @@ export default {
     const body = parsed(await request.text());
     received.push({ method: request.method, url: request.url, body });
     if (url.pathname === "/paymentservices/registerMerchant" || url.pathname === "/paymentservices/unregisterMerchant") {
+      const race = (body.domainNames ?? []).find((domain) => domain.startsWith("race."));
+      if (race && url.pathname.endsWith("/registerMerchant")) await raced(race);
       for (const domain of body.domainNames ?? []) {
         if (domain.startsWith("sticky.") && url.pathname.endsWith("/unregisterMerchant")) return answerAs("outage");
         const answer = answerAs(domain);

@@ -123,3 +123,21 @@ export async function withPartKdf(kdf: string): Promise<string> {
   const part = new pkijs.ContentInfo({ contentType: ENCRYPTED_DATA, content: encrypted.toSchema() });
   return fileOf([part, plainPart([keyBag])]);
 }
+
+const SAFE_CONTENTS_BAG = "1.2.840.113549.1.12.10.1.6";
+
+/** Gala's file with its shrouded key moved into a SafeContents bag (a bag of bags), its PBKDF2 count set to `iterations`. */
+export async function withNestedKey(iterations: number): Promise<string> {
+  const { certificatePart, keyBag } = galaParts();
+  const shrouded = keyBag.bagValue as pkijs.PKCS8ShroudedKeyBag;
+  shrouded.encryptionAlgorithm = withIterations(shrouded.encryptionAlgorithm, iterations);
+  const nested = new pkijs.SafeBag({ bagId: SAFE_CONTENTS_BAG, bagValue: new pkijs.SafeContents({ safeBags: [keyBag] }) });
+  return fileOf([certificatePart, plainPart([nested])]);
+}
+
+/** Gala's file with its MAC's digest algorithm renamed `digest` (the MAC itself left as SHA-256 made it). */
+export async function withMacDigest(digest: string): Promise<string> {
+  const pfx = pkijs.PFX.fromBER(bytesOf(await withKeyIterations(2048)));
+  pfx.macData!.mac.digestAlgorithm = new pkijs.AlgorithmIdentifier({ algorithmId: digest, algorithmParams: new asn1js.Null() });
+  return b64Of(pfx.toSchema().toBER(false));
+}
