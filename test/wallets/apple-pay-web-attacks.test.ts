@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { APPLE_PAY_WEB } from "../../src/limits";
+import { domainOf, domainsOf, REGISTER, receivedFor, UNREGISTER } from "../support/apple-pay-web";
 import { entryWhere } from "../support/audit";
 import { callConfigured } from "../support/configured";
 import { call, createApplication, expectProblem, seedTenant, type Tenant } from "../support/harness";
@@ -12,31 +13,6 @@ import { expectLoggedError } from "../support/logs";
  * registration until a second one arrives, so two requests race past the vault's checks without
  * any timing.
  */
-
-interface Received {
-  method: string;
-  url: string;
-  body: Record<string, any>;
-}
-
-async function receivedFor(tenant: Tenant): Promise<Received[]> {
-  const all = (await (await env.APPLE_PAY_GATEWAY.fetch("https://fake-apple.test/received")).json()) as Received[];
-  return all.filter(
-    (request) =>
-      request.body?.partnerInternalMerchantIdentifier === tenant.tenantId || request.body?.merchantIdentifier === tenant.tenantId,
-  );
-}
-
-const REGISTER = "https://apple-pay-gateway.apple.com/paymentservices/registerMerchant";
-const UNREGISTER = "https://apple-pay-gateway.apple.com/paymentservices/unregisterMerchant";
-
-const domainOf = (tenant: Tenant, label: string) => `${label}.t${tenant.tenantId.slice(0, 8)}.example.com`;
-
-async function domainsOf(tenant: Tenant): Promise<string[]> {
-  const reply = await call("GET", "/apple-pay/domain-registration", { key: tenant.managementKey });
-  expect(reply.status).toBe(200);
-  return reply.body.domains.map(({ domain }: { domain: string }) => domain);
-}
 
 /** What Apple holds registered for the tenant, by replaying what it received. */
 async function appleHoldsFor(tenant: Tenant): Promise<string[]> {

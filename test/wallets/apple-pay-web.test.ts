@@ -1,7 +1,7 @@
-import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { APPLE_PAY_GATEWAY_HOSTS } from "../../src/apple-pay/gateway";
 import { APPLE_PAY_WEB } from "../../src/limits";
+import { domainOf, domainsOf, PAYMENT_SESSION, REGISTER, receivedFor, UNREGISTER } from "../support/apple-pay-web";
 import { callConfigured } from "../support/configured";
 import { call, createApplication, expectProblem, seedTenant, type Tenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
@@ -13,36 +13,8 @@ import { expectLoggedError } from "../support/logs";
  * session's merchantIdentifier), so a test reads only its own tenant's.
  */
 
-interface Received {
-  method: string;
-  url: string;
-  body: Record<string, any>;
-}
-
-/** What Apple received for the tenant (registrations name it as the merchant, sessions too). */
-async function receivedFor(tenant: Tenant): Promise<Received[]> {
-  const all = (await (await env.APPLE_PAY_GATEWAY.fetch("https://fake-apple.test/received")).json()) as Received[];
-  return all.filter(
-    (request) =>
-      request.body?.partnerInternalMerchantIdentifier === tenant.tenantId || request.body?.merchantIdentifier === tenant.tenantId,
-  );
-}
-
 /** How Apple's own error messages begin (the fake's too): the vault never repeats them. */
 const APPLE_SECRET = "Payment Services Exception";
-
-const REGISTER = "https://apple-pay-gateway.apple.com/paymentservices/registerMerchant";
-const UNREGISTER = "https://apple-pay-gateway.apple.com/paymentservices/unregisterMerchant";
-const PAYMENT_SESSION = "https://apple-pay-gateway.apple.com/paymentservices/paymentSession";
-
-/** A domain no other test uses: its first label, then the tenant's. */
-const domainOf = (tenant: Tenant, label: string) => `${label}.t${tenant.tenantId.slice(0, 8)}.example.com`;
-
-async function domainsOf(tenant: Tenant): Promise<string[]> {
-  const reply = await call("GET", "/apple-pay/domain-registration", { key: tenant.managementKey });
-  expect(reply.status).toBe(200);
-  return reply.body.domains.map(({ domain }: { domain: string }) => domain);
-}
 
 async function registered(tenant: Tenant, label: string): Promise<string> {
   const domain = domainOf(tenant, label);
