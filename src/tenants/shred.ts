@@ -81,7 +81,7 @@ export async function shredTenant(context: RequestContext, tenantId: string): Pr
         control.prepare("DELETE FROM tenant_keys WHERE tenant_id = ?").bind(tenantId),
         // A rotation in progress stops: its chain finds no rotation to claim.
         control.prepare("DELETE FROM key_rotations WHERE tenant_id = ?").bind(tenantId),
-        ...CONTROL_TABLES.map((table) => control.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId)),
+        ...controlRowDeletes(control, tenantId),
         control.prepare("UPDATE tenants SET shredded_at = ? WHERE id = ? AND shredded_at IS NULL").bind(now, tenantId),
       ])
       .catch((error: unknown) => {
@@ -96,6 +96,11 @@ export async function shredTenant(context: RequestContext, tenantId: string): Pr
     derived_keys: row.keysDerived === 1,
     remaining_rows: await remainingRows(context.dataDatabase(row.database), tenantId),
   };
+}
+
+/** One DELETE of the tenant's rows for each of CONTROL_TABLES. */
+function controlRowDeletes(control: D1Database, tenantId: string): D1PreparedStatement[] {
+  return CONTROL_TABLES.map((table) => control.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(tenantId));
 }
 
 async function remainingRows(d1: D1Database, tenantId: string): Promise<number> {
@@ -117,7 +122,7 @@ export async function purgeShreddedTenants(context: RequestContext): Promise<num
   const control = context.control.$client;
   for (const { id, database } of results) {
     // A request that read the tenant's keys before the shred may write a row after its batch: each step deletes those.
-    await control.batch(CONTROL_TABLES.map((table) => control.prepare(`DELETE FROM ${table} WHERE tenant_id = ?`).bind(id)));
+    await control.batch(controlRowDeletes(control, id));
     const step = await purgeTenantData(context.dataDatabase(database), id, SHRED_PURGE_BATCH);
     deleted += step;
     // Its documents' objects, unreadable since its keys went, leave the bucket too.
