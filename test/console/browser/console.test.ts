@@ -305,7 +305,8 @@ describe("the console: acceptance", () => {
       .toBe(20);
     await visit(page, "Overview");
     expect(await totalRequests(page)).toBeGreaterThanOrEqual(before + 20);
-    expect(await page.locator(".chart canvas").count()).toBeGreaterThan(0);
+    // uPlot draws its canvas in an effect, after the counts are on the page.
+    await expect.poll(() => page.locator(".chart canvas").count()).toBeGreaterThan(0);
     await checkPage(page, "overview-after-burst", admin);
   }, 60_000);
 
