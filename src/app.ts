@@ -26,7 +26,6 @@ import { createRouter, documentEveryOperation, HTTP_METHODS } from "./http/route
 import { jsonContent, problemResponses } from "./http/schemas";
 import { clientKeyRoutes } from "./keys/client-key-routes";
 import { keyRoutes } from "./keys/routes";
-import { isInvocationPath } from "./proxies/destination";
 import { proxyInvocationRoutes, proxyRoutes } from "./proxies/routes";
 import { reactorRoutes } from "./reactors/routes";
 import { authenticateKnownRoutes, bootstrapFirst, traceAndConfigure } from "./runtime/middleware";
@@ -42,11 +41,11 @@ export function buildApp() {
 
   app.use("*", traceAndConfigure);
   app.use("*", auditRequests);
-  // Proxy invocation applies its own limit, so that it too answers as proxy_error; a document upload its own, larger one
-  // (DOCUMENTS.maxBytes), counted as the body streams. (A plain test:
-  // hono/combine's except() costs a router match and a middleware chain on every request.)
+  // A document upload applies its own, larger limit (DOCUMENTS.maxBytes), counted as the body streams. (A plain test:
+  // hono/combine's except() costs a router match and a middleware chain on every request.) Proxy calls never
+  // come here: src/index.ts answers them (src/runtime/proxy-calls.ts).
   app.use("*", async (c, next) => {
-    if (isInvocationPath(c.req.path) || isDocumentUpload(c.req.method, c.req.path)) await next();
+    if (isDocumentUpload(c.req.method, c.req.path)) await next();
     else await limitBody(c, next);
   });
 

@@ -1,7 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import type { AppEnv } from "../http/context";
-import { isInvocationPath } from "../proxies/destination";
 import { auditedOperation } from "./operations";
 import { recordAfterAnswer } from "./recorder";
 
@@ -19,9 +18,8 @@ export const auditRequests: MiddlewareHandler<AppEnv> = async (c, next) => {
   recordAfterAnswer((promise) => c.executionCtx.waitUntil(promise), request, entries);
 };
 
-/** The audited route the request matched: its own route (not a middleware's), or /proxy. */
+/** The audited route the request matched: its own route (not a middleware's). Proxy calls are audited by src/runtime/proxy-calls.ts. */
 function routeOf(path: string, routes: { method: string; path: string }[]) {
-  if (isInvocationPath(path)) return auditedOperation("ALL", "/proxy", path);
   const route = routes.findLast((candidate) => candidate.method !== "ALL");
   return route ? auditedOperation(route.method, route.path, path) : undefined;
 }

@@ -5,6 +5,17 @@ export function isInvocationPath(path: string): boolean {
   return path === INVOCATION_PATH || path.startsWith(`${INVOCATION_PATH}/`);
 }
 
+/**
+ * The path of a request's URL as sent (not decoded), read without parsing the URL: what a proxy call
+ * is told by. A path that spells `/proxy` with escapes (`/%70roxy`) is not one.
+ */
+export function rawPathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
+  const end = url.slice(start).search(/[?#]/);
+  return end < 0 ? url.slice(start) : url.slice(start, start + end);
+}
+
 /** What the caller asked for below `/proxy`: the sub-path and the raw query without the proxy key. */
 export interface CallerTarget {
   /** Raw (still percent-encoded) path after `/proxy`, empty for `/proxy` itself. */

@@ -1,6 +1,4 @@
-import type { Context } from "hono";
-import { ProblemError, problemOf, ResponseError } from "../errors";
-import type { AppEnv } from "../http/context";
+import { ProblemError, problemOf, ResponseError, type RevealedValues } from "../errors";
 
 /** The destination did not answer in time (`PROXY_TIMEOUT_MS`). */
 export class DestinationTimeoutError extends ProblemError {
@@ -21,9 +19,9 @@ export class DestinationResponseError extends ProblemError {
  * so a caller can always tell the vault's errors from the destination's own; a transform that
  * chose the whole response (ResponseError) gets it.
  */
-export function proxyErrorResponse(error: Error, c: Context<AppEnv>): Response {
+export function proxyErrorResponse(error: unknown, traceId: string, revealed?: RevealedValues): Response {
   if (error instanceof ResponseError) return error.toResponse();
-  const { problem, headers } = problemOf(error, c.var.traceId, "proxy", c.var.request?.revealed);
+  const { problem, headers } = problemOf(error, traceId, "proxy", revealed);
   return new Response(JSON.stringify({ proxy_error: problem }), {
     status: problem.status,
     headers: { ...headers, "content-type": "application/json", "cache-control": "no-store" },

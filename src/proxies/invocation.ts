@@ -5,10 +5,11 @@ import { principalOfSessionRequest } from "../console/service";
 import type { RequestContext, ScriptKind, TenantContext } from "../context";
 import { detokenizeJson } from "../detokenization/service";
 import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../egress/policy";
-import { ForbiddenError, MethodNotAllowedError, UnauthenticatedError, ValidationError } from "../errors";
-import { utf8TextOf } from "../http/body";
+import { ForbiddenError, MethodNotAllowedError, PayloadTooLargeError, UnauthenticatedError, ValidationError } from "../errors";
+import { readBounded, utf8TextOf } from "../http/body";
 import { sessionTokenOf } from "../http/console-cookie";
 import { HTTP_METHODS } from "../http/router";
+import { BODY } from "../limits";
 import { ScriptFailedError, type TransformResult } from "../sandbox";
 import { mightHoldReferences, parseStructured, type StructuredMediaType, serialiseStructured, structuredMediaTypeOf } from "./bodies";
 import { type CallerTarget, callerTarget, destinationFor, proxyKeyInQuery } from "./destination";
@@ -208,7 +209,7 @@ async function outgoingRequest(invocation: Invocation, request: Request): Promis
 type RequestBody = { read: false; bytes: Uint8Array | null } | { read: true; value: unknown };
 
 async function readRequestBody(request: Request, mediaType: StructuredMediaType | null, transformed: boolean): Promise<RequestBody> {
-  const bytes = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
+  const bytes = request.body ? await bodyBytesOf(request, request.body) : null;
   if (!bytes) return transformed ? { read: true, value: null } : { read: false, bytes };
   if (!transformed && !mightHoldReferences(bytes, mediaType)) return { read: false, bytes };
   const refuse = (reason: string) => new ValidationError(`The request body ${reason}`);
@@ -219,6 +220,15 @@ async function readRequestBody(request: Request, mediaType: StructuredMediaType 
   if (text !== null) return { read: true, value: text };
   if (declaresText(request.headers.get("content-type"))) throw refuse("holds token references, so it must be valid UTF-8");
   return { read: false, bytes };
+}
+
+/**
+ * The body whole, within BODY.maxBytes: a body sent with a Content-Length over it was refused before
+ * the pipeline began (answerInvocation), and one sent without is counted as it streams.
+ */
+async function bodyBytesOf(request: Request, body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  if (request.headers.has("content-length")) return new Uint8Array(await request.arrayBuffer());
+  return readBounded(body, BODY.maxBytes, () => new PayloadTooLargeError(BODY.maxBytes));
 }
 
 /** `text/*`, XML, or any type that names a charset. */

@@ -1,10 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context, MiddlewareHandler } from "hono";
 import { requirePermission } from "../auth/middleware";
-import { cookieNameOf, dropSessionCookieSetters } from "../http/console-cookie";
-import type { AppEnv } from "../http/context";
 import { examplePage } from "../http/examples";
-import { limitBody, optionalJson, requireContentType } from "../http/middleware";
+import { optionalJson, requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER, PROXY_INVOCATION_SECURITY, PROXY_URL_HEADER } from "../http/openapi-document";
 import { createRouter, HTTP_METHODS } from "../http/router";
 import {
@@ -21,7 +18,6 @@ import {
 import { idempotent } from "../idempotency/middleware";
 import { CARD_CHARGE_EXAMPLE } from "../tokens/examples";
 import { INVOCATION_PATH } from "./destination";
-import { proxyErrorResponse } from "./errors";
 import {
   PROXY_ERROR_EXAMPLE,
   PROXY_EXAMPLE,
@@ -32,7 +28,6 @@ import {
   ROLL_KEY_EXAMPLE,
   ROLLED_PROXY_EXAMPLE,
 } from "./examples";
-import { invokeProxy } from "./invocation";
 import { ProxyBody, ProxyPatchBody, ProxySchema, RollKeyBody } from "./schema";
 import * as proxies from "./service";
 
@@ -197,72 +192,12 @@ const DESTINATION_STATUS_HEADER = {
 const METHODS_WITH_BODY: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH"]);
 
 /**
- * A proxy answers with what a tenant's destination chose, on the vault's origin, which also serves the
- * elements' frames: it must never run there as a page. The sandbox (added to any policy the destination
- * sent) gives it an opaque origin and no script; nosniff keeps another type from being read as one.
- */
-const sandboxAnswer: MiddlewareHandler<AppEnv> = async (c, next) => {
-  await next();
-  try {
-    markSandboxed(c.res.headers);
-  } catch (error) {
-    // Headers that cannot change (a response as fetch gave it): a copy takes them. Every answer of
-    // the pipeline is built by the vault, so the copy, which Hono's setter copies once more, is rare.
-    if (!(error instanceof TypeError)) throw error;
-    c.res = new Response(c.res.body, c.res);
-    markSandboxed(c.res.headers);
-  }
-};
-
-function markSandboxed(headers: Headers): void {
-  headers.append("content-security-policy", "sandbox");
-  headers.set("x-content-type-options", "nosniff");
-}
-
-/**
- * The pipeline's answer, or its failure as proxy_error, with `{P}-PROXY-DESTINATION-STATUS` when the
- * destination answered (a response transform that failed afterwards included: the request did reach
- * it). The header is the vault's: a copy the destination or a transform sent is dropped, as is any
- * Set-Cookie of the console session's cookie.
- */
-async function answerInvocation(c: Context<AppEnv>): Promise<Response> {
-  let destinationStatus: number | null = null;
-  let answer: Response;
-  try {
-    // c.get, not c.var: Hono builds a new object of every variable on each c.var read.
-    answer = await invokeProxy(c.get("request"), c.req.raw, (status) => {
-      destinationStatus = status;
-    });
-  } catch (error) {
-    if (!(error instanceof Error)) throw error;
-    answer = proxyErrorResponse(error, c);
-  }
-  // Every answer here is one the vault built (a copy of the destination's, a problem, a transform's
-  // response), so its headers can change.
-  const config = c.get("config");
-  const header = config.headers.proxyDestinationStatus;
-  answer.headers.delete(header);
-  dropSessionCookieSetters(answer.headers, cookieNameOf(config));
-  if (destinationStatus !== null) answer.headers.set(header, String(destinationStatus));
-  return answer;
-}
-
-/**
- * Invocation does its own authentication (the proxy key, then `{P}-API-KEY` when the proxy requires
- * it; an ephemeral proxy needs `{P}-API-KEY`), so it is mounted outside the authenticated API; every
- * failure answers as `proxy_error`.
+ * Invocation is answered outside this router (src/index.ts sends every `/proxy` call to
+ * answerProxyCall, src/runtime/proxy-calls.ts): it does its own authentication (the proxy key, then
+ * `{P}-API-KEY` when the proxy requires it; an ephemeral proxy needs `{P}-API-KEY`), and every failure
+ * answers as `proxy_error`. The router only documents it.
  */
 export const proxyInvocationRoutes = createRouter();
-proxyInvocationRoutes.onError(proxyErrorResponse);
-// Every method reaches the pipeline, so that an unsupported one is refused as proxy_error too.
-proxyInvocationRoutes.on(
-  ["ALL"],
-  [INVOCATION_PATH, `${INVOCATION_PATH}/*`],
-  sandboxAnswer,
-  // Proxied bodies are read whole (to detokenize them), so they are bounded like the API's.
-  limitBody,
-  answerInvocation,
-);
 for (const method of HTTP_METHODS) {
   proxyInvocationRoutes.openAPIRegistry.registerPath({
     method: method.toLowerCase() as Lowercase<typeof method>,

@@ -13,28 +13,31 @@ import { configOf } from "../env";
 import { UnauthenticatedError, ValidationError } from "../errors";
 import { sessionTokenOf } from "../http/console-cookie";
 import type { AppEnv } from "../http/context";
-import { isInvocationPath } from "../proxies/destination";
 import { ensureBootstrap } from "../tenants/service";
 import { requestContextOf } from "./context";
 
 const TRACE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The caller's trace id when it is one a log line can carry, or a new one. */
+export function traceIdOf(given: string | null | undefined): string {
+  return given && TRACE_ID.test(given) ? given : crypto.randomUUID();
+}
+
 /**
  * Tags the request with a trace id and builds its context, which parses the configuration (a clear
- * 500 when it is broken). Every answer but a proxy's is marked not to be cached.
+ * 500 when it is broken). Every answer is marked not to be cached.
  */
 export const traceAndConfigure: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = configOf(c.env);
-  const given = c.req.header(config.headers.traceId);
-  const traceId = given && TRACE_ID.test(given) ? given : crypto.randomUUID();
+  const traceId = traceIdOf(c.req.header(config.headers.traceId));
   c.set("request", requestContextOf(c.env, traceId));
   c.set("config", config);
   c.set("traceId", traceId);
   await next();
   c.res.headers.set(config.headers.traceId, traceId);
-  // Answers hold tokens, keys and secrets: no cache between the vault and its caller may keep one.
-  // A proxy's answer is the destination's own, caching included.
-  if (!isInvocationPath(c.req.path)) c.res.headers.set("cache-control", "no-store");
+  // Answers hold tokens, keys and secrets: no cache between the vault and its caller may keep one. (A
+  // proxy's answer, the destination's own, caching included, is not the app's: src/runtime/proxy-calls.ts.)
+  c.res.headers.set("cache-control", "no-store");
 };
 
 /** A D1 bookmark: lexicographically sortable hex fields. */

@@ -20,7 +20,7 @@ import { createToken, SSN, seedTokenTenant } from "../support/tokens";
 const failingQueue = {
   send: () => Promise.reject(new Error("Queue send failed: the queue is unavailable")),
   sendBatch: () => Promise.reject(new Error("Queue send failed: the queue is unavailable")),
-};
+} as unknown as Queue;
 
 /** A D1 database whose audit_pending statements fail, as a database that is down would. */
 function withoutAuditPending(d1: D1Database): D1Database {

@@ -203,7 +203,10 @@ describe("moving a tenant with its audit log", () => {
       (await call("POST", `/tenants/${tenant.tenantId}/move`, { body: { database: "DB_2", max_batches: 1 }, headers: operator })).body
         .phase,
     ).toBe("blocked");
-    const failingQueue = { send: () => Promise.reject(new Error("queue down")), sendBatch: () => Promise.reject(new Error("queue down")) };
+    const failingQueue = {
+      send: () => Promise.reject(new Error("queue down")),
+      sendBatch: () => Promise.reject(new Error("queue down")),
+    } as unknown as Queue;
     const traceId = `spilled-while-moving-${crypto.randomUUID()}`;
     const ctx = createExecutionContext();
     const response = await worker.fetch(
