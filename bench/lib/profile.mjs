@@ -3,7 +3,7 @@
 // it serves one scenario of bench/proxy.mjs under 32 concurrent connections, taken through workerd's
 // inspector. Prints the functions with the most self time and writes the whole profile (open it in
 // Chrome's DevTools, Performance panel, for a flame graph). Nothing of it is in the vault's build.
-//   node bench/lib/profile.mjs [anonymous|authenticated|1|10|transforms] [--requests=5000] [--built=<dir>] [--out=<file>]
+//   node bench/lib/profile.mjs [anonymous|authenticated|1|10|request-transform|transforms] [--requests=5000] [--built=<dir>] [--out=<file>]
 //     [--binding=NAME=value] [--cpu-only]
 import { randomBytes } from "node:crypto";
 import { existsSync, writeFileSync } from "node:fs";
@@ -45,15 +45,17 @@ try {
     const token = await post("/tokens", { "SVC-API-KEY": caller.key }, { type: "card_number", data: "4242424242424242" });
     body[`card_${i}`] = `{{ ${token.id} }}`;
   }
-  // bench/proxy.mjs's transforms scenario: an open proxy with a request and a response transform.
+  // bench/proxy.mjs's transform scenarios: an open proxy with a request transform, or a request and a response transform.
   const transforms = scenario === "transforms";
-  const anonymous = scenario === "anonymous" || transforms;
+  const requestTransform = transforms || scenario === "request-transform";
+  const anonymous = scenario === "anonymous" || requestTransform;
   const transform = { code: TRANSFORM };
   const proxy = await post("/proxies", management, {
     name: "profile",
     destination_url: destination.url,
     require_auth: !anonymous,
-    ...(transforms ? { request_transform: transform, response_transform: transform } : {}),
+    ...(requestTransform ? { request_transform: transform } : {}),
+    ...(transforms ? { response_transform: transform } : {}),
   });
   const headers = { "SVC-PROXY-KEY": proxy.key, ...(anonymous ? {} : { "SVC-API-KEY": caller.key }) };
   const call = async () => {

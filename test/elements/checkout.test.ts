@@ -308,6 +308,8 @@ describe("elements: tokenization from a merchant's page", () => {
     const { page, close } = await openCheckout();
     await mount(page, "name", "text");
     await field(page, "name", "value").fill(NAME);
+    // The frame tells the page of the typing in a message of its own: counted once it has arrived.
+    await expect.poll(async () => (await changes(page, "name")).some((change) => change.empty === false)).toBe(true);
     const before = (await changes(page, "name")).length;
     // Another window of the merchant's own origin (a child frame) tells the element's frame to clear;
     // the page itself forges a change event as if from the frame.
