@@ -1,13 +1,17 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { entryWhere } from "../support/audit";
 import { BASE, seedTenant } from "../support/harness";
-import { createProxy, destinationSaw, expectProxyError, loopback } from "../support/proxies";
+import { expectLoggedError } from "../support/logs";
+import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
 import { readReply } from "../support/reply.mjs";
 
 /*
  * Attacks on /proxy as answered outside the API's router (src/index.ts, src/runtime/proxy-calls.ts,
  * src/proxies/calls.ts): what the middleware used to guarantee must hold without it.
  */
+
+const transform = (statements: string) => `module.exports = async function (req) { ${statements} };`;
 
 /**
  * `total` bytes of "x", streamed in 64 KiB chunks. Past the limit by one byte, so that the vault has
@@ -23,6 +27,11 @@ function streamOf(total: number): ReadableStream<Uint8Array> {
       controller.enqueue(new Uint8Array(size).fill(0x78));
     },
   });
+}
+
+function expectSandboxed(headers: Headers) {
+  expect(headers.get("content-security-policy")).toMatch(/(^|,\s*)sandbox($|[;,])/);
+  expect(headers.get("x-content-type-options")).toBe("nosniff");
 }
 
 describe("/proxy bodies whose length lies", () => {
@@ -43,5 +52,32 @@ describe("/proxy bodies whose length lies", () => {
     expect(reply.status, reply.text.slice(0, 200)).toBe(413);
     expectProxyError({ ...reply, json: JSON.parse(reply.text) }, 413);
     expect(await destinationSaw(marker)).toBe(0);
+  });
+});
+
+describe("/proxy answers tenant code or a destination chose that HTTP cannot carry", () => {
+  it("a transform's CustomHttpResponseError with a header HTTP does not allow is a proxy_error, sandboxed and audited", async () => {
+    const tenant = await seedTenant();
+    const marker = `bad-header-${crypto.randomUUID()}`;
+    const proxy = await createProxy(tenant, {
+      require_auth: false,
+      destination_url: loopback(`/${marker}`),
+      request_transform: {
+        code: transform(
+          "const { CustomHttpResponseError } = require('@token-vault/errors');" +
+            " throw new CustomHttpResponseError({ status: 402, headers: { 'bad name': 'x' }, body: {} });",
+        ),
+      },
+    });
+    const traceId = `bad-header-${crypto.randomUUID()}`;
+    const reply = await expectLoggedError(/CustomHttpResponseError/, () =>
+      invoke("POST", "", { proxyKey: proxy.key, body: {}, headers: { "SVC-TRACE-ID": traceId } }),
+    );
+    expect(expectProxyError(reply, 500).detail).toContain("header");
+    expectSandboxed(reply.headers);
+    expect(reply.headers.get("svc-trace-id")).toBe(traceId);
+    expect(await destinationSaw(marker)).toBe(0);
+    const entry = await entryWhere(tenant, { entity_type: "proxy" }, (candidate) => candidate.trace_id === traceId);
+    expect(entry).toMatchObject({ entity_id: proxy.id, operation: "invoke", status: 500, actor_type: "anonymous" });
   });
 });
