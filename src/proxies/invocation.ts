@@ -254,6 +254,10 @@ function textHeaders(values: Record<string, unknown>): Record<string, string> {
  * transform, the transform's body (serialised in the same type) and headers, with the same status.
  */
 async function answer(invocation: Invocation, response: Response): Promise<Response> {
+  // fetch hands on any status the destination sent; a Response (the only way to answer) takes 200-599.
+  if (response.status < 200 || response.status > 599) {
+    throw new DestinationResponseError(`The destination answered with status ${response.status}, which the vault cannot pass on`);
+  }
   const proxy = invocation.proxy;
   const code = proxy?.responseTransformCode ?? null;
   const mediaType = structuredMediaTypeOf(response.headers.get("content-type"));

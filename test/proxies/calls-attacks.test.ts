@@ -80,4 +80,14 @@ describe("/proxy answers tenant code or a destination chose that HTTP cannot car
     const entry = await entryWhere(tenant, { entity_type: "proxy" }, (candidate) => candidate.trace_id === traceId);
     expect(entry).toMatchObject({ entity_id: proxy.id, operation: "invoke", status: 500, actor_type: "anonymous" });
   });
+
+  it.each(["600", "199"])("a destination answering status %s is a proxy_error 502 that names the status it sent", async (status) => {
+    const proxy = await createProxy(await seedTenant(), { require_auth: false });
+    const reply = await expectLoggedError(new RegExp(`status ${status}`), () =>
+      invoke("GET", `/status/${status}`, { proxyKey: proxy.key }),
+    );
+    expect(expectProxyError(reply, 502).detail).toContain(status);
+    expect(reply.headers.get("svc-proxy-destination-status")).toBe(status);
+    expectSandboxed(reply.headers);
+  });
 });
