@@ -47,7 +47,7 @@ export async function answerInvocation(context: RequestContext, request: Request
  * elements' frames: it must never run there as a page. The sandbox (added to any policy the destination
  * sent) gives it an opaque origin and no script; nosniff keeps another type from being read as one.
  */
-function markSandboxed(headers: Headers): void {
+export function markSandboxed(headers: Headers): void {
   headers.append("content-security-policy", "sandbox");
   headers.set("x-content-type-options", "nosniff");
 }

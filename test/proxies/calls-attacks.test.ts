@@ -1,6 +1,7 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { entryWhere } from "../support/audit";
+import { callConfigured } from "../support/configured";
 import { BASE, seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
@@ -88,6 +89,18 @@ describe("/proxy answers tenant code or a destination chose that HTTP cannot car
     );
     expect(expectProxyError(reply, 502).detail).toContain(status);
     expect(reply.headers.get("svc-proxy-destination-status")).toBe(status);
+    expectSandboxed(reply.headers);
+  });
+});
+
+describe("/proxy on a deployment whose configuration is broken", () => {
+  it("answers a proxy_error 500 naming the setting, sandboxed, without its value", async () => {
+    const reply = await expectLoggedError(/HEADER_PREFIX/, () =>
+      callConfigured({ HEADER_PREFIX: "not a prefix!" }, "POST", "/proxy", { body: {} }),
+    );
+    expect(reply.status).toBe(500);
+    expect(reply.body.proxy_error.detail).toContain("HEADER_PREFIX");
+    expect(reply.text).not.toContain("not a prefix!");
     expectSandboxed(reply.headers);
   });
 });
