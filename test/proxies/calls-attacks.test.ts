@@ -1,8 +1,8 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { entryWhere } from "../support/audit";
+import { entryWhere, logEntries } from "../support/audit";
 import { callConfigured } from "../support/configured";
-import { BASE, seedTenant } from "../support/harness";
+import { BASE, createApplication, seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
 import { readReply } from "../support/reply.mjs";
@@ -102,5 +102,78 @@ describe("/proxy on a deployment whose configuration is broken", () => {
     expect(reply.body.proxy_error.detail).toContain("HEADER_PREFIX");
     expect(reply.text).not.toContain("not a prefix!");
     expectSandboxed(reply.headers);
+  });
+});
+
+describe("/proxy told by the path as sent", () => {
+  it("a spelling that reaches an API route meets the API's authentication, and any other is a 404, never a proxy call", async () => {
+    const proxy = await createProxy(await seedTenant(), { require_auth: false, destination_url: loopback("/spelled-paths-marker") });
+    // Dot segments, escaped or behind backslashes, are resolved by the URL parser before the worker reads the path.
+    for (const path of ["/proxy/%2e%2e/applications", "/proxy/.%2E/applications", "/proxy\\..\\applications"]) {
+      const reply = await readReply(await SELF.fetch(`${BASE}${path}`, { headers: { "SVC-PROXY-KEY": proxy.key } }));
+      expect(reply.status, path).toBe(401);
+      expect(reply.body, path).not.toHaveProperty("proxy_error");
+    }
+    for (const path of ["//proxy", "/PROXY", "/proxyx", "/%2Fproxy", "/proxy%2F", "/proxy;x", "/proxy%00", "//proxy/../applications"]) {
+      const reply = await readReply(
+        await SELF.fetch(`${BASE}${path}`, { method: "POST", headers: { "SVC-PROXY-KEY": proxy.key }, body: "{}" }),
+      );
+      expect(reply.status, path).toBe(404);
+      expect(reply.body, path).not.toHaveProperty("proxy_error");
+    }
+    expect(await destinationSaw("spelled-paths-marker")).toBe(0);
+  });
+});
+
+describe("/proxy answers a transform chose", () => {
+  it("a request transform's CustomHttpResponseError cannot set the console's session cookie or the destination-status header", async () => {
+    const proxy = await createProxy(await seedTenant(), {
+      require_auth: false,
+      request_transform: {
+        code: transform(
+          "const { CustomHttpResponseError } = require('@token-vault/errors');" +
+            " throw new CustomHttpResponseError({ status: 200, headers: { 'set-cookie': 'svc_console=planted; Path=/'," +
+            " 'svc-proxy-destination-status': '200' }, body: 'chosen' });",
+        ),
+      },
+    });
+    const reply = await invoke("POST", "", { proxyKey: proxy.key, body: {} });
+    expect(reply.status).toBe(200);
+    expect(reply.text).toBe("chosen");
+    expect(reply.headers.get("set-cookie")).toBeNull();
+    expect(reply.headers.get("svc-proxy-destination-status")).toBeNull();
+    expectSandboxed(reply.headers);
+  });
+});
+
+describe("/proxy calls the proxy refuses are audited", () => {
+  it("in the proxy's tenant's log, as the caller the vault knew: no key, an unknown key, a key without token:use, a body past the limit, a failing transform", async () => {
+    const tenant = await seedTenant();
+    const weak = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    const strong = await createApplication(tenant, { type: "private", permissions: ["token:use"] });
+    const proxy = await createProxy(tenant);
+    const failing = await createProxy(tenant, { require_auth: false, request_transform: { code: transform("throw new TypeError('x');") } });
+    expect((await invoke("POST", "", { proxyKey: proxy.key, body: {} })).status).toBe(401);
+    expect((await invoke("POST", "", { proxyKey: proxy.key, apiKey: "key_unknown", body: {} })).status).toBe(401);
+    expect((await invoke("POST", "", { proxyKey: proxy.key, apiKey: weak.key, body: {} })).status).toBe(403);
+    const streamed = await SELF.fetch(`${BASE}/proxy`, {
+      method: "POST",
+      headers: { "SVC-PROXY-KEY": proxy.key, "SVC-API-KEY": strong.key, "content-type": "text/plain" },
+      body: streamOf(1024 * 1024 + 1),
+    });
+    expect((await readReply(streamed)).status).toBe(413);
+    const failed = await expectLoggedError(/TypeError/, () => invoke("POST", "", { proxyKey: failing.key, body: {} }));
+    expect(failed.status).toBe(500);
+    const entries = await logEntries(tenant, 5, { entity_type: "proxy" });
+    const described = entries
+      .filter((entry) => entry.operation === "invoke")
+      .map(({ entity_id, status, actor_type, actor_id }) => ({ entity_id, status, actor_type, actor_id }));
+    expect(described.toSorted((a, b) => a.status - b.status)).toEqual([
+      { entity_id: proxy.id, status: 401, actor_type: "anonymous", actor_id: null },
+      { entity_id: proxy.id, status: 401, actor_type: "anonymous", actor_id: null },
+      { entity_id: proxy.id, status: 403, actor_type: "application", actor_id: weak.id },
+      { entity_id: proxy.id, status: 413, actor_type: "application", actor_id: strong.id },
+      { entity_id: failing.id, status: 500, actor_type: "anonymous", actor_id: null },
+    ]);
   });
 });
