@@ -13,8 +13,8 @@ import { invokeProxy } from "./invocation";
  * `{P}-PROXY-DESTINATION-STATUS` is set when the destination answered (a response transform that
  * failed afterwards included: the request did reach it). The header is the vault's: a copy the
  * destination or a transform sent is dropped, as is any Set-Cookie of the console session's cookie.
- * A body over BODY.maxBytes by its Content-Length is a 413 before anything else is read; one sent
- * without a length is bounded as it is read (src/proxies/invocation.ts).
+ * A body over BODY.maxBytes by its Content-Length is a 413 before anything else is read; any body is
+ * also counted as it is read (src/proxies/invocation.ts), as the header may not frame it.
  */
 export async function answerInvocation(context: RequestContext, request: Request): Promise<Response> {
   const { config } = context;
@@ -47,7 +47,7 @@ export async function answerInvocation(context: RequestContext, request: Request
  * elements' frames: it must never run there as a page. The sandbox (added to any policy the destination
  * sent) gives it an opaque origin and no script; nosniff keeps another type from being read as one.
  */
-function markSandboxed(headers: Headers): void {
+export function markSandboxed(headers: Headers): void {
   headers.append("content-security-policy", "sandbox");
   headers.set("x-content-type-options", "nosniff");
 }

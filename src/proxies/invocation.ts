@@ -209,7 +209,7 @@ async function outgoingRequest(invocation: Invocation, request: Request): Promis
 type RequestBody = { read: false; bytes: Uint8Array | null } | { read: true; value: unknown };
 
 async function readRequestBody(request: Request, mediaType: StructuredMediaType | null, transformed: boolean): Promise<RequestBody> {
-  const bytes = request.body ? await bodyBytesOf(request, request.body) : null;
+  const bytes = request.body ? await bodyBytesOf(request.body) : null;
   if (!bytes) return transformed ? { read: true, value: null } : { read: false, bytes };
   if (!transformed && !mightHoldReferences(bytes, mediaType)) return { read: false, bytes };
   const refuse = (reason: string) => new ValidationError(`The request body ${reason}`);
@@ -223,11 +223,11 @@ async function readRequestBody(request: Request, mediaType: StructuredMediaType 
 }
 
 /**
- * The body whole, within BODY.maxBytes: a body sent with a Content-Length over it was refused before
- * the pipeline began (answerInvocation), and one sent without is counted as it streams.
+ * The body whole, within BODY.maxBytes, counted as it streams: a body whose Content-Length passes the
+ * limit was refused before the pipeline began (answerInvocation), but the header does not bound what
+ * is read (with Transfer-Encoding it does not frame the body at all, and workerd passes both).
  */
-async function bodyBytesOf(request: Request, body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
-  if (request.headers.has("content-length")) return new Uint8Array(await request.arrayBuffer());
+async function bodyBytesOf(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
   return readBounded(body, BODY.maxBytes, () => new PayloadTooLargeError(BODY.maxBytes));
 }
 
@@ -254,6 +254,10 @@ function textHeaders(values: Record<string, unknown>): Record<string, string> {
  * transform, the transform's body (serialised in the same type) and headers, with the same status.
  */
 async function answer(invocation: Invocation, response: Response): Promise<Response> {
+  // fetch hands on any status the destination sent; a Response (the only way to answer) takes 200-599.
+  if (response.status < 200 || response.status > 599) {
+    throw new DestinationResponseError(`The destination answered with status ${response.status}, which the vault cannot pass on`);
+  }
   const proxy = invocation.proxy;
   const code = proxy?.responseTransformCode ?? null;
   const mediaType = structuredMediaTypeOf(response.headers.get("content-type"));

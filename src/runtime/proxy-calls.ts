@@ -7,7 +7,7 @@
 import { auditedOperation } from "../audit/operations";
 import { recordAfterAnswer } from "../audit/recorder";
 import { type Bindings, configOf } from "../env";
-import { answerInvocation } from "../proxies/calls";
+import { answerInvocation, markSandboxed } from "../proxies/calls";
 import { INVOCATION_PATH } from "../proxies/destination";
 import { proxyErrorResponse } from "../proxies/errors";
 import { requestContextOf } from "./context";
@@ -19,7 +19,10 @@ export async function answerProxyCall(request: Request, env: Bindings, ctx: Exec
   try {
     config = configOf(env);
   } catch (error) {
-    return proxyErrorResponse(error, crypto.randomUUID());
+    // Its refusal is a /proxy answer too, on the vault's origin.
+    const refusal = proxyErrorResponse(error, crypto.randomUUID());
+    markSandboxed(refusal.headers);
+    return refusal;
   }
   const context = requestContextOf(env, traceIdOf(request.headers.get(config.headers.traceId)));
   const answer = await answerInvocation(context, request);

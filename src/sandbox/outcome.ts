@@ -111,7 +111,19 @@ function customResponse(kind: ScriptKind, outcome: { status: unknown; headers: u
   if (!status.success) return invalid(kind, "threw CustomHttpResponseError with a status outside 200-599");
   const headers = HeadersSchema.safeParse(outcome.headers ?? {});
   if (!headers.success) return invalid(kind, "threw CustomHttpResponseError whose headers are not an object of strings");
+  // Judged here, not when the answer is built: a name or value HTTP does not allow would otherwise throw
+  // from the error handler itself. The header is not named, as tenant code chose it.
+  if (!httpAllows(headers.data)) return invalid(kind, "threw CustomHttpResponseError with a header HTTP does not allow");
   return new CustomResponseError(status.data, headers.data, parseReported(kind, outcome.json));
+}
+
+function httpAllows(headers: Record<string, string>): boolean {
+  try {
+    new Headers(headers);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Also what the wrapper reports when the result overflows its stack while it is serialised. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { expectLoggedError } from "../support/logs";
 import { codeReactorRunning, react } from "../support/reactors";
 
 /*
@@ -30,5 +31,16 @@ describe("a reactor's CustomHttpResponseError answers on the vault's origin", ()
       expect(reply.headers.get("set-cookie") ?? "", setter).not.toMatch(/svc_console/i);
       expect(reply.headers.get("content-security-policy") ?? "").toMatch(/\bsandbox\b/);
     }
+  });
+
+  it("one with a header HTTP does not allow is the reactor's Invalid Script Result, not an answer the vault fails to build", async () => {
+    const code = `const { CustomHttpResponseError } = require("@token-vault/errors");
+      module.exports = async () => {
+        throw new CustomHttpResponseError({ status: 402, headers: { "bad name": "x" }, body: {} });
+      };`;
+    const { reactor, caller } = await codeReactorRunning(code);
+    const reply = await expectLoggedError(/CustomHttpResponseError/, () => react(caller.key, reactor.id, {}));
+    expect(reply.status, reply.text).toBe(500);
+    expect(reply.body.title).toBe("Invalid Script Result");
   });
 });
