@@ -26,7 +26,7 @@ export interface InvokeOptions {
   headers?: Record<string, string>;
   /** JSON-encoded unless `raw` is given. */
   body?: unknown;
-  raw?: string | Uint8Array;
+  raw?: string | Uint8Array | ReadableStream<Uint8Array>;
   contentType?: string;
 }
 
@@ -36,6 +36,23 @@ export interface Invocation {
   text: string;
   /** The parsed JSON body, or undefined when it is not JSON. */
   json: any;
+}
+
+/**
+ * `total` bytes of "x", streamed in 64 KiB chunks, with no length. Past the limit by one byte, so that
+ * the vault has read it all when it refuses (a stream cancelled halfway is reported as lost by the
+ * sending side).
+ */
+export function streamOf(total: number): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= total) return controller.close();
+      const size = Math.min(64 * 1024, total - sent);
+      sent += size;
+      controller.enqueue(new Uint8Array(size).fill(0x78));
+    },
+  });
 }
 
 /** One call to `/proxy<path>` inside workerd. The loopback echo answers with what it received. */
