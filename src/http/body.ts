@@ -48,6 +48,28 @@ export async function readBounded(chunks: AsyncIterable<Uint8Array>, limit: numb
 }
 
 /**
+ * A request's body whole, refusing it past `limit` bytes (`tooLarge` makes the error). A body framed
+ * by its Content-Length alone (no Transfer-Encoding beside it) is at most that long: HTTP's framing
+ * (RFC 9112, section 6.3) ends it there, and the runtime reads no further. Such a body is read
+ * natively in one call, which costs the isolate a fraction of counting chunks in JavaScript. Any other
+ * body (chunked, or a Content-Length beside a Transfer-Encoding, which then does not frame it) is
+ * counted as it streams (readBounded). The length is checked again once read, whatever the header said.
+ */
+export async function requestBodyWithin(request: Request, limit: number, tooLarge: () => Error): Promise<Uint8Array | null> {
+  if (request.body === null) return null;
+  const declared = request.headers.get("content-length");
+  if (declared === null || request.headers.has("transfer-encoding") || !DECIMAL.test(declared)) {
+    return readBounded(request.body, limit, tooLarge);
+  }
+  if (Number(declared) > limit) throw tooLarge();
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  if (bytes.byteLength > limit) throw tooLarge();
+  return bytes;
+}
+
+const DECIMAL = /^\d{1,16}$/;
+
+/**
  * The deepest nesting of arrays and objects in JSON text, found by one scan that skips strings;
  * it stops counting past `limit`. Text that is not JSON gets some number: the parser judges it.
  */

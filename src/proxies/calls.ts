@@ -14,7 +14,7 @@ import { invokeProxy } from "./invocation";
  * failed afterwards included: the request did reach it). The header is the vault's: a copy the
  * destination or a transform sent is dropped, as is any Set-Cookie of the console session's cookie.
  * A body over BODY.maxBytes by its Content-Length is a 413 before anything else is read; any body is
- * also counted as it is read (src/proxies/invocation.ts), as the header may not frame it.
+ * also bounded as it is read (requestBodyWithin), as the header may not frame it.
  */
 export async function answerInvocation(context: RequestContext, request: Request): Promise<Response> {
   const { config } = context;

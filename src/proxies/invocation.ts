@@ -6,7 +6,7 @@ import type { RequestContext, ScriptKind, TenantContext } from "../context";
 import { detokenizeJson } from "../detokenization/service";
 import { EgressRefusedError, EgressTimeoutError, egressRefusal, fetchThroughEgress } from "../egress/policy";
 import { ForbiddenError, MethodNotAllowedError, PayloadTooLargeError, UnauthenticatedError, ValidationError } from "../errors";
-import { readBounded, utf8TextOf } from "../http/body";
+import { requestBodyWithin, utf8TextOf } from "../http/body";
 import { sessionTokenOf } from "../http/console-cookie";
 import { HTTP_METHODS } from "../http/router";
 import { BODY } from "../limits";
@@ -209,7 +209,7 @@ async function outgoingRequest(invocation: Invocation, request: Request): Promis
 type RequestBody = { read: false; bytes: Uint8Array | null } | { read: true; value: unknown };
 
 async function readRequestBody(request: Request, mediaType: StructuredMediaType | null, transformed: boolean): Promise<RequestBody> {
-  const bytes = request.body ? await bodyBytesOf(request.body) : null;
+  const bytes = await requestBodyWithin(request, BODY.maxBytes, () => new PayloadTooLargeError(BODY.maxBytes));
   if (!bytes) return transformed ? { read: true, value: null } : { read: false, bytes };
   if (!transformed && !mightHoldReferences(bytes, mediaType)) return { read: false, bytes };
   const refuse = (reason: string) => new ValidationError(`The request body ${reason}`);
@@ -220,15 +220,6 @@ async function readRequestBody(request: Request, mediaType: StructuredMediaType 
   if (text !== null) return { read: true, value: text };
   if (declaresText(request.headers.get("content-type"))) throw refuse("holds token references, so it must be valid UTF-8");
   return { read: false, bytes };
-}
-
-/**
- * The body whole, within BODY.maxBytes, counted as it streams: a body whose Content-Length passes the
- * limit was refused before the pipeline began (answerInvocation), but the header does not bound what
- * is read (with Transfer-Encoding it does not frame the body at all, and workerd passes both).
- */
-async function bodyBytesOf(body: ReadableStream<Uint8Array>): Promise<Uint8Array> {
-  return readBounded(body, BODY.maxBytes, () => new PayloadTooLargeError(BODY.maxBytes));
 }
 
 /** `text/*`, XML, or any type that names a charset. */
