@@ -49,10 +49,27 @@ function isParameter(pair: string, name: string): boolean {
   }
 }
 
+/** A separator a destination may decode before it resolves dot segments: `/` or `\\`, sent encoded. */
+const ENCODED_SEPARATOR = /%2f|%5c/i;
+const SEPARATOR = /\/|%2f|%5c/i;
+/** `.` or `..`, each dot maybe encoded. */
+const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
+
+/**
+ * Whether the caller's sub-path holds a dot segment once its encoded separators are read as
+ * separators (`/..%2Fadmin`). The URL parser removed every dot segment between plain slashes
+ * (`..`, `%2e%2e`), but not these: a destination that decodes `%2F` before resolving dot segments
+ * would serve a path above its configured one.
+ */
+export function stepsOut(path: string): boolean {
+  return ENCODED_SEPARATOR.test(path) && path.split(SEPARATOR).some((segment) => DOT_SEGMENT.test(segment));
+}
+
 /**
  * `destination_url` with the caller's sub-path appended to its path and the caller's query
  * appended to its query. The URL parser already removed dot segments (`..`, `%2e%2e`) from the
- * caller's path, so the result always lies below the destination's path.
+ * caller's path, and one cut out by encoded separators was refused (stepsOut), so the result lies
+ * below the destination's path however the destination decodes it.
  */
 export function destinationFor(destinationUrl: string, target: CallerTarget): URL {
   const url = new URL(destinationUrl);

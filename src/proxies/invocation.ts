@@ -12,7 +12,7 @@ import { HTTP_METHODS } from "../http/router";
 import { BODY } from "../limits";
 import { ScriptFailedError, type TransformResult } from "../sandbox";
 import { mightHoldReferences, parseStructured, type StructuredMediaType, serialiseStructured, structuredMediaTypeOf } from "./bodies";
-import { type CallerTarget, callerTarget, destinationFor, proxyKeyInQuery } from "./destination";
+import { type CallerTarget, callerTarget, destinationFor, proxyKeyInQuery, stepsOut } from "./destination";
 import { encryptedRequestsOf } from "./encrypted-header";
 import { DestinationResponseError, DestinationTimeoutError } from "./errors";
 import { forwardableRequestHeaders, headersFrom, headersObject } from "./headers";
@@ -56,6 +56,11 @@ export async function invokeProxy(
     throw new MethodNotAllowedError([...HTTP_METHODS]);
   }
   const invocation = await authorise(context, request);
+  if (stepsOut(invocation.target.path)) {
+    throw new ValidationError(
+      "The path after /proxy holds a dot segment between encoded separators (%2F, %5C): it could step out of the destination's path",
+    );
+  }
   try {
     const outgoing = await outgoingRequest(invocation, request);
     const response = await fetchThroughEgress(
