@@ -49,11 +49,14 @@ export async function readBounded(chunks: AsyncIterable<Uint8Array>, limit: numb
 
 /**
  * A request's body whole, refusing it past `limit` bytes (`tooLarge` makes the error). A body framed
- * by its Content-Length alone (no Transfer-Encoding beside it) is at most that long: HTTP's framing
- * (RFC 9112, section 6.3) ends it there, and the runtime reads no further. Such a body is read
- * natively in one call, which costs the isolate a fraction of counting chunks in JavaScript. Any other
- * body (chunked, or a Content-Length beside a Transfer-Encoding, which then does not frame it) is
- * counted as it streams (readBounded). The length is checked again once read, whatever the header said.
+ * by its Content-Length alone (no Transfer-Encoding beside it) is at most that long when it came over
+ * HTTP (RFC 9112, section 6.3), but not when it was handed over in-process (a service binding's
+ * request with a stream and any header). Such a body is read natively (readAtLeast), up to its
+ * declared length and one byte more, in reads of at most FRAMED_READ bytes: a body of a few KB is one
+ * read, which costs the isolate a fraction of counting chunks in JavaScript, and no read allocates
+ * much ahead of what arrived. The extra byte arriving means the body runs past its length: the rest
+ * is counted as it streams (readBounded), as any other body is (chunked, or a Content-Length beside a
+ * Transfer-Encoding, which then does not frame it), so nothing past `limit` is ever held.
  */
 export async function requestBodyWithin(request: Request, limit: number, tooLarge: () => Error): Promise<Uint8Array | null> {
   if (request.body === null) return null;
@@ -61,9 +64,50 @@ export async function requestBodyWithin(request: Request, limit: number, tooLarg
   if (declared === null || request.headers.has("transfer-encoding") || !DECIMAL.test(declared)) {
     return readBounded(request.body, limit, tooLarge);
   }
-  if (Number(declared) > limit) throw tooLarge();
-  const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.byteLength > limit) throw tooLarge();
+  const length = Number(declared);
+  if (length > limit) throw tooLarge();
+  let reader: ReadableStreamBYOBReader;
+  try {
+    reader = request.body.getReader({ mode: "byob" });
+  } catch {
+    // A stream of JavaScript chunks, not bytes (a Request built in-process): counted as it streams.
+    return readBounded(request.body, limit, tooLarge);
+  }
+  const parts: Uint8Array[] = [];
+  let read = 0;
+  for (;;) {
+    const wanted = Math.min(length + 1 - read, FRAMED_READ);
+    // Resolves once `wanted` bytes are read, or with fewer when the body ends.
+    const { value } = await reader.readAtLeast(wanted, new Uint8Array(wanted));
+    const got = value?.byteLength ?? 0;
+    if (got > 0) parts.push(value as Uint8Array);
+    read += got;
+    if (read > length) {
+      // The body runs past its length (handed over in-process): the rest is counted as it streams.
+      if (read > limit) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge();
+      }
+      reader.releaseLock();
+      const rest = await readBounded(request.body, limit - read, tooLarge);
+      return concatenated([...parts, rest], read + rest.byteLength);
+    }
+    if (got < wanted) break;
+  }
+  reader.releaseLock();
+  return parts.length === 1 ? parts[0]! : concatenated(parts, read);
+}
+
+/** The most a read of a body framed by its length asks for (and allocates) at once. */
+const FRAMED_READ = 64 * 1024;
+
+function concatenated(parts: Uint8Array[], length: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  let offset = 0;
+  for (const part of parts) {
+    bytes.set(part, offset);
+    offset += part.byteLength;
+  }
   return bytes;
 }
 

@@ -52,23 +52,24 @@ function isParameter(pair: string, name: string): boolean {
 /** A separator a destination may decode before it resolves dot segments: `/` or `\\`, sent encoded. */
 const ENCODED_SEPARATOR = /%2f|%5c/i;
 const SEPARATOR = /\/|%2f|%5c/i;
-/** `.` or `..`, each dot maybe encoded. */
-const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
+/** `.` or `..`, each dot maybe encoded, maybe followed by `;` path parameters. */
+const DOT_SEGMENT = /^(?:\.|%2e){1,2}(?:;.*)?$/i;
 
 /**
  * Whether the caller's sub-path holds a dot segment once its encoded separators are read as
- * separators (`/..%2Fadmin`). The URL parser removed every dot segment between plain slashes
- * (`..`, `%2e%2e`), but not these: a destination that decodes `%2F` before resolving dot segments
- * would serve a path above its configured one.
+ * separators (`/..%2Fadmin`) or its segments' path parameters dropped (`/..;/admin`). The URL parser
+ * removed every dot segment between plain slashes (`..`, `%2e%2e`), but not these: a destination that
+ * decodes `%2F` before resolving dot segments, or drops `;params` first as servlet containers
+ * (Tomcat) do, would serve a path above its configured one.
  */
 export function stepsOut(path: string): boolean {
-  return ENCODED_SEPARATOR.test(path) && path.split(SEPARATOR).some((segment) => DOT_SEGMENT.test(segment));
+  return (ENCODED_SEPARATOR.test(path) || path.includes(";")) && path.split(SEPARATOR).some((segment) => DOT_SEGMENT.test(segment));
 }
 
 /**
  * `destination_url` with the caller's sub-path appended to its path and the caller's query
  * appended to its query. The URL parser already removed dot segments (`..`, `%2e%2e`) from the
- * caller's path, and one cut out by encoded separators was refused (stepsOut), so the result lies
+ * caller's path, and one cut out by encoded separators or path parameters was refused (stepsOut), so the result lies
  * below the destination's path however the destination decodes it.
  */
 export function destinationFor(destinationUrl: string, target: CallerTarget): URL {

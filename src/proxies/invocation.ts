@@ -58,7 +58,7 @@ export async function invokeProxy(
   const invocation = await authorise(context, request);
   if (stepsOut(invocation.target.path)) {
     throw new ValidationError(
-      "The path after /proxy holds a dot segment between encoded separators (%2F, %5C): it could step out of the destination's path",
+      "The path after /proxy holds a dot segment between encoded separators (%2F, %5C) or with path parameters (;): it could step out of the destination's path",
     );
   }
   try {
