@@ -42,6 +42,12 @@ export const TOKENS = {
   maxPerTokenize: 100,
   /** Distinct token references in one detokenized body (proxy, react, `bt`, bulk detokenize). */
   maxReferences: 100,
+  /**
+   * Characters the values put in one detokenized body may add up to (a value used twice counts
+   * twice): 100 references to one token of a 1 MB body's data would otherwise make a body of 100 MB
+   * from one of a few KB, held several times over in an isolate of 128 MB.
+   */
+  maxDetokenizedCharacters: 10 * MiB,
   jsonPathMaxLength: 1000,
   padMaxLength: 1000,
   cardExpFormatMaxLength: 20,

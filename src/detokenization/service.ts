@@ -13,6 +13,7 @@ import { useTokens, useWholeTokens } from "../tokens/use";
 
 /** More expressions than this in one request is refused: each one is a token read and a render. */
 export const MAX_REFERENCES = TOKENS.maxReferences;
+const MAX_DETOKENIZED_CHARACTERS = TOKENS.maxDetokenizedCharacters;
 
 const EXPRESSION = /\{\{([\s\S]*?)\}\}/g;
 const EXPRESSION_ECHO_LIMIT = 60;
@@ -333,6 +334,9 @@ interface SubstitutionOptions {
 class Substitution {
   private readonly outcomes = new Map<string, Outcome>();
   private readonly work: WorkBudget;
+  /** Characters the values put in so far, and each result's, measured once. */
+  private produced = 0;
+  private readonly sizes = new Map<string, number>();
 
   constructor(
     readonly plan: Plan,
@@ -345,7 +349,7 @@ class Substitution {
   /** The expression's result; a failure is recorded under the path (unless quiet) and gives null. */
   resultOf(expression: Expression, path: PropertyKey[]): unknown {
     const data = this.data.get(expression.reads);
-    if (expression.source === null) return data;
+    if (expression.source === null) return this.counted(expression.reads, data);
     const key = `${expression.source}\u0000${expression.reads}`;
     let outcome = this.outcomes.get(key);
     if (!outcome) {
@@ -353,9 +357,23 @@ class Substitution {
       if ("value" in outcome) this.options.revealed.add(outcome.value);
       this.outcomes.set(key, outcome);
     }
-    if ("value" in outcome) return outcome.value;
+    if ("value" in outcome) return this.counted(key, outcome.value);
     if (!this.options.quiet) addFieldError(this.options.errors, fieldPath(path, this.options.root), outcome.problem);
     return null;
+  }
+
+  /** The value, once what the values add up to is within MAX_DETOKENIZED_CHARACTERS (a 400 past it). */
+  private counted(key: string, value: unknown): unknown {
+    let size = this.sizes.get(key);
+    if (size === undefined) {
+      size = charactersOf(value);
+      this.sizes.set(key, size);
+    }
+    this.produced += size;
+    if (this.produced > MAX_DETOKENIZED_CHARACTERS) {
+      throw new ValidationError(`The detokenized values would take more than ${MAX_DETOKENIZED_CHARACTERS} characters`);
+    }
+    return value;
   }
 
   private evaluate(expression: Expression, data: unknown): Outcome {
@@ -399,6 +417,13 @@ function substituteText(pieces: Piece[], path: PropertyKey[], substitution: Subs
     return result !== null && typeof result === "object" ? result : textOf(result);
   }
   return pieces.map((piece) => (typeof piece === "string" ? piece : textOf(substitution.resultOf(piece, path)))).join("");
+}
+
+/** About the characters a value takes where it is put: its text, or an object's JSON. */
+function charactersOf(value: unknown): number {
+  if (typeof value === "string") return value.length;
+  if (value === null || value === undefined) return 0;
+  return (typeof value === "object" ? JSON.stringify(value) : String(value)).length;
 }
 
 /** A result as text inside a string: numbers and booleans as written, objects as JSON, null as nothing. */

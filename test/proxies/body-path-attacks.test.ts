@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { requestBodyWithin } from "../../src/http/body";
-import { seedTenant } from "../support/harness";
+import { call, createApplication, seedTenant } from "../support/harness";
 import { createProxy, destinationSaw, expectProxyError, invoke, loopback } from "../support/proxies";
 
 /*
@@ -96,5 +96,22 @@ describe("/proxy sub-paths that step out through path parameters", () => {
     const reply = await invoke("GET", path, { proxyKey: proxy.key });
     expect(reply.status, reply.text).toBe(200);
     expect(reply.json.path).toBe(`/base${path}`);
+  });
+});
+
+describe("a detokenized body many times its own size", () => {
+  // 100 references (the most a body may hold) to one token of 900 KB: without a bound on what
+  // substitution produces, a 2.5 KB body became a 92 MB one, held several times over in the isolate.
+  it("is a 400 naming the bound, and nothing is forwarded", async () => {
+    const tenant = await seedTenant();
+    const caller = await createApplication(tenant, { type: "private", permissions: ["token:create", "token:use"] });
+    const created = await call("POST", "/tokens", { key: caller.key, body: { type: "token", data: "x".repeat(900_000) } });
+    expect(created.status).toBe(201);
+    const marker = `expanded-${crypto.randomUUID()}`;
+    const proxy = await createProxy(tenant, { destination_url: loopback(`/${marker}`) });
+    const body = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`field_${i}`, `{{ ${created.body.id} }}`]));
+    const reply = await invoke("POST", "", { proxyKey: proxy.key, apiKey: caller.key, body });
+    expect(expectProxyError(reply, 400).detail).toMatch(/detokeniz/i);
+    expect(await destinationSaw(marker)).toBe(0);
   });
 });
