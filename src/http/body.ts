@@ -38,13 +38,7 @@ export async function readBounded(chunks: AsyncIterable<Uint8Array>, limit: numb
     if (length > limit) throw tooLarge();
     parts.push(chunk);
   }
-  const bytes = new Uint8Array(length);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.byteLength;
-  }
-  return bytes;
+  return concatenated(parts, length);
 }
 
 /**
@@ -101,6 +95,7 @@ export async function requestBodyWithin(request: Request, limit: number, tooLarg
 /** The most a read of a body framed by its length asks for (and allocates) at once. */
 const FRAMED_READ = 64 * 1024;
 
+/** The parts one after another, in one array of `length` bytes (their sum). */
 function concatenated(parts: Uint8Array[], length: number): Uint8Array {
   const bytes = new Uint8Array(length);
   let offset = 0;

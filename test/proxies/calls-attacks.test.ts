@@ -164,27 +164,50 @@ describe("/proxy calls the proxy refuses are audited", () => {
 
 describe("/proxy sub-paths that would step out of the destination's path", () => {
   // The URL parser removes `..` and `%2e%2e` segments before the vault sees the path, but not a dot
-  // segment that an encoded separator cuts out: a destination that decodes `%2F` (or `%5C`) before it
-  // resolves dot segments would serve a path above its configured one, with whatever the tenant's
-  // transform adds to the request (its credentials for the destination, say).
-  it.each(["/..%2Fadmin", "/%2e%2e%2Fadmin", "/..%5Cadmin", "/v1/%2E%2E%2f%2E%2E%2fadmin", "/.%2F..%2Fadmin", "/charges/..%2f"])(
-    "%s is a 400 and nothing is forwarded",
-    async (path) => {
-      const marker = `step-out-${crypto.randomUUID()}`;
-      const proxy = await createProxy(await seedTenant(), { require_auth: false, destination_url: loopback(`/${marker}/base`) });
-      const reply = await invoke("GET", path, { proxyKey: proxy.key });
-      expect(expectProxyError(reply, 400).detail).toContain("path");
-      expect(await destinationSaw(marker)).toBe(0);
-    },
-  );
+  // segment that an encoded separator cuts out, nor one with path parameters: a destination that
+  // decodes `%2F` (or `%5C`) before it resolves dot segments, or drops `;params` first as servlet
+  // containers (Tomcat, Spring on it) do, would serve a path above its configured one, with whatever
+  // the tenant's transform adds to the request (its credentials for the destination, say).
+  it.each([
+    "/..%2Fadmin",
+    "/%2e%2e%2Fadmin",
+    "/..%5Cadmin",
+    "/v1/%2E%2E%2f%2E%2E%2fadmin",
+    "/.%2F..%2Fadmin",
+    "/charges/..%2f",
+    "/..;/admin",
+    "/..;x/admin",
+    "/.;/..;/admin",
+    "/%2e%2e;/admin",
+    "/v1/..;%2F..;%2Fadmin",
+    "/..;",
+  ])("%s is a 400 and nothing is forwarded", async (path) => {
+    const marker = `step-out-${crypto.randomUUID()}`;
+    const proxy = await createProxy(await seedTenant(), { require_auth: false, destination_url: loopback(`/${marker}/base`) });
+    const reply = await invoke("GET", path, { proxyKey: proxy.key });
+    expect(expectProxyError(reply, 400).detail).toContain("path");
+    expect(await destinationSaw(marker)).toBe(0);
+  });
 
-  it.each(["/a%2Fb", "/v1..2/x", "/..a%2Fb", "/%2e%2e.json", "/a/...%2F"])(
-    "%s, which steps nowhere, is forwarded as sent",
-    async (path) => {
-      const proxy = await createProxy(await seedTenant(), { require_auth: false, destination_url: loopback("/base") });
-      const reply = await invoke("GET", path, { proxyKey: proxy.key });
-      expect(reply.status, reply.text).toBe(200);
-      expect(reply.json.path).toBe(`/base${path}`);
-    },
-  );
+  // The last three are out of scope, forwarded as sent: a destination decoding twice (%252F),
+  // accepting overlong UTF-8 (%c0%ae, %c0%af: IIS before 2001) or cutting a segment at NUL is broken on its own.
+  it.each([
+    "/a%2Fb",
+    "/v1..2/x",
+    "/..a%2Fb",
+    "/%2e%2e.json",
+    "/a/...%2F",
+    "/a;b/c",
+    "/v1;jsessionid=x/charges",
+    "/...;/x",
+    "/..a;/b",
+    "/%252e%252e%252fadmin",
+    "/%c0%ae%c0%ae%c0%afadmin",
+    "/..%00%2Fadmin",
+  ])("%s, which steps nowhere a sound destination reads, is forwarded as sent", async (path) => {
+    const proxy = await createProxy(await seedTenant(), { require_auth: false, destination_url: loopback("/base") });
+    const reply = await invoke("GET", path, { proxyKey: proxy.key });
+    expect(reply.status, reply.text).toBe(200);
+    expect(reply.json.path).toBe(`/base${path}`);
+  });
 });
