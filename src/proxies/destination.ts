@@ -69,8 +69,8 @@ export function stepsOut(path: string): boolean {
 /**
  * `destination_url` with the caller's sub-path appended to its path and the caller's query
  * appended to its query. The URL parser already removed dot segments (`..`, `%2e%2e`) from the
- * caller's path, and one cut out by encoded separators or path parameters was refused (stepsOut), so the result lies
- * below the destination's path however the destination decodes it.
+ * caller's path, and one cut out by encoded separators or path parameters was refused (stepsOut),
+ * so the result lies below the destination's path however the destination decodes it.
  */
 export function destinationFor(destinationUrl: string, target: CallerTarget): URL {
   const url = new URL(destinationUrl);
