@@ -99,13 +99,12 @@ export async function fetchThroughEgress(input: Request | URL, options: EgressFe
   const reason = egressRefusal(url, options);
   if (reason !== null) throw new EgressRefusedError(reason);
 
-  const deadline = new AbortController();
-  // The error is made only if the deadline passes: an Error captures a stack, which costs.
-  setTimeout(() => deadline.abort(new EgressTimeoutError(options.timeoutMs)), options.timeoutMs);
+  // The runtime's own timer: one call, and the error is made only if the deadline passes.
+  const deadline = AbortSignal.timeout(options.timeoutMs);
   try {
-    return await fetch(input, { ...init, redirect: "manual", signal: deadline.signal });
+    return await fetch(input, { ...init, redirect: "manual", signal: deadline });
   } catch {
-    if (deadline.signal.aborted) throw deadline.signal.reason as EgressTimeoutError;
+    if (deadline.aborted) throw new EgressTimeoutError(options.timeoutMs);
     throw new EgressUnreachableError(new URL(url).host);
   }
 }
