@@ -9,6 +9,7 @@
  * Services take `(context, principal, input)`.
  */
 // The trail is the audit feature's own class; every service records to it through the context.
+import type { BatchItem } from "drizzle-orm/batch";
 import type { AuditTrail } from "./audit/trail";
 import type { TenantKeys } from "./crypto/tenant-keys";
 import type { Database } from "./db/client";
@@ -92,6 +93,10 @@ export interface TenantContext extends RequestContext {
   markCommitWith(mark: CommitMark): void;
   /** The commit mark the request's write carries in its batch, once: null when there is none, or it was taken. */
   takeCommitMark(): CommitMark | null;
+  /** Gives the request's one control write the commit mark of its idempotency claim (the `idempotentControlWrite` middleware). */
+  markControlCommitWith(mark: ControlCommitMark): void;
+  /** The commit mark the request's control write carries in its batch, once: null when there is none, or it was taken. */
+  takeControlCommitMark(): ControlCommitMark | null;
 }
 
 /**
@@ -103,6 +108,21 @@ export interface CommitMark {
   /** The statement that seals `outcome` (what the write did) into the record; it fails the batch when the claim was lost. */
   statement(d1: D1Database, outcome: unknown): Promise<D1PreparedStatement>;
   /** The answer when a batch failed because its claim was lost; null for any other failure. */
+  refusalOf(error: unknown): ProblemError | null;
+}
+
+/**
+ * The commit mark of an idempotency claim on a route that writes the control database (POST
+ * /applications, /proxies …): a query the write adds to its own control batch, recording what was written
+ * exactly when it was. A crash leaves both or neither.
+ */
+export interface ControlCommitMark {
+  /**
+   * The query that records `outcome` (what the write did); it fails the batch when another attempt of
+   * the request committed. Handed back inside a function: a query that a promise resolves to is run.
+   */
+  queryFor(outcome: unknown): Promise<(control: Database) => BatchItem<"sqlite"> & { toSQL(): { sql: string; params: unknown[] } }>;
+  /** The answer when a batch failed because another attempt committed; null for any other failure. */
   refusalOf(error: unknown): ProblemError | null;
 }
 

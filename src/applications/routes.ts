@@ -5,7 +5,7 @@ import { optionalJson, requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { IdParams, jsonBody, jsonContent, ListQuery, optionalJsonBody, paginated, problemResponses, Uuid } from "../http/schemas";
-import { idempotent } from "../idempotency/middleware";
+import { idempotentControlWrite } from "../idempotency/middleware";
 import {
   APPLICATION_EXAMPLE,
   APPLICATION_KEYS_EXAMPLE,
@@ -44,7 +44,7 @@ const create = createRoute({
     "permissions; management: the others), given either plainly for every container or as rules per container, not both. " +
     "The answer holds the plaintext key, which is never shown again; with `create_key` false the application gets no key " +
     "(no `key`, and `keys` empty).",
-  middleware: [requirePermission("application:create"), json, idempotent] as const,
+  middleware: [requirePermission("application:create"), json, idempotentControlWrite(applications.answerCommittedCreate)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(CreateApplicationBody, APPLICATION_REQUEST_EXAMPLE),
   responses: {
@@ -131,7 +131,7 @@ const createKey = createRoute({
   description:
     "Needs application:create; the application's other keys keep working. An optional body `{expires_at}` makes the key stop " +
     "working (401) at that time. The plaintext key is in this answer only.",
-  middleware: [requirePermission("application:create"), optionalJson(), idempotent] as const,
+  middleware: [requirePermission("application:create"), optionalJson(), idempotentControlWrite(applications.answerCommittedKey)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: { params: IdParams, ...optionalJsonBody(ApiKeyBody, NEW_KEY_REQUEST_EXAMPLE) },
   responses: {
@@ -149,7 +149,11 @@ const regenerateKey = createRoute({
   description:
     "Needs application:update. Every previous key of the application stops working with the next request. " +
     "An optional body `{expires_at}` makes the new key stop working (401) at that time.",
-  middleware: [requirePermission("application:update"), optionalJson(), idempotent] as const,
+  middleware: [
+    requirePermission("application:update"),
+    optionalJson(),
+    idempotentControlWrite(applications.answerCommittedRegenerate),
+  ] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: { params: IdParams, ...optionalJsonBody(ApiKeyBody, REGENERATE_REQUEST_EXAMPLE) },
   responses: {

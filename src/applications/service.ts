@@ -5,6 +5,7 @@ import type { TenantContext } from "../context";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { addFieldError, ConflictError, type FieldErrors, NotFoundError, ValidationError } from "../errors";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
+import { withControlMark } from "../idempotency/control-mark";
 import { APPLICATIONS } from "../limits";
 import type {
   ApiKeyInput,
@@ -95,14 +96,46 @@ function expiryOf(input: ApiKeyInput, now: number): number | null {
 }
 
 /** Creates the application and, unless `create_key` is false, its first key in one batch: both or neither. */
+/**
+ * An application and, unless `create_key` is false, its first key (else it gets one with POST
+ * /applications/{id}/keys). The write carries the commit mark of the request's idempotency claim,
+ * recording the application's id and the key (CreatedApplication), from which answerCommittedCreate
+ * answers a retry of a request that stopped before its answer was saved.
+ */
 export async function createApplication(context: TenantContext, principal: Principal, input: CreateApplication) {
   const { create_key, ...grants } = input;
-  const created: NewApplicationResponse = create_key
-    ? await insertApplication(context, principal.applicationId, grants)
-    : await insertKeylessApplication(context, principal.applicationId, grants);
-  const { key: _key, keys: _keys, ...application } = created;
-  context.audit.describe({ entityId: created.id, event: { type: "application.created", data: { application } } });
-  return created;
+  const row = newApplicationRow(context, principal.applicationId, grants);
+  const key = create_key ? await newKey(context.tenantId, row.id, row.createdAt) : null;
+  const outcome: CreatedApplication = { id: row.id, key: key?.response ?? null };
+  await withControlMark(context, outcome, (mark) => storage.insertApplication(context.control, row, key?.row ?? null, mark));
+  return createdAnswer(context, row, outcome.key);
+}
+
+/** What POST /applications wrote, as its commit mark records it: the application's id and the key it got (null: none). */
+interface CreatedApplication {
+  id: string;
+  key: Required<ApplicationKeyResponse> | null;
+}
+
+/**
+ * The answer to a POST /applications whose write was committed and whose answer was never saved: the
+ * application as it is now, with the key it was created with, as the first attempt would have shown
+ * them; its creation is recorded, as that attempt's record died with it. A 409 when the application
+ * was deleted since.
+ */
+export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
+  const created = outcome as CreatedApplication;
+  const row = await storage.findApplication(context.control, context.tenantId, created.id);
+  if (!row) {
+    throw new ConflictError("The request with this idempotency key was processed, but the application it created was deleted since");
+  }
+  return { status: 201, body: createdAnswer(context, row, created.key) };
+};
+
+function createdAnswer(context: TenantContext, row: ApplicationRow, key: CreatedApplication["key"]): NewApplicationResponse {
+  const application = toApplicationResponse(row);
+  context.audit.describe({ entityId: row.id, event: { type: "application.created", data: { application } } });
+  return key ? withNewKey(application, key) : { ...application, keys: [] };
 }
 
 /** An application of the context's tenant, with its first key; `createdBy` is null for a tenant's own. */
@@ -111,13 +144,6 @@ export async function insertApplication(context: TenantContext, createdBy: strin
   const key = await newKey(context.tenantId, row.id, row.createdAt);
   await storage.insertApplication(context.control, row, key.row);
   return withNewKey(toApplicationResponse(row), key.response);
-}
-
-/** An application without a key (`create_key` false): it gets one with POST /applications/{id}/keys. */
-async function insertKeylessApplication(context: TenantContext, createdBy: string, input: ApplicationGrants) {
-  const row = newApplicationRow(context, createdBy, input);
-  await storage.insertApplication(context.control, row, null);
-  return { ...toApplicationResponse(row), keys: [] };
 }
 
 /** The row of a new application, its grants checked against its type. */
@@ -217,9 +243,43 @@ export async function createApplicationKey(context: TenantContext, _principal: P
     throw new ConflictError(`An application holds at most ${MAX_KEYS_PER_APPLICATION} keys; revoke one first`);
   }
   const key = await newKey(context.tenantId, id, now, expiresAt);
-  await storage.insertKey(context.control, key.row);
+  await withControlMark(context, { application_id: id, key: key.response } satisfies CreatedKey, (mark) =>
+    storage.insertKey(context.control, key.row, mark),
+  );
   context.audit.describe({ entityId: key.row.id, message: `for application ${id}` });
   return key.response;
+}
+
+/** What POST /applications/{id}/keys or /regenerate wrote, as its commit mark records it. */
+interface CreatedKey {
+  application_id: string;
+  key: Required<ApplicationKeyResponse>;
+}
+
+/**
+ * The answer to a POST /applications/{id}/keys whose write was committed and whose answer was never
+ * saved: the key, while it still exists (a 409 once it was revoked or its application deleted).
+ */
+export const answerCommittedKey = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
+  const created = outcome as CreatedKey;
+  await requireKeyStill(context, created);
+  context.audit.describe({ entityId: created.key.id, message: `for application ${created.application_id}` });
+  return { status: 201, body: created.key };
+};
+
+/** The answer to a POST /applications/{id}/regenerate made again from its commit mark: the application as it is now, with its new key. */
+export const answerCommittedRegenerate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
+  const created = outcome as CreatedKey;
+  await requireKeyStill(context, created);
+  const row = await findApplication(context, created.application_id);
+  context.audit.describe({ entityId: created.key.id, message: `for application ${created.application_id}, its other keys revoked` });
+  return { status: 200, body: withNewKey(toApplicationResponse(row), created.key) };
+};
+
+async function requireKeyStill(context: TenantContext, created: CreatedKey): Promise<void> {
+  if (!(await storage.findKey(context.control, context.tenantId, created.application_id, created.key.id))) {
+    throw new ConflictError("The request with this idempotency key was processed, but the key it created was revoked since");
+  }
 }
 
 /**
@@ -231,7 +291,9 @@ export async function regenerateApplicationKey(context: TenantContext, principal
   const expiresAt = expiryOf(input, now);
   await findApplication(context, id);
   const key = await newKey(context.tenantId, id, now, expiresAt);
-  const row = await storage.replaceKeys(context.control, context.tenantId, id, key.row, principal.applicationId);
+  const row = await withControlMark(context, { application_id: id, key: key.response } satisfies CreatedKey, (mark) =>
+    storage.replaceKeys(context.control, context.tenantId, id, key.row, principal.applicationId, mark),
+  );
   credentialsChanged();
   if (!row) {
     // Deleted meanwhile: the new key must not outlive it.

@@ -3,6 +3,7 @@ import type { Database } from "../db/client";
 import { apiKeys, applications, consoleSessions } from "../db/control-tables";
 import { namedResourcesPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
+import { type MarkQuery, marked } from "../idempotency/control-mark";
 
 export type ApplicationRow = typeof applications.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -10,11 +11,17 @@ export type ApiKeyRow = typeof apiKeys.$inferSelect;
 const application = (tenantId: string, id: string) => and(eq(applications.tenantId, tenantId), eq(applications.id, id));
 const keysOf = (tenantId: string, applicationId: string) => and(eq(apiKeys.tenantId, tenantId), eq(apiKeys.applicationId, applicationId));
 
-/** The application and its first key (when it gets one), both or neither. */
-export async function insertApplication(db: Database, row: ApplicationRow, key: ApiKeyRow | null): Promise<void> {
-  const application = db.insert(applications).values(row);
-  if (key === null) await application;
-  else await db.batch([application, db.insert(apiKeys).values(key)]);
+/**
+ * The application and its first key (when it gets one), with the commit mark of the request's
+ * idempotency claim (when it has one), all or none.
+ */
+export async function insertApplication(
+  db: Database,
+  row: ApplicationRow,
+  key: ApiKeyRow | null,
+  mark: MarkQuery | null = null,
+): Promise<void> {
+  await db.batch([db.insert(applications).values(row), ...(key === null ? [] : [db.insert(apiKeys).values(key)]), ...marked(db, mark)]);
 }
 
 export async function findApplication(db: Database, tenantId: string, id: string): Promise<ApplicationRow | undefined> {
@@ -57,8 +64,9 @@ export async function keyCount(db: Database, tenantId: string, applicationId: st
   return existing?.total ?? 0;
 }
 
-export async function insertKey(db: Database, key: ApiKeyRow): Promise<void> {
-  await db.insert(apiKeys).values(key);
+/** A key, with the commit mark of the request's idempotency claim (when it has one), both or neither. */
+export async function insertKey(db: Database, key: ApiKeyRow, mark: MarkQuery | null = null): Promise<void> {
+  await db.batch([db.insert(apiKeys).values(key), ...marked(db, mark)]);
 }
 
 /**
@@ -71,11 +79,13 @@ export async function replaceKeys(
   id: string,
   key: ApiKeyRow,
   modifiedBy: string,
+  mark: MarkQuery | null = null,
 ): Promise<ApplicationRow | undefined> {
   const [, [row]] = await db.batch([
     db.delete(apiKeys).where(keysOf(tenantId, id)),
     db.update(applications).set({ modifiedBy, modifiedAt: key.createdAt }).where(application(tenantId, id)).returning(),
     db.insert(apiKeys).values(key),
+    ...marked(db, mark),
   ]);
   return row;
 }

@@ -3,6 +3,7 @@ import type { TenantContext } from "../context";
 import { fromBase64, toBase64 } from "../crypto/encoding";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { isoTime } from "../http/schemas";
+import { withControlMark } from "../idempotency/control-mark";
 import { CLIENT_KEYS } from "../limits";
 import { decryptCompactJwe, encryptedHeaderOf, isOpenable, JWE_REFUSALS } from "./jwe";
 import type { ClientKeyInput, ClientKeyResponse, CreatedClientKeyResponse } from "./schema";
@@ -62,12 +63,33 @@ export async function createClientKey(
     createdBy: principal.applicationId,
     createdAt: now,
   };
-  if (!(await storage.insertClientKey(context.control, row, CLIENT_KEYS.maxPerTenant))) {
-    throw new ConflictError(`A tenant holds at most ${CLIENT_KEYS.maxPerTenant} client encryption keys; delete one first`);
-  }
+  const created: CreatedClientKey = { id, public_key_pem: publicKeyPem(new Uint8Array(publicKey)) };
+  const inserted = await withControlMark(context, created, (mark) =>
+    storage.insertClientKey(context.control, row, CLIENT_KEYS.maxPerTenant, mark),
+  );
+  if (!inserted) throw new ConflictError(`A tenant holds at most ${CLIENT_KEYS.maxPerTenant} client encryption keys; delete one first`);
   context.audit.describe({ entityId: id });
-  return { ...toClientKeyResponse(row), public_key_pem: publicKeyPem(new Uint8Array(publicKey)) };
+  return { ...toClientKeyResponse(row), public_key_pem: created.public_key_pem };
 }
+
+/** What POST /keys wrote, as its commit mark records it: the key's id and its public key, which only this answer shows. */
+interface CreatedClientKey {
+  id: string;
+  public_key_pem: string;
+}
+
+/**
+ * The answer to a POST /keys whose write was committed and whose answer was never saved: the key as
+ * it is now, with its public key; a 409 when it no longer exists (deleted since, or never inserted:
+ * the tenant held its most keys, which the first attempt answered).
+ */
+export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
+  const created = outcome as CreatedClientKey;
+  const row = await storage.findClientKey(context.control, context.tenantId, created.id);
+  if (!row) throw new ConflictError("The request with this idempotency key was processed, but the key it created no longer exists");
+  context.audit.describe({ entityId: created.id });
+  return { status: 201, body: { ...toClientKeyResponse(row), public_key_pem: created.public_key_pem } };
+};
 
 export async function listClientKeys(context: TenantContext): Promise<ClientKeyResponse[]> {
   return (await storage.clientKeysOf(context.control, context.tenantId)).map(toClientKeyResponse);

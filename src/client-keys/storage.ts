@@ -1,21 +1,22 @@
 import { and, desc, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { clientEncryptionKeys } from "../db/control-tables";
+import { type MarkQuery, markedStatements } from "../idempotency/control-mark";
 
 export type ClientKeyRow = typeof clientEncryptionKeys.$inferSelect;
 
 const clientKey = (tenantId: string, id: string) => and(eq(clientEncryptionKeys.tenantId, tenantId), eq(clientEncryptionKeys.id, id));
 
 /** Inserts the key unless the tenant already holds `limit`: false then (one statement, so two creates cannot both pass). */
-export async function insertClientKey(db: Database, row: ClientKeyRow, limit: number): Promise<boolean> {
-  const result = await db.$client
+export async function insertClientKey(db: Database, row: ClientKeyRow, limit: number, mark: MarkQuery | null = null): Promise<boolean> {
+  const insert = db.$client
     .prepare(
       `INSERT INTO client_encryption_keys (id, tenant_id, private_key_ciphertext, expires_at, created_by, created_at)
        SELECT ?, ?, ?, ?, ?, ? WHERE (SELECT count(*) FROM client_encryption_keys WHERE tenant_id = ?) < ?`,
     )
-    .bind(row.id, row.tenantId, row.privateKeyCiphertext, row.expiresAt, row.createdBy, row.createdAt, row.tenantId, limit)
-    .run();
-  return result.meta.changes === 1;
+    .bind(row.id, row.tenantId, row.privateKeyCiphertext, row.expiresAt, row.createdBy, row.createdAt, row.tenantId, limit);
+  const [result] = await db.$client.batch([insert, ...markedStatements(db, mark)]);
+  return result!.meta.changes === 1;
 }
 
 export async function findClientKey(db: Database, tenantId: string, id: string): Promise<ClientKeyRow | undefined> {

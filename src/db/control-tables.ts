@@ -534,3 +534,27 @@ export const applePayDomains = sqliteTable(
   },
   (table) => [index("apple_pay_domains_tenant").on(table.tenantId, table.domain)],
 );
+
+/**
+ * The commit mark of an idempotency claim on a route that writes this database (POST /applications, /proxies …):
+ * written in the batch of the write it answers, as the data database's records carry theirs, so a
+ * crash leaves both or neither. The claim itself stays in the tenant's data database
+ * (idempotency_records); one mark a key, so of two attempts of one request (a retry that took an
+ * expired claim over, and the attempt that outlived it) only one batch can commit.
+ */
+export const idempotencyMarks = sqliteTable(
+  "idempotency_marks",
+  {
+    tenantId: text("tenant_id").notNull(),
+    applicationId: text("application_id").notNull(),
+    key: text("key").notNull(),
+    /** What the write did, sealed under the tenant's keys like the stored answer (it may hold a new API key). */
+    outcome: text("outcome").notNull(),
+    /** The claim's time: a mark older than the key's record belongs to an earlier use of the key. */
+    createdAt: integer("created_at").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.tenantId, table.applicationId, table.key] }),
+    index("idempotency_marks_created").on(table.createdAt),
+  ],
+);

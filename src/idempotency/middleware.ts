@@ -3,7 +3,15 @@ import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { ValidationError } from "../errors";
 import type { AppEnv } from "../http/context";
-import { claimIdempotencyKey, commitMarkOf, type Replay, rememberCommittedResponse, rememberResponse, requestHashOf } from "./service";
+import {
+  claimIdempotencyKey,
+  commitMarkOf,
+  controlCommitMarkOf,
+  type Replay,
+  rememberCommittedResponse,
+  rememberResponse,
+  requestHashOf,
+} from "./service";
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -40,14 +48,22 @@ export const idempotent: MiddlewareHandler<AppEnv> = idempotentRoute(null);
 export const idempotentWrite = (
   answerCommitted: AnswerCommitted,
   answersAgain: (body: unknown) => boolean = () => false,
-): MiddlewareHandler<AppEnv> => idempotentRoute({ answerCommitted, answersAgain });
+): MiddlewareHandler<AppEnv> => idempotentRoute({ answerCommitted, answersAgain, inControl: false });
+
+/**
+ * `idempotentWrite` for a route whose one write goes in a batch of the control database (POST
+ * /applications, /proxies …): the batch carries a mark in idempotency_marks (ControlCommitMark), and
+ * `answerCommitted` answers from it as from a data write's.
+ */
+export const idempotentControlWrite = (answerCommitted: AnswerCommitted): MiddlewareHandler<AppEnv> =>
+  idempotentRoute({ answerCommitted, answersAgain: () => false, inControl: true });
 
 /**
  * The request is identified by method, path and body; the body gate has already held it to valid
  * UTF-8, so its text is its bytes.
  */
 function idempotentRoute(
-  write: { answerCommitted: AnswerCommitted; answersAgain: (body: unknown) => boolean } | null,
+  write: { answerCommitted: AnswerCommitted; answersAgain: (body: unknown) => boolean; inControl: boolean } | null,
 ): MiddlewareHandler<AppEnv> {
   const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
     const { config, context, principal } = c.var;
@@ -63,6 +79,7 @@ function idempotentRoute(
       requestHash: await requestHashOf(c.req.method, path, body),
       request: `${c.req.method} ${path}`,
       commitsWithWrite: write !== null,
+      marksInControl: write?.inControl,
       answeredFromMark: write?.answersAgain(parsedOrNull(body)),
     });
     const replayed = (replay: Replay) =>
@@ -78,10 +95,11 @@ function idempotentRoute(
       // Only a route with answerCommitted claims keys whose records carry a commit mark.
       const answer = await write!.answerCommitted(context, principal, claimed.committed, JSON.parse(body));
       const answered = { status: answer.status, body: JSON.stringify(answer.body) };
-      await rememberCommittedResponse(context, claimed.scope, answered.status, answered.body);
+      await rememberCommittedResponse(context, claimed.scope, answered.status, answered.body, claimed.markedElsewhere);
       return replayed(answered);
     }
-    if (write) context.markCommitWith(commitMarkOf(context, claimed.claim));
+    if (write?.inControl) context.markControlCommitWith(controlCommitMarkOf(context, claimed.claim));
+    else if (write) context.markCommitWith(commitMarkOf(context, claimed.claim));
     await next();
     await rememberResponse(context, claimed.claim, c.res.status, c.res.status >= 500 ? "" : await c.res.clone().text());
   };

@@ -10,9 +10,12 @@
  * 409 that says when to come back. The write of POST /tokens and /tokenize carries the record's commit
  * mark in its own batch (CommitMark), so the record knows whether the write happened: with the mark
  * and no saved answer, a retry makes the answer again from it; without the mark past the lease,
- * nothing was written and a retry takes the claim over and runs the request. Other routes write
- * elsewhere (the control database, a partner through tenant code), so past the lease an unanswered
- * claim is a 409 saying its outcome is unknown.
+ * nothing was written and a retry takes the claim over and runs the request. The routes that write
+ * the control database (applications, proxies, webhooks, client keys, formulas, reactors), which no
+ * batch of the data database reaches, carry a mark in its idempotency_marks instead
+ * (ControlCommitMark), which the retry reads in the same way. A react, whose tenant code may have
+ * called a partner, answers an unanswered claim past the lease with a 409 saying its outcome is
+ * unknown.
  *
  * A replay never runs the request again, and never shows what a fresh request would not: when the
  * request detokenized tokens, each must still exist and its token:use rule still show as much, or
@@ -20,7 +23,7 @@
  * detokenized cvc in any shape (a reactor's result) cannot be rewritten: it is withdrawn instead.
  */
 import type { Principal } from "../auth/access";
-import type { CommitMark, RequestContext, TenantContext } from "../context";
+import type { CommitMark, ControlCommitMark, RequestContext, TenantContext } from "../context";
 import { sha256Hex } from "../crypto/secrets";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { shownLessNow } from "../detokenization/service";
@@ -45,6 +48,8 @@ export interface IdempotentRequest {
   request: string;
   /** Its write carries the record's commit mark in its own batch (the `idempotentWrite` middleware). */
   commitsWithWrite: boolean;
+  /** The mark is in the control database's idempotency_marks, the write being there (the `idempotentControlWrite` middleware). */
+  marksInControl?: boolean;
   /** A committed write is answered again from its mark, as a fresh request would be now, even when its answer was saved. */
   answeredFromMark?: boolean;
 }
@@ -53,13 +58,18 @@ export interface IdempotentRequest {
 export interface Claim {
   scope: storage.IdempotencyScope;
   claimedAt: number;
+  /** When the key's record was made: a control mark older than it belongs to an earlier use of the key. */
+  since: number;
 }
 
 /**
  * What a request with a key does: run, holding the claim; answer a response given before; or answer
  * again what an earlier attempt's committed write did (its `outcome`), whose answer was never saved.
  */
-export type Claimed = { claim: Claim } | { replay: Replay } | { committed: unknown; scope: storage.IdempotencyScope };
+export type Claimed =
+  | { claim: Claim }
+  | { replay: Replay }
+  | { committed: unknown; scope: storage.IdempotencyScope; markedElsewhere: boolean };
 
 const scopeOf = (principal: Principal, key: string): storage.IdempotencyScope => ({
   tenantId: principal.tenantId,
@@ -92,7 +102,7 @@ export async function claimIdempotencyKey(
   const scope = scopeOf(principal, request.key);
   const { requestHash, commitsWithWrite } = request;
   if (await storage.claimKey(context.db, scope, { requestHash, commitsWithWrite }, now, now - IDEMPOTENCY_WINDOW_MS)) {
-    return { claim: { scope, claimedAt: now } };
+    return { claim: { scope, claimedAt: now, since: now } };
   }
   const record = await storage.findRecord(context.db, scope);
   if (!record || record.requestHash !== requestHash) {
@@ -103,14 +113,21 @@ export async function claimIdempotencyKey(
   }
   if (record.outcome !== null) {
     const keys = await context.keys();
-    return { committed: JSON.parse(await keys.decrypt(record.outcome, outcomeContext(request.key))), scope };
+    return { committed: JSON.parse(await keys.decrypt(record.outcome, outcomeContext(request.key))), scope, markedElsewhere: false };
+  }
+  const mark = request.marksInControl ? await storage.findMark(context.control, scope, record.createdAt) : null;
+  if (mark !== null) {
+    const keys = await context.keys();
+    return { committed: JSON.parse(await keys.decrypt(mark, outcomeContext(request.key))), scope, markedElsewhere: true };
   }
   const lease = context.config.IDEMPOTENCY_LEASE_MS;
   const leaseEnd = record.claimedAt + lease;
   if (now < leaseEnd) throw stillProcessing(leaseEnd - now);
   if (!record.commitsWithWrite) throw outcomeUnknown(request.request);
   // Its write carries the commit mark, which is absent: it wrote nothing, and may run again.
-  if (await storage.takeOverClaim(context.db, scope, record.claimedAt, now)) return { claim: { scope, claimedAt: now } };
+  if (await storage.takeOverClaim(context.db, scope, record.claimedAt, now)) {
+    return { claim: { scope, claimedAt: now, since: record.createdAt } };
+  }
   throw stillProcessing(lease);
 }
 
@@ -154,6 +171,10 @@ function outcomeUnknown(request: string): ConflictError {
   );
 }
 
+const ANOTHER_ATTEMPT_COMMITTED =
+  "Another attempt of the request with this idempotency key committed its write first, so this one wrote nothing: " +
+  "send the request again with the key for that attempt's answer";
+
 const CLAIM_TAKEN_OVER =
   "This request held its idempotency key past its lease and a retry took the key over: nothing was written, the retry's answer is kept";
 
@@ -166,6 +187,22 @@ export function commitMarkOf(context: TenantContext, claim: Claim): CommitMark {
       return storage.commitStatement(d1, claim.scope, claim.claimedAt, sealed);
     },
     refusalOf: (error) => (storage.isLostClaimError(error) ? new ConflictError(CLAIM_TAKEN_OVER) : null),
+  };
+}
+
+/**
+ * The mark the request's control write carries in its batch. It holds the key whoever claimed it
+ * last: of two attempts of one request (the one that outlived its lease, and the retry that took the
+ * claim over) the first batch to commit writes, and the other fails on the mark.
+ */
+export function controlCommitMarkOf(context: TenantContext, claim: Claim): ControlCommitMark {
+  return {
+    async queryFor(outcome) {
+      const keys = await context.keys();
+      const sealed = await keys.encrypt(JSON.stringify(outcome), outcomeContext(claim.scope.key));
+      return (control) => storage.markQuery(control, claim.scope, claim, sealed);
+    },
+    refusalOf: (error) => (storage.isMarkTakenError(error) ? new ConflictError(ANOTHER_ATTEMPT_COMMITTED) : null),
   };
 }
 
@@ -188,8 +225,9 @@ export async function rememberCommittedResponse(
   scope: storage.IdempotencyScope,
   status: number,
   body: string,
+  markedElsewhere: boolean,
 ): Promise<void> {
-  await storage.saveResponse(context.db, scope, null, await sealedResponse(context, scope.key, status, body));
+  await storage.saveResponse(context.db, scope, null, await sealedResponse(context, scope.key, status, body), markedElsewhere);
 }
 
 async function sealedResponse(context: TenantContext, key: string, status: number, body: string) {
@@ -210,6 +248,7 @@ async function sealedResponse(context: TenantContext, key: string, status: numbe
 /** Called by the scheduled handler: records older than the window are useless. */
 export async function purgeIdempotencyRecords(context: RequestContext, now = Date.now()): Promise<void> {
   for (const db of context.dataDatabases()) await storage.purgeRecordsBefore(db, now - IDEMPOTENCY_WINDOW_MS);
+  await storage.purgeMarksBefore(context.control, now - IDEMPOTENCY_WINDOW_MS);
 }
 
 /**

@@ -1,5 +1,6 @@
-import { and, eq, isNotNull, isNull, lt, lte } from "drizzle-orm";
+import { and, eq, gte, isNotNull, isNull, lt, lte, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { idempotencyMarks } from "../db/control-tables";
 import { idempotencyRecords } from "../db/data-tables";
 
 /** One application's use of one idempotency key. */
@@ -85,25 +86,79 @@ export function isLostClaimError(error: unknown): boolean {
 }
 
 /**
+ * The control database's commit mark (idempotency_marks), for the batch of the write it answers:
+ * records the outcome unless a mark of this use of the key (made at or after `since`, its record's
+ * creation) is there, which another attempt of the request committed. Then the value is NULL, so NOT
+ * NULL fails the statement and with it the whole batch, as commitStatement does; a mark of an earlier
+ * use of the key is replaced.
+ */
+export function markQuery(db: Database, scope: IdempotencyScope, claim: { claimedAt: number; since: number }, sealedOutcome: string) {
+  const marked = and(
+    eq(idempotencyMarks.tenantId, scope.tenantId),
+    eq(idempotencyMarks.applicationId, scope.applicationId),
+    eq(idempotencyMarks.key, scope.key),
+    gte(idempotencyMarks.createdAt, claim.since),
+  );
+  return db
+    .insert(idempotencyMarks)
+    .values({
+      ...scope,
+      outcome: sql`(SELECT ${sealedOutcome} WHERE NOT EXISTS (SELECT 1 FROM ${idempotencyMarks} WHERE ${marked}))`,
+      createdAt: claim.claimedAt,
+    })
+    .onConflictDoUpdate({
+      target: [idempotencyMarks.tenantId, idempotencyMarks.applicationId, idempotencyMarks.key],
+      set: { outcome: sql`excluded.outcome`, createdAt: sql`excluded.created_at` },
+    });
+}
+
+/** The failure of a markQuery batch: another attempt of the request committed first. */
+export function isMarkTakenError(error: unknown): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (/NOT NULL constraint failed: idempotency_marks\.outcome/.test(cause.message)) return true;
+  }
+  return false;
+}
+
+/** The control database's commit mark of this use of the key (made at or after `since`), sealed. */
+export async function findMark(db: Database, scope: IdempotencyScope, since: number): Promise<string | null> {
+  const [mark] = await db
+    .select({ outcome: idempotencyMarks.outcome })
+    .from(idempotencyMarks)
+    .where(
+      and(
+        eq(idempotencyMarks.tenantId, scope.tenantId),
+        eq(idempotencyMarks.applicationId, scope.applicationId),
+        eq(idempotencyMarks.key, scope.key),
+        gte(idempotencyMarks.createdAt, since),
+      ),
+    )
+    .limit(1);
+  return mark?.outcome ?? null;
+}
+
+export async function purgeMarksBefore(db: Database, expiredBefore: number): Promise<void> {
+  await db.delete(idempotencyMarks).where(lt(idempotencyMarks.createdAt, expiredBefore));
+}
+
+/**
  * Saves the answer, the first one only: by the request that holds the claim made at `claimedAt`, or,
- * with `claimedAt` null, by a retry that made the answer again from the commit mark.
+ * with `claimedAt` null, by a retry that made the answer again from the commit mark (in the record,
+ * or with `markedElsewhere` in the control database's idempotency_marks).
  */
 export async function saveResponse(
   db: Database,
   scope: IdempotencyScope,
   claimedAt: number | null,
   saved: { status: number; sealedBody: string; cvcExpiresAt: number | null; sealedDetokenized: string | null },
+  markedElsewhere = false,
 ): Promise<void> {
+  const holder =
+    claimedAt !== null ? eq(idempotencyRecords.claimedAt, claimedAt) : markedElsewhere ? undefined : isNotNull(idempotencyRecords.outcome);
   await db
     .update(idempotencyRecords)
     .set({ status: saved.status, response: saved.sealedBody, cvcExpiresAt: saved.cvcExpiresAt, detokenized: saved.sealedDetokenized })
-    .where(
-      and(
-        recordOf(scope),
-        isNull(idempotencyRecords.status),
-        claimedAt === null ? isNotNull(idempotencyRecords.outcome) : eq(idempotencyRecords.claimedAt, claimedAt),
-      ),
-    );
+    .where(and(recordOf(scope), isNull(idempotencyRecords.status), holder));
 }
 
 /** Drops the claim made at `claimedAt`, unless its write was committed: a retry must then answer what it wrote. */

@@ -7,7 +7,7 @@ import { requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { IdParams, jsonContent, optionalJsonBody, problemResponses } from "../http/schemas";
-import { idempotent } from "../idempotency/middleware";
+import { idempotentControlWrite } from "../idempotency/middleware";
 
 /*
  * The tenants' client encryption keys (src/client-keys/) over HTTP: beside the operator's keyring
@@ -31,7 +31,7 @@ const create = createRoute({
     "the answer is the only one that shows the public key. Data encrypted to it as a JWE (ECDH-ES, A256GCM, `kid` the key's " +
     "id) is accepted where token data is (POST /tokens, POST /tokenize) until `expires_at`: at most one year ahead, one year " +
     "ahead when absent. A tenant holds at most 100 keys (409 beyond).",
-  middleware: [requirePermission("keys:create"), json, idempotent] as const,
+  middleware: [requirePermission("keys:create"), json, idempotentControlWrite(clientKeys.answerCommittedCreate)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: optionalJsonBody(ClientKeyBody, CLIENT_KEY_REQUEST_EXAMPLE),
   responses: {

@@ -49,6 +49,13 @@ const SEALED_COLUMNS: SealedColumn[] = [
   { database: "control", table: "webhooks", column: "secret_ciphertext", key: ["id"], context: (row) => secretContext(row.id!) },
   {
     database: "control",
+    table: "idempotency_marks",
+    column: "outcome",
+    key: ["application_id", "key"],
+    context: (row) => outcomeContext(row.key!),
+  },
+  {
+    database: "control",
     table: "client_encryption_keys",
     column: "private_key_ciphertext",
     key: ["id"],

@@ -15,7 +15,7 @@ import {
   paginated,
   problemResponses,
 } from "../http/schemas";
-import { idempotent } from "../idempotency/middleware";
+import { idempotentControlWrite } from "../idempotency/middleware";
 import { CARD_CHARGE_EXAMPLE } from "../tokens/examples";
 import { INVOCATION_PATH } from "./destination";
 import {
@@ -45,7 +45,7 @@ const create = createRoute({
     "Stores a proxy that detokenizes requests, runs its optional transforms and forwards them to `destination_url`. Needs " +
     "`proxy:create`; the destination must pass the egress policy and transform code must pass the sandbox's checks. The " +
     "answer holds the `key` that invokes the proxy at /proxy, and the configuration as sent (it is stored encrypted).",
-  middleware: [requirePermission("proxy:create"), json, idempotent] as const,
+  middleware: [requirePermission("proxy:create"), json, idempotentControlWrite(proxies.answerCommittedCreate)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(ProxyBody, PROXY_REQUEST_EXAMPLE),
   responses: {
@@ -140,7 +140,7 @@ const rollKey = createRoute({
     "Answers the proxy with its new key; needs `proxy:update`. With `grace_period_seconds` (up to 30 days) the previous " +
     "key keeps invoking the proxy until then; without, it stops with the next request. Only the latest previous key is " +
     "kept, and a roll racing another roll of the same proxy is a 409.",
-  middleware: [requirePermission("proxy:update"), optionalJson(), idempotent] as const,
+  middleware: [requirePermission("proxy:update"), optionalJson(), idempotentControlWrite(proxies.answerCommittedRoll)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: { params: IdParams, ...optionalJsonBody(RollKeyBody, ROLL_KEY_EXAMPLE) },
   responses: {

@@ -9,6 +9,7 @@ import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
+import { withControlMark } from "../idempotency/control-mark";
 import { validateCode } from "../sandbox";
 import { ProxyBody, type ProxyConfiguration, type ProxyInput, type ProxyPatch, type ProxyResponse, type RollKeyInput } from "./schema";
 import type { ProxyRow } from "./storage";
@@ -110,11 +111,46 @@ export async function createProxy(context: TenantContext, principal: Principal, 
     modifiedBy: null,
     modifiedAt: null,
   };
-  await storage.insertProxy(context.control, row);
+  await withControlMark(context, { id } satisfies WrittenProxy, (mark) => storage.insertProxy(context.control, row, mark));
+  return createdAnswer(context, keys, row);
+}
+
+async function createdAnswer(context: TenantContext, keys: TenantKeys, row: ProxyRow): Promise<ProxyResponse> {
   const created = await toProxyResponse(keys, row);
-  context.audit.describe({ entityId: id, event: { type: "proxy.created", data: proxyEventData(created) } });
+  context.audit.describe({ entityId: row.id, event: { type: "proxy.created", data: proxyEventData(created) } });
   return created;
 }
+
+/** What POST /proxies or /proxies/{id}/key wrote, as its commit mark records it: the proxy, and the hash of the key it gave it. */
+interface WrittenProxy {
+  id: string;
+  keyHash?: string;
+}
+
+/**
+ * The answer to a POST /proxies whose write was committed and whose answer was never saved: the proxy
+ * as it is now (its key included, as a read shows it), recorded in the audit log again as the
+ * attempt's record died with it; a 409 when it was deleted since.
+ */
+export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
+  const row = await storage.findProxy(context.control, context.tenantId, (outcome as WrittenProxy).id);
+  if (!row) throw new ConflictError("The request with this idempotency key was processed, but the proxy it created was deleted since");
+  return { status: 201, body: await createdAnswer(context, await context.keys(), row) };
+};
+
+/**
+ * The answer to a POST /proxies/{id}/key made again from its commit mark: the proxy as it is now,
+ * while it still holds the key this request gave it. Otherwise a 409: the key was rolled again since,
+ * or the roll never applied (another roll won the race, and the first attempt answered that 409).
+ */
+export const answerCommittedRoll = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
+  const written = outcome as WrittenProxy;
+  const row = await storage.findProxy(context.control, context.tenantId, written.id);
+  if (!row || row.keyHash !== written.keyHash) {
+    throw new ConflictError(`Proxy ${written.id}'s key was rolled or the proxy deleted meanwhile; read it and try again`);
+  }
+  return { status: 200, body: await rolledAnswer(context, await context.keys(), row) };
+};
 
 /** A proxy as webhook events describe it: never its key, configuration or transform code. */
 function proxyEventData(proxy: ProxyResponse): Record<string, unknown> {
@@ -254,17 +290,26 @@ export async function rollProxyKey(context: TenantContext, principal: Principal,
   const grace = input.grace_period_seconds ?? 0;
   const previousUntil = grace > 0 ? now + grace * 1000 : null;
   const key = generateSecret(PROXY_KEY_PREFIX);
-  const row = await storage.rollKey(context.control, context.tenantId, id, existing.keyHash, {
-    keyHash: await sha256Hex(key),
+  const keyHash = await sha256Hex(key);
+  const changes = {
+    keyHash,
     keyCiphertext: await keys.encrypt(key, keyContext(id)),
     previousKeyHash: previousUntil === null ? null : existing.keyHash,
     previousKeyExpiresAt: previousUntil,
     modifiedBy: principal.applicationId,
     modifiedAt: now,
-  });
+  };
+  const row = await withControlMark(context, { id, keyHash } satisfies WrittenProxy, (mark) =>
+    storage.rollKey(context.control, context.tenantId, id, existing.keyHash, changes, mark),
+  );
   if (!row) throw new ConflictError(`Proxy ${id}'s key was rolled or the proxy deleted meanwhile; read it and try again`);
   credentialsChanged();
+  return rolledAnswer(context, keys, row);
+}
+
+async function rolledAnswer(context: TenantContext, keys: TenantKeys, row: ProxyRow): Promise<ProxyResponse> {
   const rolled = await toProxyResponse(keys, row);
+  const previousUntil = row.previousKeyExpiresAt;
   context.audit.describe({
     message: previousUntil === null ? "the previous key stopped at once" : `the previous key works until ${isoTime(previousUntil)}`,
     event: { type: "proxy.updated", data: proxyEventData(rolled) },

@@ -4,13 +4,15 @@ import type { Database } from "../db/client";
 import { applications, proxies } from "../db/control-tables";
 import { namedResourcesPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
+import { type MarkQuery, marked } from "../idempotency/control-mark";
 
 export type ProxyRow = typeof proxies.$inferSelect;
 
 const proxy = (tenantId: string, id: string) => and(eq(proxies.tenantId, tenantId), eq(proxies.id, id));
 
-export async function insertProxy(db: Database, row: ProxyRow): Promise<void> {
-  await db.insert(proxies).values(row);
+/** The proxy, with the commit mark of the request's idempotency claim (when it has one), both or neither. */
+export async function insertProxy(db: Database, row: ProxyRow, mark: MarkQuery | null = null): Promise<void> {
+  await db.batch([db.insert(proxies).values(row), ...marked(db, mark)]);
 }
 
 export async function findProxy(db: Database, tenantId: string, id: string): Promise<ProxyRow | undefined> {
@@ -50,12 +52,16 @@ export async function rollKey(
   id: string,
   readKeyHash: string,
   changes: Pick<ProxyRow, "keyHash" | "keyCiphertext" | "previousKeyHash" | "previousKeyExpiresAt" | "modifiedBy" | "modifiedAt">,
+  mark: MarkQuery | null = null,
 ): Promise<ProxyRow | undefined> {
-  const [row] = await db
-    .update(proxies)
-    .set(changes)
-    .where(and(proxy(tenantId, id), eq(proxies.keyHash, readKeyHash)))
-    .returning();
+  const [[row]] = await db.batch([
+    db
+      .update(proxies)
+      .set(changes)
+      .where(and(proxy(tenantId, id), eq(proxies.keyHash, readKeyHash)))
+      .returning(),
+    ...marked(db, mark),
+  ]);
   return row;
 }
 

@@ -2,6 +2,7 @@ import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { ConflictError, describeFieldErrors, ForbiddenError, NotFoundError } from "../errors";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
+import { withControlMark } from "../idempotency/control-mark";
 import { validateCode } from "../sandbox";
 import { decryptConfiguration } from "./configuration";
 import { conformConfiguration } from "./contract";
@@ -71,10 +72,26 @@ export async function createFormula(context: TenantContext, principal: Principal
     modifiedAt: null,
   };
   await context.sandbox.publish(scriptOwnerOf(row), row.code);
-  await storage.insertFormula(context.control, row);
+  await withControlMark(context, { id: row.id }, (mark) => storage.insertFormula(context.control, row, mark));
+  return createdAnswer(context, row);
+}
+
+function createdAnswer(context: TenantContext, row: FormulaRow): FormulaResponse {
   context.audit.describe({ entityId: row.id, event: { type: "reactor-formula.created", data: formulaEventData(row) } });
   return toFormulaResponse(row);
 }
+
+/**
+ * The answer to a POST /reactor-formulas whose write was committed and whose answer was never saved:
+ * the formula as it is now; a 409 when it was deleted since.
+ */
+export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
+  const row = await storage.findVisibleFormula(context.control, context.tenantId, (outcome as { id: string }).id);
+  if (!row || row.tenantId !== context.tenantId) {
+    throw new ConflictError("The request with this idempotency key was processed, but the formula it created was deleted since");
+  }
+  return { status: 201, body: createdAnswer(context, row) };
+};
 
 /** A formula as webhook events describe it: never its code. */
 function formulaEventData(row: FormulaRow): Record<string, unknown> {

@@ -15,7 +15,7 @@ import {
   paginated,
   problemResponses,
 } from "../http/schemas";
-import { type AnswerCommitted, idempotent, idempotentWrite } from "../idempotency/middleware";
+import { type AnswerCommitted, idempotent, idempotentControlWrite, idempotentWrite } from "../idempotency/middleware";
 import {
   FORMULA_EXAMPLE,
   FORMULA_REPLACEMENT_EXAMPLE,
@@ -63,7 +63,7 @@ const createFormula = createRoute({
     "Stores code for reactors to run, with the configuration each reactor must supply and the request parameters " +
     "`react` args are checked against. Needs `reactor:create`; code that does not parse is a 400 with its line and " +
     "column, and `type: official` is a 403 (official formulas belong to the service).",
-  middleware: [requirePermission("reactor:create"), json, idempotent] as const,
+  middleware: [requirePermission("reactor:create"), json, idempotentControlWrite(formulas.answerCommittedCreate)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(FormulaBody, FORMULA_REQUEST_EXAMPLE),
   responses: {
@@ -145,7 +145,7 @@ const createReactor = createRoute({
     'name the formula declares, of its type (converted only without loss: "123" to 123), and nothing else. It is stored ' +
     "encrypted. A member the vault does not keep is a 400. Needs `reactor:create`; `bt` and the `tokenize` output act as " +
     "the optional `application` (public or private).",
-  middleware: [requirePermission("reactor:create"), json, idempotent] as const,
+  middleware: [requirePermission("reactor:create"), json, idempotentControlWrite(reactors.answerCommittedCreate)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(ReactorBody, REACTOR_REQUEST_EXAMPLE),
   responses: {

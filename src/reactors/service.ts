@@ -8,6 +8,7 @@ import { detokenizeJson } from "../detokenization/service";
 import { ConflictError, describeFieldErrors, type FieldErrors, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
+import { withControlMark } from "../idempotency/control-mark";
 import { type ReactorResult, validateCode } from "../sandbox";
 import { tokenize } from "../tokens/creation";
 import { decryptConfiguration, encryptConfiguration } from "./configuration";
@@ -121,10 +122,24 @@ export async function createReactor(context: TenantContext, principal: Principal
     modifiedBy: null,
     modifiedAt: null,
   };
-  if (!(await storage.insertReactor(context.control, row, formula))) throw formulaChanged(formula!.id);
+  const inserted = await withControlMark(context, { id }, (mark) => storage.insertReactor(context.control, row, formula, mark));
+  if (!inserted) throw formulaChanged(formula!.id);
   context.audit.describe({ entityId: id, event: { type: "reactor.created", data: reactorEventData(row) } });
   return toReactorResponse(keys, row, formula, await applicationOf(context, row));
 }
+
+/**
+ * The answer to a POST /reactors whose write was committed and whose answer was never saved: the
+ * reactor as it is now; a 409 when it no longer exists (deleted since, or undone as its formula
+ * changed while it was saved, which the first attempt answered).
+ */
+export const answerCommittedCreate = async (context: TenantContext, principal: Principal, outcome: unknown) => {
+  const { id } = outcome as { id: string };
+  const row = await storage.findReactor(context.control, context.tenantId, id);
+  if (!row) throw new ConflictError("The request with this idempotency key was processed, but the reactor it created no longer exists");
+  context.audit.describe({ entityId: id, event: { type: "reactor.created", data: reactorEventData(row) } });
+  return { status: 201, body: await getReactor(context, principal, id) };
+};
 
 /** A reactor as webhook events describe it: never its configuration or code. */
 function reactorEventData(row: ReactorRow): Record<string, unknown> {

@@ -6,6 +6,7 @@ import { applications, reactorFormulas, reactors } from "../db/control-tables";
 import { nameMatches } from "../db/filters";
 import { namedResourcesPage, selectPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
+import { type MarkQuery, marked } from "../idempotency/control-mark";
 
 export type FormulaRow = typeof reactorFormulas.$inferSelect;
 export type ReactorRow = typeof reactors.$inferSelect;
@@ -52,8 +53,9 @@ export function visibleFormulasAmong(db: Database, tenantId: string, ids: string
     .where(and(visibleTo(tenantId), inArray(reactorFormulas.id, ids)));
 }
 
-export async function insertFormula(db: Database, row: FormulaRow): Promise<void> {
-  await db.insert(reactorFormulas).values(row);
+/** The formula, with the commit mark of the request's idempotency claim (when it has one), both or neither. */
+export async function insertFormula(db: Database, row: FormulaRow, mark: MarkQuery | null = null): Promise<void> {
+  await db.batch([db.insert(reactorFormulas).values(row), ...marked(db, mark)]);
 }
 
 /** Official formulas first, then the tenant's own, newest first. */
@@ -132,9 +134,14 @@ export async function upsertOfficialFormulas(
  * Inserts the reactor. One of a formula is undone in the same transaction if the formula changed
  * since it was checked; whether it stayed.
  */
-export async function insertReactor(db: Database, row: ReactorRow, formula: FormulaRow | null): Promise<boolean> {
+export async function insertReactor(
+  db: Database,
+  row: ReactorRow,
+  formula: FormulaRow | null,
+  mark: MarkQuery | null = null,
+): Promise<boolean> {
   if (!formula) {
-    await db.insert(reactors).values(row);
+    await db.batch([db.insert(reactors).values(row), ...marked(db, mark)]);
     return true;
   }
   const [, undone] = await db.batch([
@@ -143,6 +150,7 @@ export async function insertReactor(db: Database, row: ReactorRow, formula: Form
       .delete(reactors)
       .where(and(reactor(row.tenantId, row.id), sql`NOT ${formulaUnchanged(formula)}`))
       .returning({ id: reactors.id }),
+    ...marked(db, mark),
   ]);
   return undone.length === 0;
 }

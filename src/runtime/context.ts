@@ -5,7 +5,7 @@
  * and cron handlers (src/runtime/handlers.ts) and the sandbox's bridge (src/runtime/bridge.ts).
  */
 import { AuditTrail } from "../audit/trail";
-import type { CommitMark, RequestContext, ScriptHost, TenantContext } from "../context";
+import type { CommitMark, ControlCommitMark, RequestContext, ScriptHost, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { CONTROL_BINDING, type Database, dataBindings, databaseOf, sessionOf } from "../db/client";
 import type { WriteFence } from "../db/write-fence";
@@ -106,6 +106,7 @@ class BoundTenantContext extends BoundRequestContext implements TenantContext {
   #data: { db: Database; session: D1DatabaseSession } | undefined;
   #staleReads = false;
   #commitMark: CommitMark | null = null;
+  #controlCommitMark: ControlCommitMark | null = null;
 
   constructor(
     env: Bindings,
@@ -171,6 +172,16 @@ class BoundTenantContext extends BoundRequestContext implements TenantContext {
   takeCommitMark(): CommitMark | null {
     const mark = this.#commitMark;
     this.#commitMark = null;
+    return mark;
+  }
+
+  markControlCommitWith(mark: ControlCommitMark): void {
+    this.#controlCommitMark = mark;
+  }
+
+  takeControlCommitMark(): ControlCommitMark | null {
+    const mark = this.#controlCommitMark;
+    this.#controlCommitMark = null;
     return mark;
   }
 }

@@ -5,7 +5,7 @@ import { requireContentType } from "../http/middleware";
 import { IDEMPOTENCY_KEY_HEADER } from "../http/openapi-document";
 import { createRouter } from "../http/router";
 import { cursorPaginated, IdParams, jsonBody, jsonContent, paginated, problemResponses } from "../http/schemas";
-import { idempotent } from "../idempotency/middleware";
+import { idempotentControlWrite } from "../idempotency/middleware";
 import { WEBHOOK_EVENT_TYPES } from "./events";
 import {
   CREATED_WEBHOOK_EXAMPLE,
@@ -33,7 +33,7 @@ const create = createRoute({
     "Needs `webhook:create`. Events of the types listed are delivered to `url` (which must pass the egress policy) as " +
     "`{event, delivered_at}`, signed per Standard Webhooks with the secret this answer holds. A tenant holds at most 5 " +
     "webhooks (409 beyond).",
-  middleware: [requirePermission("webhook:create"), json, idempotent] as const,
+  middleware: [requirePermission("webhook:create"), json, idempotentControlWrite(webhooks.answerCommittedCreate)] as const,
   parameters: [IDEMPOTENCY_KEY_HEADER],
   request: jsonBody(WebhookBody, WEBHOOK_REQUEST_EXAMPLE),
   responses: {

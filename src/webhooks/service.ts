@@ -5,6 +5,7 @@ import { pageAfter, positionOf } from "../db/cursors";
 import { egressRefusal } from "../egress/policy";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { auditFieldsOf, type CursorPage, cursorPageOf, isoTime, type Page, pageOf } from "../http/schemas";
+import { withControlMark } from "../idempotency/control-mark";
 import { WEBHOOKS } from "../limits";
 import type { WebhookDeliveryResponse, WebhookInput, WebhookListRequest, WebhookResponse } from "./schema";
 import type { WebhookRow } from "./storage";
@@ -55,12 +56,27 @@ export async function createWebhook(context: TenantContext, principal: Principal
     modifiedBy: null,
     modifiedAt: null,
   };
-  if (!(await storage.insertWebhook(context.control, row, WEBHOOKS.maxPerTenant))) {
-    throw new ConflictError(`A tenant holds at most ${WEBHOOKS.maxPerTenant} webhooks; delete one first`);
-  }
+  const inserted = await withControlMark(context, { id }, (mark) =>
+    storage.insertWebhook(context.control, row, WEBHOOKS.maxPerTenant, mark),
+  );
+  if (!inserted) throw new ConflictError(`A tenant holds at most ${WEBHOOKS.maxPerTenant} webhooks; delete one first`);
   context.audit.describe({ entityId: id });
   return { ...toWebhookResponse(row), secret };
 }
+
+/**
+ * The answer to a POST /webhooks whose write was committed and whose answer was never saved: the
+ * webhook as it is now, with its signing secret; a 409 when it no longer exists (deleted since, or
+ * never inserted: the tenant held its most webhooks, which the first attempt answered).
+ */
+export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
+  const { id } = outcome as { id: string };
+  const row = await storage.findWebhook(context.control, context.tenantId, id);
+  if (!row) throw new ConflictError("The request with this idempotency key was processed, but the webhook it created no longer exists");
+  const secret = await (await context.keys()).decrypt(row.secretCiphertext, secretContext(id));
+  context.audit.describe({ entityId: id });
+  return { status: 201, body: { ...toWebhookResponse(row), secret } };
+};
 
 export async function getWebhook(context: TenantContext, _principal: Principal, id: string): Promise<WebhookResponse> {
   const row = await storage.findWebhook(context.control, context.tenantId, id);

@@ -4,14 +4,15 @@ import { webhookDeliveries, webhooks } from "../db/control-tables";
 import type { KeysetPosition } from "../db/cursors";
 import { namedResourcesAfter, namedResourcesPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
+import { type MarkQuery, markedStatements } from "../idempotency/control-mark";
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 
 const webhook = (tenantId: string, id: string) => and(eq(webhooks.tenantId, tenantId), eq(webhooks.id, id));
 
 /** Inserts the webhook unless the tenant already holds `limit`: false then (one statement, so two creates cannot both pass). */
-export async function insertWebhook(db: Database, row: WebhookRow, limit: number): Promise<boolean> {
-  const result = await db.$client
+export async function insertWebhook(db: Database, row: WebhookRow, limit: number, mark: MarkQuery | null = null): Promise<boolean> {
+  const insert = db.$client
     .prepare(
       `INSERT INTO webhooks (id, tenant_id, name, url, events, status, notify_email, secret_ciphertext, consecutive_failures, created_by, created_at)
        SELECT ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ? WHERE (SELECT count(*) FROM webhooks WHERE tenant_id = ?) < ?`,
@@ -29,9 +30,9 @@ export async function insertWebhook(db: Database, row: WebhookRow, limit: number
       row.createdAt,
       row.tenantId,
       limit,
-    )
-    .run();
-  return result.meta.changes === 1;
+    );
+  const [result] = await db.$client.batch([insert, ...markedStatements(db, mark)]);
+  return result!.meta.changes === 1;
 }
 
 export async function findWebhook(db: Database, tenantId: string, id: string): Promise<WebhookRow | undefined> {
