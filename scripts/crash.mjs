@@ -2,7 +2,7 @@
 // The kill test: every write path of the vault survives `kill -9`. `npm test` runs it; alone:
 //   node scripts/crash.mjs                        bundles the worker, then runs every case
 //   node scripts/crash.mjs --built=<dir>          with a bundle `wrangler deploy --dry-run` made already
-//   node scripts/crash.mjs --cases=tokenize,move  some cases only (tokenize, rotation, creates, move, dedup)
+//   node scripts/crash.mjs --cases=tokenize,move  some cases only (tokenize, rotation, creates, move, dedup, control)
 //
 // The vault runs in a process group of its own (scripts/vault-process.mjs: Miniflare's workerd, the
 // same as `npm start` and the tests) on D1 kept in a temporary directory. Each case drives a write
@@ -32,7 +32,7 @@ import { inspectVault } from "./inspector.mjs";
 import { buildWorker, declaredWorkerOptions } from "./local-vault.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const CASES = ["tokenize", "rotation", "creates", "move", "dedup"];
+const CASES = ["tokenize", "rotation", "creates", "move", "dedup", "control"];
 const { values: options } = parseArgs({
   options: { built: { type: "string" }, cases: { type: "string", default: CASES.join(",") } },
 });
@@ -993,13 +993,105 @@ async function dedupCase(context, result) {
   );
 }
 
-const RUNNERS = { tokenize: tokenizeCase, rotation: rotationCase, creates: createsCase, move: moveCase, dedup: dedupCase };
+/**
+ * 6. POST /applications with an idempotency key, a write of the control database whose commit mark is
+ * in that database too: killed once after its batch (the application, its key, the mark) committed and
+ * before its answer was saved, once after it claimed its key and before it wrote. After each restart the
+ * key is retried: the first is answered at once from its mark with the application and the key it
+ * was created with; the second is a 409 with Retry-After within its lease and runs once past it. Each
+ * key then has exactly one application, and its answer's key works.
+ */
+async function controlCase(context, result) {
+  const tenant = await newTenant(context.vault, `crash-control-${RUN}`);
+  const outcomes = [];
+  for (const [stage, killPoint] of [
+    ["after its write", /return createdAnswer\d*\(context, row, outcome\.key\)/],
+    ["before its write", /const outcome = \{ id: row\.id, key: key\?\.response \?\? null \}/],
+  ]) {
+    const killed = context.vault;
+    const name = `crash-control-${RUN}-${outcomes.length}`;
+    const idempotencyKey = `crash-control-${RUN}-${outcomes.length}`;
+    const create = (vault) =>
+      call(vault, "POST", "/applications", {
+        key: tenant.managementKey,
+        body: { name, type: "private", permissions: ["token:read"] },
+        headers: { [`${PREFIX}-IDEMPOTENCY-KEY`]: idempotencyKey },
+        traceId: `${idempotencyKey}-${Date.now()}`,
+      });
+    const { dead } = await killed.killAt(killPoint);
+    const cut = await create(killed).then(
+      (reply) => ({ reply }),
+      () => ({ cut: true }),
+    );
+    await withDeadline(dead, 30_000, `the create's kill ${stage}`);
+    if (!cut.cut) throw new Error(`the create answered before the kill ${stage}: ${cut.reply.status} ${cut.reply.text.slice(0, 200)}`);
+    const restartMs = await restart(context);
+    const { vault } = context;
+    const retries = [];
+    let answer = await create(vault);
+    const waitStarted = Date.now();
+    while (answer.status === 409 && answer.headers.has("retry-after") && Date.now() - waitStarted < LEASE_MS + 30_000) {
+      retries.push(`409 (Retry-After ${answer.headers.get("retry-after")})`);
+      await sleep(Number(answer.headers.get("retry-after")) * 1000);
+      answer = await create(vault);
+    }
+    retries.push(`${answer.status}${answer.headers.get(`${PREFIX}-Idempotent-Replayed`) === "true" ? " replayed" : ""}`);
+    const again = await create(vault);
+    const listed = await expectCall(vault, 200, "GET", `/applications?name=${encodeURIComponent(name)}&size=10`, {
+      key: tenant.managementKey,
+    });
+    const applications = listed.data.filter((application) => application.name === name);
+    const keyWorks = answer.status === 201 && (await call(vault, "GET", "/applications/key", { key: answer.body.key })).status === 200;
+    const replayedAtOnce = stage === "after its write" ? retries.length === 1 && retries[0] === "201 replayed" : true;
+    if (answer.status !== 201)
+      result.violations.push(`the retry of a create killed ${stage} answered ${answer.status}: ${answer.text.slice(0, 200)}`);
+    if (!replayedAtOnce) result.violations.push(`the create killed ${stage} was not answered at once from its mark: ${retries.join(", ")}`);
+    if (stage === "before its write" && !retries[0]?.startsWith("409")) {
+      result.violations.push(`the create killed ${stage} ran before its lease ran out: ${retries.join(", ")}`);
+    }
+    if (applications.length !== 1) result.violations.push(`${applications.length} applications for the create killed ${stage}`);
+    else if (answer.status === 201 && applications[0].id !== answer.body.id)
+      result.violations.push(`the retry's answer names another application than the one written`);
+    if (answer.status === 201 && !keyWorks)
+      result.violations.push(`the key the retry answered for the create killed ${stage} does not authenticate`);
+    if (again.status !== answer.status || again.body?.id !== answer.body?.id)
+      result.violations.push(`a second retry answered otherwise (${again.status})`);
+    outcomes.push({ applications: applications.length });
+    result.lines.push(
+      `POST /applications killed ${stage}; restarted in ${restartMs} ms; retries: ${retries.join(", ")}; ` +
+        `${applications.length} application of that name; its answer's key authenticates: ${keyWorks ? "yes" : "no"}`,
+    );
+  }
+  await closeCase(
+    context.vault,
+    result,
+    {
+      answered: 0,
+      inFlight: outcomes.length,
+      found: outcomes.reduce((sum, outcome) => sum + outcome.applications, 0),
+      lost: outcomes.filter((outcome) => outcome.applications === 0).length,
+      doubled: outcomes.reduce((sum, outcome) => sum + Math.max(0, outcome.applications - 1), 0),
+      halfWritten: 0,
+    },
+    { tenant, kills: [], traceOf: () => "", entriesOf: () => 0 },
+  );
+}
+
+const RUNNERS = {
+  tokenize: tokenizeCase,
+  rotation: rotationCase,
+  creates: createsCase,
+  move: moveCase,
+  dedup: dedupCase,
+  control: controlCase,
+};
 const TITLES = {
   tokenize: "tokenize with idempotency keys, many in flight",
   rotation: "a data-key rotation killed part-way",
   creates: "concurrent creates",
   move: "a tenant move killed mid-copy",
   dedup: "racing deduplicated creates",
+  control: "an application create with an idempotency key, killed after and before its control write",
 };
 
 // ---------------------------------------------------------------------------------------------------------------------
