@@ -9,10 +9,10 @@
  * Services take `(context, principal, input)`.
  */
 // The trail is the audit feature's own class; every service records to it through the context.
-import type { BatchItem } from "drizzle-orm/batch";
 import type { AuditTrail } from "./audit/trail";
 import type { TenantKeys } from "./crypto/tenant-keys";
 import type { Database } from "./db/client";
+import type { MarkQuery } from "./db/commit-marks";
 import type { WriteFence } from "./db/write-fence";
 import type { Config } from "./env";
 import type { ProblemError, RevealedValues } from "./errors";
@@ -95,8 +95,12 @@ export interface TenantContext extends RequestContext {
   takeCommitMark(): CommitMark | null;
   /** Gives the request's one control write the commit mark of its idempotency claim (the `idempotentControlWrite` middleware). */
   markControlCommitWith(mark: ControlCommitMark): void;
-  /** The commit mark the request's control write carries in its batch, once: null when there is none, or it was taken. */
-  takeControlCommitMark(): ControlCommitMark | null;
+  /**
+   * Runs the request's one control write with the commit mark of its idempotency claim (null when it
+   * has none), which records `outcome`: what the route's answer to a retry is made from. A batch that
+   * failed on the mark (another attempt of the request committed first) is the mark's refusal.
+   */
+  withControlMark<T>(outcome: unknown, write: (mark: MarkQuery | null) => Promise<T>): Promise<T>;
 }
 
 /**
@@ -121,7 +125,7 @@ export interface ControlCommitMark {
    * The query that records `outcome` (what the write did); it fails the batch when another attempt of
    * the request committed. Handed back inside a function: a query that a promise resolves to is run.
    */
-  queryFor(outcome: unknown): Promise<(control: Database) => BatchItem<"sqlite"> & { toSQL(): { sql: string; params: unknown[] } }>;
+  queryFor(outcome: unknown): Promise<MarkQuery>;
   /** The answer when a batch failed because another attempt committed; null for any other failure. */
   refusalOf(error: unknown): ProblemError | null;
 }

@@ -5,7 +5,6 @@ import type { TenantContext } from "../context";
 import { generateSecret, sha256Hex } from "../crypto/secrets";
 import { addFieldError, ConflictError, type FieldErrors, NotFoundError, ValidationError } from "../errors";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
-import { withControlMark } from "../idempotency/control-mark";
 import { APPLICATIONS } from "../limits";
 import type {
   ApiKeyInput,
@@ -107,7 +106,7 @@ export async function createApplication(context: TenantContext, principal: Princ
   const row = newApplicationRow(context, principal.applicationId, grants);
   const key = create_key ? await newKey(context.tenantId, row.id, row.createdAt) : null;
   const outcome: CreatedApplication = { id: row.id, key: key?.response ?? null };
-  await withControlMark(context, outcome, (mark) => storage.insertApplication(context.control, row, key?.row ?? null, mark));
+  await context.withControlMark(outcome, (mark) => storage.insertApplication(context.control, row, key?.row ?? null, mark));
   return createdAnswer(context, row, outcome.key);
 }
 
@@ -243,7 +242,7 @@ export async function createApplicationKey(context: TenantContext, _principal: P
     throw new ConflictError(`An application holds at most ${MAX_KEYS_PER_APPLICATION} keys; revoke one first`);
   }
   const key = await newKey(context.tenantId, id, now, expiresAt);
-  await withControlMark(context, { application_id: id, key: key.response } satisfies CreatedKey, (mark) =>
+  await context.withControlMark({ application_id: id, key: key.response } satisfies CreatedKey, (mark) =>
     storage.insertKey(context.control, key.row, mark),
   );
   context.audit.describe({ entityId: key.row.id, message: `for application ${id}` });
@@ -291,7 +290,7 @@ export async function regenerateApplicationKey(context: TenantContext, principal
   const expiresAt = expiryOf(input, now);
   await findApplication(context, id);
   const key = await newKey(context.tenantId, id, now, expiresAt);
-  const row = await withControlMark(context, { application_id: id, key: key.response } satisfies CreatedKey, (mark) =>
+  const row = await context.withControlMark({ application_id: id, key: key.response } satisfies CreatedKey, (mark) =>
     storage.replaceKeys(context.control, context.tenantId, id, key.row, principal.applicationId, mark),
   );
   credentialsChanged();

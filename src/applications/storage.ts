@@ -1,9 +1,9 @@
 import { and, count, desc, eq, inArray } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { type MarkQuery, marked } from "../db/commit-marks";
 import { apiKeys, applications, consoleSessions } from "../db/control-tables";
 import { namedResourcesPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
-import { type MarkQuery, marked } from "../idempotency/control-mark";
 
 export type ApplicationRow = typeof applications.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;

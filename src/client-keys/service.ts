@@ -3,7 +3,6 @@ import type { TenantContext } from "../context";
 import { fromBase64, toBase64 } from "../crypto/encoding";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { isoTime } from "../http/schemas";
-import { withControlMark } from "../idempotency/control-mark";
 import { CLIENT_KEYS } from "../limits";
 import { decryptCompactJwe, encryptedHeaderOf, isOpenable, JWE_REFUSALS } from "./jwe";
 import type { ClientKeyInput, ClientKeyResponse, CreatedClientKeyResponse } from "./schema";
@@ -64,7 +63,7 @@ export async function createClientKey(
     createdAt: now,
   };
   const created: CreatedClientKey = { id, public_key_pem: publicKeyPem(new Uint8Array(publicKey)) };
-  const inserted = await withControlMark(context, created, (mark) =>
+  const inserted = await context.withControlMark(created, (mark) =>
     storage.insertClientKey(context.control, row, CLIENT_KEYS.maxPerTenant, mark),
   );
   if (!inserted) throw new ConflictError(`A tenant holds at most ${CLIENT_KEYS.maxPerTenant} client encryption keys; delete one first`);

@@ -1,7 +1,7 @@
 import { and, desc, eq } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { type MarkQuery, markedStatements } from "../db/commit-marks";
 import { clientEncryptionKeys } from "../db/control-tables";
-import { type MarkQuery, markedStatements } from "../idempotency/control-mark";
 
 export type ClientKeyRow = typeof clientEncryptionKeys.$inferSelect;
 

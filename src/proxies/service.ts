@@ -9,7 +9,6 @@ import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
 import { validationErrorOf } from "../http/validation";
-import { withControlMark } from "../idempotency/control-mark";
 import { validateCode } from "../sandbox";
 import { ProxyBody, type ProxyConfiguration, type ProxyInput, type ProxyPatch, type ProxyResponse, type RollKeyInput } from "./schema";
 import type { ProxyRow } from "./storage";
@@ -111,7 +110,7 @@ export async function createProxy(context: TenantContext, principal: Principal, 
     modifiedBy: null,
     modifiedAt: null,
   };
-  await withControlMark(context, { id } satisfies WrittenProxy, (mark) => storage.insertProxy(context.control, row, mark));
+  await context.withControlMark({ id } satisfies WrittenProxy, (mark) => storage.insertProxy(context.control, row, mark));
   return createdAnswer(context, keys, row);
 }
 
@@ -299,7 +298,7 @@ export async function rollProxyKey(context: TenantContext, principal: Principal,
     modifiedBy: principal.applicationId,
     modifiedAt: now,
   };
-  const row = await withControlMark(context, { id, keyHash } satisfies WrittenProxy, (mark) =>
+  const row = await context.withControlMark({ id, keyHash } satisfies WrittenProxy, (mark) =>
     storage.rollKey(context.control, context.tenantId, id, existing.keyHash, changes, mark),
   );
   if (!row) throw new ConflictError(`Proxy ${id}'s key was rolled or the proxy deleted meanwhile; read it and try again`);

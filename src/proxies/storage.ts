@@ -1,10 +1,10 @@
 import { and, eq, gt, or } from "drizzle-orm";
 import { type PrincipalColumns, principalColumns } from "../auth/storage";
 import type { Database } from "../db/client";
+import { type MarkQuery, marked } from "../db/commit-marks";
 import { applications, proxies } from "../db/control-tables";
 import { namedResourcesPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
-import { type MarkQuery, marked } from "../idempotency/control-mark";
 
 export type ProxyRow = typeof proxies.$inferSelect;
 

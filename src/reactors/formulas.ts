@@ -2,7 +2,6 @@ import type { Principal } from "../auth/access";
 import type { TenantContext } from "../context";
 import { ConflictError, describeFieldErrors, ForbiddenError, NotFoundError } from "../errors";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
-import { withControlMark } from "../idempotency/control-mark";
 import { validateCode } from "../sandbox";
 import { decryptConfiguration } from "./configuration";
 import { conformConfiguration } from "./contract";
@@ -72,7 +71,7 @@ export async function createFormula(context: TenantContext, principal: Principal
     modifiedAt: null,
   };
   await context.sandbox.publish(scriptOwnerOf(row), row.code);
-  await withControlMark(context, { id: row.id }, (mark) => storage.insertFormula(context.control, row, mark));
+  await context.withControlMark({ id: row.id }, (mark) => storage.insertFormula(context.control, row, mark));
   return createdAnswer(context, row);
 }
 

@@ -8,7 +8,6 @@ import { detokenizeJson } from "../detokenization/service";
 import { ConflictError, describeFieldErrors, type FieldErrors, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
 import { auditFieldsOf, isoTime, type ListFilter, type Page, pageOf } from "../http/schemas";
-import { withControlMark } from "../idempotency/control-mark";
 import { type ReactorResult, validateCode } from "../sandbox";
 import { tokenize } from "../tokens/creation";
 import { decryptConfiguration, encryptConfiguration } from "./configuration";
@@ -122,7 +121,7 @@ export async function createReactor(context: TenantContext, principal: Principal
     modifiedBy: null,
     modifiedAt: null,
   };
-  const inserted = await withControlMark(context, { id }, (mark) => storage.insertReactor(context.control, row, formula, mark));
+  const inserted = await context.withControlMark({ id }, (mark) => storage.insertReactor(context.control, row, formula, mark));
   if (!inserted) throw formulaChanged(formula!.id);
   context.audit.describe({ entityId: id, event: { type: "reactor.created", data: reactorEventData(row) } });
   return toReactorResponse(keys, row, formula, await applicationOf(context, row));

@@ -2,11 +2,11 @@ import { and, asc, desc, eq, inArray, isNull, notExists, or, type SQL, sql } fro
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { type PrincipalColumns, principalColumns } from "../auth/storage";
 import type { Database } from "../db/client";
+import { type MarkQuery, marked } from "../db/commit-marks";
 import { applications, reactorFormulas, reactors } from "../db/control-tables";
 import { nameMatches } from "../db/filters";
 import { namedResourcesPage, selectPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
-import { type MarkQuery, marked } from "../idempotency/control-mark";
 
 export type FormulaRow = typeof reactorFormulas.$inferSelect;
 export type ReactorRow = typeof reactors.$inferSelect;

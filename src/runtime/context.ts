@@ -8,6 +8,7 @@ import { AuditTrail } from "../audit/trail";
 import type { CommitMark, ControlCommitMark, RequestContext, ScriptHost, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
 import { CONTROL_BINDING, type Database, dataBindings, databaseOf, sessionOf } from "../db/client";
+import type { MarkQuery } from "../db/commit-marks";
 import type { WriteFence } from "../db/write-fence";
 import { type Bindings, type Config, configOf } from "../env";
 import { ConfigurationError, RevealedValues, TenantMovingError } from "../errors";
@@ -179,9 +180,14 @@ class BoundTenantContext extends BoundRequestContext implements TenantContext {
     this.#controlCommitMark = mark;
   }
 
-  takeControlCommitMark(): ControlCommitMark | null {
+  async withControlMark<T>(outcome: unknown, write: (mark: MarkQuery | null) => Promise<T>): Promise<T> {
     const mark = this.#controlCommitMark;
     this.#controlCommitMark = null;
-    return mark;
+    const query = mark && (await mark.queryFor(outcome));
+    try {
+      return await write(query);
+    } catch (error) {
+      throw mark?.refusalOf(error) ?? error;
+    }
   }
 }

@@ -5,7 +5,6 @@ import { pageAfter, positionOf } from "../db/cursors";
 import { egressRefusal } from "../egress/policy";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { auditFieldsOf, type CursorPage, cursorPageOf, isoTime, type Page, pageOf } from "../http/schemas";
-import { withControlMark } from "../idempotency/control-mark";
 import { WEBHOOKS } from "../limits";
 import type { WebhookDeliveryResponse, WebhookInput, WebhookListRequest, WebhookResponse } from "./schema";
 import type { WebhookRow } from "./storage";
@@ -56,7 +55,7 @@ export async function createWebhook(context: TenantContext, principal: Principal
     modifiedBy: null,
     modifiedAt: null,
   };
-  const inserted = await withControlMark(context, { id }, (mark) =>
+  const inserted = await context.withControlMark({ id }, (mark) =>
     storage.insertWebhook(context.control, row, WEBHOOKS.maxPerTenant, mark),
   );
   if (!inserted) throw new ConflictError(`A tenant holds at most ${WEBHOOKS.maxPerTenant} webhooks; delete one first`);

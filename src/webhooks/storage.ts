@@ -1,10 +1,10 @@
 import { and, desc, eq, notExists, notInArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { type MarkQuery, markedStatements } from "../db/commit-marks";
 import { webhookDeliveries, webhooks } from "../db/control-tables";
 import type { KeysetPosition } from "../db/cursors";
 import { namedResourcesAfter, namedResourcesPage } from "../db/pages";
 import type { ListFilter } from "../http/schemas";
-import { type MarkQuery, markedStatements } from "../idempotency/control-mark";
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 
