@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { createApplicationKey } from "../../src/applications/service";
+import { CreateApplicationBody } from "../../src/applications/schema";
+import { createApplication, createApplicationKey } from "../../src/applications/service";
 import { principalForKey } from "../../src/auth/service";
-import { claimIdempotencyKey, controlCommitMarkOf, requestHashOf } from "../../src/idempotency/service";
+import { claimIdempotencyKey, controlCommitMarkOf, rememberResponse, requestHashOf } from "../../src/idempotency/service";
 import { IDEMPOTENCY_LEASE_MS } from "../../src/limits";
 import { requestContext, tenantContext } from "../support/context";
 import { call, rowCounts, createApplication as seedApplication } from "../support/harness";
@@ -14,6 +15,7 @@ import { seedTokenTenant, type TokenTenant } from "../support/tokens";
  */
 
 const LEASE_RAN_OUT = IDEMPOTENCY_LEASE_MS + 1000;
+const APPLICATION = { name: "attacked", type: "private", permissions: ["token:read"] };
 
 /**
  * A request on a control-write route that claimed its key `claimedAgo` ms ago as the middleware
@@ -39,6 +41,14 @@ async function claimed(tenant: TokenTenant, key: string, request: { path: string
   return { context, principal, claim: outcome.claim };
 }
 
+const stoppedCreate = (tenant: TokenTenant, key: string, claimedAgo = LEASE_RAN_OUT, apiKey = tenant.managementKey) =>
+  claimed(tenant, key, { path: "/applications", rawBody: JSON.stringify(APPLICATION) }, claimedAgo, apiKey);
+
+const retryCreate = (tenant: TokenTenant, key: string, apiKey = tenant.managementKey) =>
+  call("POST", "/applications", { key: apiKey, body: APPLICATION, headers: { "SVC-IDEMPOTENCY-KEY": key } });
+
+const applicationCount = async () => (await rowCounts())["DB.applications"]!;
+
 describe("idempotency marks: a retry answers what was written, once, and only to its own caller", () => {
   it("a retry without a body (optional on POST /applications/{id}/keys) of a committed write answers its key, not a 500", async () => {
     const tenant = await seedTokenTenant();
@@ -52,5 +62,58 @@ describe("idempotency marks: a retry answers what was written, once, and only to
     expect(retry.status, retry.text).toBe(201);
     expect(retry.body).toEqual(written);
     expect(await rowCounts()).toEqual(before);
+  });
+
+  it("a 5xx after the write committed keeps the key: the retry answers that application and creates no second one", async () => {
+    const tenant = await seedTokenTenant();
+    const { context, principal, claim } = await stoppedCreate(tenant, "failed-after-write", 0);
+    const written = JSON.parse(JSON.stringify(await createApplication(context, principal, CreateApplicationBody.parse(APPLICATION))));
+    // What the middleware does when the handler fails after its write (an audit or a read that throws).
+    await rememberResponse(context, claim, 500, "");
+    const before = await applicationCount();
+
+    const retry = await retryCreate(tenant, "failed-after-write");
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.headers.get("SVC-Idempotent-Replayed")).toBe("true");
+    expect(retry.body).toEqual(written);
+    expect(await applicationCount()).toBe(before);
+  });
+
+  it("a 5xx before anything was written still releases the key: the retry runs the request at once", async () => {
+    const tenant = await seedTokenTenant();
+    const { context, claim } = await stoppedCreate(tenant, "failed-before-write", 0);
+    await rememberResponse(context, claim, 500, "");
+    const before = await applicationCount();
+
+    const retry = await retryCreate(tenant, "failed-before-write");
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.headers.get("SVC-Idempotent-Replayed")).toBeNull();
+    expect(await applicationCount()).toBe(before + 1);
+  });
+
+  it("a takeover that lost the race to write answers its 409 but saves none: the next retry answers the write that won", async () => {
+    const tenant = await seedTokenTenant();
+    const first = await stoppedCreate(tenant, "lost-race");
+    const takeover = await claimIdempotencyKey(await tenantContext(tenant.tenantId), first.principal, {
+      key: "lost-race",
+      requestHash: await requestHashOf("POST", "/applications", JSON.stringify(APPLICATION)),
+      request: "POST /applications",
+      commitsWithWrite: true,
+      marksInControl: true,
+    });
+    if (!("claim" in takeover)) throw new Error("the retry did not take the claim over");
+    const written = JSON.parse(
+      JSON.stringify(await createApplication(first.context, first.principal, CreateApplicationBody.parse(APPLICATION))),
+    );
+    const second = await tenantContext(tenant.tenantId);
+    second.markControlCommitWith(controlCommitMarkOf(second, takeover.claim));
+    const refusal = await createApplication(second, first.principal, CreateApplicationBody.parse(APPLICATION)).catch((error) => error);
+    expect(refusal).toMatchObject({ status: 409 });
+    // What the middleware does with the takeover's 409 answer.
+    await rememberResponse(second, takeover.claim, 409, JSON.stringify(refusal.toProblem()));
+
+    const retry = await retryCreate(tenant, "lost-race");
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.body).toEqual(written);
   });
 });
