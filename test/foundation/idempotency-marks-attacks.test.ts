@@ -4,8 +4,13 @@ import { createApplication, createApplicationKey } from "../../src/applications/
 import { principalForKey } from "../../src/auth/service";
 import { claimIdempotencyKey, controlCommitMarkOf, rememberResponse, requestHashOf } from "../../src/idempotency/service";
 import { IDEMPOTENCY_LEASE_MS } from "../../src/limits";
+import { ProxyBody } from "../../src/proxies/schema";
+import { createProxy } from "../../src/proxies/service";
+import { ReactorBody } from "../../src/reactors/schema";
+import { createReactor } from "../../src/reactors/service";
 import { requestContext, tenantContext } from "../support/context";
-import { call, rowCounts, createApplication as seedApplication } from "../support/harness";
+import { call, expectProblem, rowCounts, createApplication as seedApplication } from "../support/harness";
+import { ECHO_CODE } from "../support/reactors";
 import { seedTokenTenant, type TokenTenant } from "../support/tokens";
 
 /**
@@ -16,6 +21,7 @@ import { seedTokenTenant, type TokenTenant } from "../support/tokens";
 
 const LEASE_RAN_OUT = IDEMPOTENCY_LEASE_MS + 1000;
 const APPLICATION = { name: "attacked", type: "private", permissions: ["token:read"] };
+const PROXY = { name: "attacked", destination_url: "https://partner.example.com/charges", require_auth: true };
 
 /**
  * A request on a control-write route that claimed its key `claimedAgo` ms ago as the middleware
@@ -115,5 +121,75 @@ describe("idempotency marks: a retry answers what was written, once, and only to
     const retry = await retryCreate(tenant, "lost-race");
     expect(retry.status, retry.text).toBe(201);
     expect(retry.body).toEqual(written);
+  });
+
+  it("a POST /proxies whose proxy key was rolled since answers a 409, never the rolled key to a caller that may not read proxies", async () => {
+    const tenant = await seedTokenTenant();
+    const creator = await seedApplication(tenant, { type: "management", permissions: ["proxy:create"] });
+    const { context, principal } = await claimed(
+      tenant,
+      "proxy-rolled",
+      { path: "/proxies", rawBody: JSON.stringify(PROXY) },
+      LEASE_RAN_OUT,
+      creator.key,
+    );
+    const written = await createProxy(context, principal, ProxyBody.parse(PROXY));
+    // The creator may not read it: only its creation showed it the key.
+    expectProblem(await call("GET", `/proxies/${written.id}`, { key: creator.key }), 403);
+    // The tenant rolls the key (to cut off whoever held the first one).
+    const rolled = await call("POST", `/proxies/${written.id}/key`, { key: tenant.managementKey, body: {} });
+    expect(rolled.status, rolled.text).toBe(200);
+
+    const retry = await call("POST", "/proxies", { key: creator.key, body: PROXY, headers: { "SVC-IDEMPOTENCY-KEY": "proxy-rolled" } });
+    expect(retry.text).not.toContain(rolled.body.key);
+    expect(expectProblem(retry, 409).detail).toMatch(/proxy it created was changed since/);
+  });
+
+  it("a POST /proxies whose configuration was replaced since answers a 409, never the tenant's new secret to a caller that may not read proxies", async () => {
+    const tenant = await seedTokenTenant();
+    const creator = await seedApplication(tenant, { type: "management", permissions: ["proxy:create"] });
+    const { context, principal } = await claimed(
+      tenant,
+      "proxy-patched",
+      { path: "/proxies", rawBody: JSON.stringify(PROXY) },
+      LEASE_RAN_OUT,
+      creator.key,
+    );
+    const written = await createProxy(context, principal, ProxyBody.parse(PROXY));
+    const patched = await call("PATCH", `/proxies/${written.id}`, {
+      key: tenant.managementKey,
+      body: { configuration: { PARTNER_SECRET: "partner-secret-added-later" } },
+      contentType: "application/merge-patch+json",
+    });
+    expect(patched.status, patched.text).toBe(204);
+
+    const retry = await call("POST", "/proxies", { key: creator.key, body: PROXY, headers: { "SVC-IDEMPOTENCY-KEY": "proxy-patched" } });
+    expect(retry.text).not.toContain("partner-secret-added-later");
+    expectProblem(retry, 409);
+  });
+
+  it("a POST /reactors whose configuration was replaced since answers a 409, never the tenant's new secret to a caller that may not read reactors", async () => {
+    const tenant = await seedTokenTenant();
+    const creator = await seedApplication(tenant, { type: "management", permissions: ["reactor:create"] });
+    const body = { name: "attacked", code: ECHO_CODE };
+    const { context, principal } = await claimed(
+      tenant,
+      "reactor-patched",
+      { path: "/reactors", rawBody: JSON.stringify(body) },
+      LEASE_RAN_OUT,
+      creator.key,
+    );
+    const written = await createReactor(context, principal, ReactorBody.parse(body));
+    expectProblem(await call("GET", `/reactors/${written.id}`, { key: creator.key }), 403);
+    const patched = await call("PATCH", `/reactors/${written.id}`, {
+      key: tenant.managementKey,
+      body: { configuration: { PARTNER_SECRET: "reactor-secret-added-later" } },
+      contentType: "application/merge-patch+json",
+    });
+    expect(patched.status, patched.text).toBe(204);
+
+    const retry = await call("POST", "/reactors", { key: creator.key, body, headers: { "SVC-IDEMPOTENCY-KEY": "reactor-patched" } });
+    expect(retry.text).not.toContain("reactor-secret-added-later");
+    expectProblem(retry, 409);
   });
 });
