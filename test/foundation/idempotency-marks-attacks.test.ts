@@ -1,3 +1,4 @@
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { CreateApplicationBody } from "../../src/applications/schema";
 import { createApplication, createApplicationKey } from "../../src/applications/service";
@@ -22,6 +23,7 @@ import { seedTokenTenant, type TokenTenant } from "../support/tokens";
 const LEASE_RAN_OUT = IDEMPOTENCY_LEASE_MS + 1000;
 const APPLICATION = { name: "attacked", type: "private", permissions: ["token:read"] };
 const PROXY = { name: "attacked", destination_url: "https://partner.example.com/charges", require_auth: true };
+const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
 
 /**
  * A request on a control-write route that claimed its key `claimedAgo` ms ago as the middleware
@@ -54,6 +56,13 @@ const retryCreate = (tenant: TokenTenant, key: string, apiKey = tenant.managemen
   call("POST", "/applications", { key: apiKey, body: APPLICATION, headers: { "SVC-IDEMPOTENCY-KEY": key } });
 
 const applicationCount = async () => (await rowCounts())["DB.applications"]!;
+
+async function marksOf(tenantId: string): Promise<{ key: string; outcome: string }[]> {
+  const { results } = await env.DB.prepare("SELECT key, outcome FROM idempotency_marks WHERE tenant_id = ?")
+    .bind(tenantId)
+    .all<{ key: string; outcome: string }>();
+  return results;
+}
 
 describe("idempotency marks: a retry answers what was written, once, and only to its own caller", () => {
   it("a retry without a body (optional on POST /applications/{id}/keys) of a committed write answers its key, not a 500", async () => {
@@ -191,5 +200,16 @@ describe("idempotency marks: a retry answers what was written, once, and only to
     const retry = await call("POST", "/reactors", { key: creator.key, body, headers: { "SVC-IDEMPOTENCY-KEY": "reactor-patched" } });
     expect(retry.text).not.toContain("reactor-secret-added-later");
     expectProblem(retry, 409);
+  });
+
+  it("shredding the tenant leaves none of its marks (its idempotency keys) in the control database", async () => {
+    const tenant = await seedTokenTenant();
+    const { context, principal } = await stoppedCreate(tenant, "customer-4711-signup");
+    await createApplication(context, principal, CreateApplicationBody.parse(APPLICATION));
+    expect(await marksOf(tenant.tenantId)).toHaveLength(1);
+
+    const shredded = await call("DELETE", `/tenants/${tenant.tenantId}`, { headers: operator });
+    expect(shredded.status, shredded.text).toBe(200);
+    expect(await marksOf(tenant.tenantId)).toEqual([]);
   });
 });
