@@ -3,8 +3,14 @@ import { describe, expect, it } from "vitest";
 import { CreateApplicationBody } from "../../src/applications/schema";
 import { createApplication, createApplicationKey } from "../../src/applications/service";
 import { principalForKey } from "../../src/auth/service";
-import { claimIdempotencyKey, controlCommitMarkOf, rememberResponse, requestHashOf } from "../../src/idempotency/service";
-import { IDEMPOTENCY_LEASE_MS } from "../../src/limits";
+import {
+  claimIdempotencyKey,
+  controlCommitMarkOf,
+  purgeIdempotencyRecords,
+  rememberResponse,
+  requestHashOf,
+} from "../../src/idempotency/service";
+import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_WINDOW_MS } from "../../src/limits";
 import { ProxyBody } from "../../src/proxies/schema";
 import { createProxy } from "../../src/proxies/service";
 import { ReactorBody } from "../../src/reactors/schema";
@@ -200,6 +206,67 @@ describe("idempotency marks: a retry answers what was written, once, and only to
     const retry = await call("POST", "/reactors", { key: creator.key, body, headers: { "SVC-IDEMPOTENCY-KEY": "reactor-patched" } });
     expect(retry.text).not.toContain("reactor-secret-added-later");
     expectProblem(retry, 409);
+  });
+
+  it("another application of the tenant, and another tenant, with the same key and request: each runs its own, and sees nothing of the first", async () => {
+    const tenant = await seedTokenTenant();
+    const { context, principal } = await stoppedCreate(tenant, "shared-key");
+    const written = await createApplication(context, principal, CreateApplicationBody.parse(APPLICATION));
+    const sibling = await seedApplication(tenant, { type: "management", permissions: ["application:create"] });
+    const stranger = await seedTokenTenant();
+
+    for (const apiKey of [sibling.key, stranger.managementKey]) {
+      const before = await applicationCount();
+      const own = await call("POST", "/applications", { key: apiKey, body: APPLICATION, headers: { "SVC-IDEMPOTENCY-KEY": "shared-key" } });
+      expect(own.status, own.text).toBe(201);
+      expect(own.headers.get("SVC-Idempotent-Replayed")).toBeNull();
+      expect(own.body.id).not.toBe(written.id);
+      expect(own.text).not.toContain(written.key!);
+      expect(await applicationCount()).toBe(before + 1);
+    }
+    const retry = await retryCreate(tenant, "shared-key");
+    expect(retry.body).toEqual(JSON.parse(JSON.stringify(written)));
+  });
+
+  it("a key without the route's permission learns nothing of a committed write: 403 before the mark is read", async () => {
+    const tenant = await seedTokenTenant();
+    const { context, principal } = await stoppedCreate(tenant, "no-permission");
+    await createApplication(context, principal, CreateApplicationBody.parse(APPLICATION));
+    const reply = await retryCreate(tenant, "no-permission", tenant.key);
+    expectProblem(reply, 403);
+    expect(reply.text).not.toContain("idempotency");
+  });
+
+  it("a key rotation re-seals the marks: the retry still answers the write, and no mark is left under the old version", {
+    timeout: 60_000,
+  }, async () => {
+    const tenant = await seedTokenTenant();
+    const { context, principal } = await stoppedCreate(tenant, "rotated");
+    const written = JSON.parse(JSON.stringify(await createApplication(context, principal, CreateApplicationBody.parse(APPLICATION))));
+    expect((await marksOf(tenant.tenantId)).map((mark) => mark.outcome.slice(0, 3))).toEqual(["v1."]);
+
+    const started = await call("POST", `/tenants/${tenant.tenantId}/rotation`, { headers: operator });
+    expect(started.status, started.text).toBe(202);
+    for (let polls = 0; ; polls++) {
+      const status = await call("GET", `/tenants/${tenant.tenantId}/rotation`, { headers: operator });
+      if (status.body.state === "done") break;
+      expect(polls, status.text).toBeLessThan(200);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect((await marksOf(tenant.tenantId)).map((mark) => mark.outcome.slice(0, 3))).toEqual(["v2."]);
+
+    const retry = await retryCreate(tenant, "rotated");
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.body).toEqual(written);
+  });
+
+  it("the cron purges marks past the window with the records", async () => {
+    const tenant = await seedTokenTenant();
+    const { context, principal } = await stoppedCreate(tenant, "purged", IDEMPOTENCY_WINDOW_MS + 60_000);
+    await createApplication(context, principal, CreateApplicationBody.parse(APPLICATION));
+    expect(await marksOf(tenant.tenantId)).toHaveLength(1);
+    await purgeIdempotencyRecords(requestContext());
+    expect(await marksOf(tenant.tenantId)).toHaveLength(0);
   });
 
   it("shredding the tenant leaves none of its marks (its idempotency keys) in the control database", async () => {
