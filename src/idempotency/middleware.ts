@@ -93,7 +93,7 @@ function idempotentRoute(
     if ("replay" in claimed) return replayed(claimed.replay);
     if ("committed" in claimed) {
       // Only a route with answerCommitted claims keys whose records carry a commit mark.
-      const answer = await write!.answerCommitted(context, principal, claimed.committed, JSON.parse(body));
+      const answer = await write!.answerCommitted(context, principal, claimed.committed, parsedOrNull(body));
       const answered = { status: answer.status, body: JSON.stringify(answer.body) };
       await rememberCommittedResponse(context, claimed.scope, answered.status, answered.body, claimed.markedElsewhere);
       return replayed(answered);
@@ -107,7 +107,7 @@ function idempotentRoute(
   return middleware;
 }
 
-/** The body's JSON, or null when it is none (the route's own validation answers that). */
+/** The body's JSON, or null when it is none: an optional body left out, or one the route's own validation answers. */
 function parsedOrNull(body: string): unknown {
   try {
     return JSON.parse(body);

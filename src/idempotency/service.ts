@@ -60,6 +60,10 @@ export interface Claim {
   claimedAt: number;
   /** When the key's record was made: a control mark older than it belongs to an earlier use of the key. */
   since: number;
+  /** Its write's mark is in the control database's idempotency_marks, where the record cannot show it. */
+  marksInControl: boolean;
+  /** Another attempt of the request committed the write first, so its mark refused this one's batch (controlCommitMarkOf). */
+  committedElsewhere?: boolean;
 }
 
 /**
@@ -102,7 +106,7 @@ export async function claimIdempotencyKey(
   const scope = scopeOf(principal, request.key);
   const { requestHash, commitsWithWrite } = request;
   if (await storage.claimKey(context.db, scope, { requestHash, commitsWithWrite }, now, now - IDEMPOTENCY_WINDOW_MS)) {
-    return { claim: { scope, claimedAt: now, since: now } };
+    return { claim: { scope, claimedAt: now, since: now, marksInControl: request.marksInControl === true } };
   }
   const record = await storage.findRecord(context.db, scope);
   if (!record || record.requestHash !== requestHash) {
@@ -126,7 +130,7 @@ export async function claimIdempotencyKey(
   if (!record.commitsWithWrite) throw outcomeUnknown(request.request);
   // Its write carries the commit mark, which is absent: it wrote nothing, and may run again.
   if (await storage.takeOverClaim(context.db, scope, record.claimedAt, now)) {
-    return { claim: { scope, claimedAt: now, since: record.createdAt } };
+    return { claim: { scope, claimedAt: now, since: record.createdAt, marksInControl: request.marksInControl === true } };
   }
   throw stillProcessing(lease);
 }
@@ -202,7 +206,11 @@ export function controlCommitMarkOf(context: TenantContext, claim: Claim): Contr
       const sealed = await keys.encrypt(JSON.stringify(outcome), outcomeContext(claim.scope.key));
       return (control) => storage.markQuery(control, claim.scope, claim, sealed);
     },
-    refusalOf: (error) => (storage.isMarkTakenError(error) ? new ConflictError(ANOTHER_ATTEMPT_COMMITTED) : null),
+    refusalOf(error) {
+      if (!storage.isMarkTakenError(error)) return null;
+      claim.committedElsewhere = true;
+      return new ConflictError(ANOTHER_ATTEMPT_COMMITTED);
+    },
   };
 }
 
@@ -213,9 +221,16 @@ async function openDetokenized(keys: TenantKeys, sealed: string, key: string): P
 /**
  * Keeps the response for replays while the claim still holds the key; a 5xx releases the key instead,
  * so the client can retry, unless the request's write was committed (the retry answers what it wrote).
+ * An attempt whose control write lost to another attempt's keeps nothing: the next retry answers that
+ * write from its mark, which a saved 409 would hide for the rest of the window.
  */
 export async function rememberResponse(context: TenantContext, claim: Claim, status: number, body: string): Promise<void> {
-  if (status >= 500) return storage.releaseKey(context.db, claim.scope, claim.claimedAt);
+  if (claim.committedElsewhere) return;
+  if (status >= 500) {
+    // releaseKey keeps a record that holds its data mark; a control mark is in the other database, so it is looked for here.
+    if (claim.marksInControl && (await storage.findMark(context.control, claim.scope, claim.since)) !== null) return;
+    return storage.releaseKey(context.db, claim.scope, claim.claimedAt);
+  }
   await storage.saveResponse(context.db, claim.scope, claim.claimedAt, await sealedResponse(context, claim.scope.key, status, body));
 }
 

@@ -128,12 +128,16 @@ interface WrittenProxy {
 
 /**
  * The answer to a POST /proxies whose write was committed and whose answer was never saved: the proxy
- * as it is now (its key included, as a read shows it), recorded in the audit log again as the
- * attempt's record died with it; a 409 when it was deleted since.
+ * as it was created (its key included), recorded in the audit log again as the attempt's record died
+ * with it; a 409 when it was deleted or changed since. A key rolled or a configuration replaced since
+ * is for a read (proxy:read) to show, not for its creator's retry.
  */
 export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
   const row = await storage.findProxy(context.control, context.tenantId, (outcome as WrittenProxy).id);
   if (!row) throw new ConflictError("The request with this idempotency key was processed, but the proxy it created was deleted since");
+  if (row.modifiedAt !== null) {
+    throw new ConflictError("The request with this idempotency key was processed, but the proxy it created was changed since: read it");
+  }
   return { status: 201, body: await createdAnswer(context, await context.keys(), row) };
 };
 

@@ -82,12 +82,16 @@ function createdAnswer(context: TenantContext, row: FormulaRow): FormulaResponse
 
 /**
  * The answer to a POST /reactor-formulas whose write was committed and whose answer was never saved:
- * the formula as it is now; a 409 when it was deleted since.
+ * the formula as it was created; a 409 when it was deleted or replaced since (code replaced since is
+ * for a read, reactor:read, to show).
  */
 export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
   const row = await storage.findVisibleFormula(context.control, context.tenantId, (outcome as { id: string }).id);
   if (!row || row.tenantId !== context.tenantId) {
     throw new ConflictError("The request with this idempotency key was processed, but the formula it created was deleted since");
+  }
+  if (row.modifiedAt !== null) {
+    throw new ConflictError("The request with this idempotency key was processed, but the formula it created was changed since: read it");
   }
   return { status: 201, body: createdAnswer(context, row) };
 };

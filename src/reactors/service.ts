@@ -129,13 +129,17 @@ export async function createReactor(context: TenantContext, principal: Principal
 
 /**
  * The answer to a POST /reactors whose write was committed and whose answer was never saved: the
- * reactor as it is now; a 409 when it no longer exists (deleted since, or undone as its formula
- * changed while it was saved, which the first attempt answered).
+ * reactor as it was created; a 409 when it no longer exists (deleted since, or undone as its formula
+ * changed while it was saved, which the first attempt answered), or was changed since: a
+ * configuration replaced since is for a read (reactor:read) to show, not for its creator's retry.
  */
 export const answerCommittedCreate = async (context: TenantContext, principal: Principal, outcome: unknown) => {
   const { id } = outcome as { id: string };
   const row = await storage.findReactor(context.control, context.tenantId, id);
   if (!row) throw new ConflictError("The request with this idempotency key was processed, but the reactor it created no longer exists");
+  if (row.modifiedAt !== null) {
+    throw new ConflictError("The request with this idempotency key was processed, but the reactor it created was changed since: read it");
+  }
   context.audit.describe({ entityId: id, event: { type: "reactor.created", data: reactorEventData(row) } });
   return { status: 201, body: await getReactor(context, principal, id) };
 };

@@ -32,6 +32,8 @@ const CONTROL_TABLES = [
   "documents",
   "apple_pay_tokens",
   "apple_pay_domains",
+  // No credential, but the tenant's idempotency keys as its clients chose them, beside outcomes no key opens any more.
+  "idempotency_marks",
 ];
 
 /** Documents' objects one purge step deletes per tenant (one R2 list and one delete call). */

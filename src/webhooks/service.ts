@@ -65,13 +65,17 @@ export async function createWebhook(context: TenantContext, principal: Principal
 
 /**
  * The answer to a POST /webhooks whose write was committed and whose answer was never saved: the
- * webhook as it is now, with its signing secret; a 409 when it no longer exists (deleted since, or
- * never inserted: the tenant held its most webhooks, which the first attempt answered).
+ * webhook as it was created, with its signing secret; a 409 when it no longer exists (deleted since,
+ * or never inserted: the tenant held its most webhooks, which the first attempt answered), or was
+ * replaced since: that is for a read (webhook:read) to show.
  */
 export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
   const { id } = outcome as { id: string };
   const row = await storage.findWebhook(context.control, context.tenantId, id);
   if (!row) throw new ConflictError("The request with this idempotency key was processed, but the webhook it created no longer exists");
+  if (row.modifiedAt !== null) {
+    throw new ConflictError("The request with this idempotency key was processed, but the webhook it created was changed since: read it");
+  }
   const secret = await (await context.keys()).decrypt(row.secretCiphertext, secretContext(id));
   context.audit.describe({ entityId: id });
   return { status: 201, body: { ...toWebhookResponse(row), secret } };
