@@ -95,6 +95,11 @@ export class ConflictError extends ProblemError {
   constructor(detail: string, headers?: Record<string, string>) {
     super(409, "Conflict", detail, undefined, headers);
   }
+
+  /** A retry with an idempotency key whose request was processed, but whose answer cannot be made again: `but` says why. */
+  static processed(but: string): ConflictError {
+    return new ConflictError(`The request with this idempotency key was processed, but ${but}`);
+  }
 }
 
 export class PayloadTooLargeError extends ProblemError {

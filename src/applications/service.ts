@@ -94,7 +94,6 @@ function expiryOf(input: ApiKeyInput, now: number): number | null {
   return expiresAt;
 }
 
-/** Creates the application and, unless `create_key` is false, its first key in one batch: both or neither. */
 /**
  * An application and, unless `create_key` is false, its first key (else it gets one with POST
  * /applications/{id}/keys). The write carries the commit mark of the request's idempotency claim,
@@ -126,7 +125,7 @@ export const answerCommittedCreate = async (context: TenantContext, _principal: 
   const created = outcome as CreatedApplication;
   const row = await storage.findApplication(context.control, context.tenantId, created.id);
   if (!row) {
-    throw new ConflictError("The request with this idempotency key was processed, but the application it created was deleted since");
+    throw ConflictError.processed("the application it created was deleted since");
   }
   return { status: 201, body: createdAnswer(context, row, created.key) };
 };
@@ -277,7 +276,7 @@ export const answerCommittedRegenerate = async (context: TenantContext, _princip
 
 async function requireKeyStill(context: TenantContext, created: CreatedKey): Promise<void> {
   if (!(await storage.findKey(context.control, context.tenantId, created.application_id, created.key.id))) {
-    throw new ConflictError("The request with this idempotency key was processed, but the key it created was revoked since");
+    throw ConflictError.processed("the key it created was revoked since");
   }
 }
 

@@ -115,14 +115,12 @@ export async function claimIdempotencyKey(
   if (record.status !== null && !(request.answeredFromMark && record.outcome !== null)) {
     return { replay: await replayOf(context, principal, record, now) };
   }
-  if (record.outcome !== null) {
-    const keys = await context.keys();
-    return { committed: JSON.parse(await keys.decrypt(record.outcome, outcomeContext(request.key))), scope, markedElsewhere: false };
-  }
-  const mark = request.marksInControl ? await storage.findMark(context.control, scope, record.createdAt) : null;
+  // The commit mark: in the record for a data write, in idempotency_marks for a control write.
+  const markedElsewhere = record.outcome === null && request.marksInControl === true;
+  const mark = markedElsewhere ? await storage.findMark(context.control, scope, record.createdAt) : record.outcome;
   if (mark !== null) {
     const keys = await context.keys();
-    return { committed: JSON.parse(await keys.decrypt(mark, outcomeContext(request.key))), scope, markedElsewhere: true };
+    return { committed: JSON.parse(await keys.decrypt(mark, outcomeContext(request.key))), scope, markedElsewhere };
   }
   const lease = context.config.IDEMPOTENCY_LEASE_MS;
   const leaseEnd = record.claimedAt + lease;

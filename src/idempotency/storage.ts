@@ -85,6 +85,15 @@ export function isLostClaimError(error: unknown): boolean {
   return error instanceof Error && /NOT NULL constraint failed: idempotency_records\.request_hash/.test(error.message);
 }
 
+/** The control database's mark of the scope's key made at or after `since`: of this use of the key. */
+const markOf = (scope: IdempotencyScope, since: number) =>
+  and(
+    eq(idempotencyMarks.tenantId, scope.tenantId),
+    eq(idempotencyMarks.applicationId, scope.applicationId),
+    eq(idempotencyMarks.key, scope.key),
+    gte(idempotencyMarks.createdAt, since),
+  );
+
 /**
  * The control database's commit mark (idempotency_marks), for the batch of the write it answers:
  * records the outcome unless a mark of this use of the key (made at or after `since`, its record's
@@ -93,17 +102,11 @@ export function isLostClaimError(error: unknown): boolean {
  * use of the key is replaced.
  */
 export function markQuery(db: Database, scope: IdempotencyScope, claim: { claimedAt: number; since: number }, sealedOutcome: string) {
-  const marked = and(
-    eq(idempotencyMarks.tenantId, scope.tenantId),
-    eq(idempotencyMarks.applicationId, scope.applicationId),
-    eq(idempotencyMarks.key, scope.key),
-    gte(idempotencyMarks.createdAt, claim.since),
-  );
   return db
     .insert(idempotencyMarks)
     .values({
       ...scope,
-      outcome: sql`(SELECT ${sealedOutcome} WHERE NOT EXISTS (SELECT 1 FROM ${idempotencyMarks} WHERE ${marked}))`,
+      outcome: sql`(SELECT ${sealedOutcome} WHERE NOT EXISTS (SELECT 1 FROM ${idempotencyMarks} WHERE ${markOf(scope, claim.since)}))`,
       createdAt: claim.claimedAt,
     })
     .onConflictDoUpdate({
@@ -122,18 +125,7 @@ export function isMarkTakenError(error: unknown): boolean {
 
 /** The control database's commit mark of this use of the key (made at or after `since`), sealed. */
 export async function findMark(db: Database, scope: IdempotencyScope, since: number): Promise<string | null> {
-  const [mark] = await db
-    .select({ outcome: idempotencyMarks.outcome })
-    .from(idempotencyMarks)
-    .where(
-      and(
-        eq(idempotencyMarks.tenantId, scope.tenantId),
-        eq(idempotencyMarks.applicationId, scope.applicationId),
-        eq(idempotencyMarks.key, scope.key),
-        gte(idempotencyMarks.createdAt, since),
-      ),
-    )
-    .limit(1);
+  const [mark] = await db.select({ outcome: idempotencyMarks.outcome }).from(idempotencyMarks).where(markOf(scope, since)).limit(1);
   return mark?.outcome ?? null;
 }
 

@@ -134,9 +134,9 @@ interface WrittenProxy {
  */
 export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
   const row = await storage.findProxy(context.control, context.tenantId, (outcome as WrittenProxy).id);
-  if (!row) throw new ConflictError("The request with this idempotency key was processed, but the proxy it created was deleted since");
+  if (!row) throw ConflictError.processed("the proxy it created was deleted since");
   if (row.modifiedAt !== null) {
-    throw new ConflictError("The request with this idempotency key was processed, but the proxy it created was changed since: read it");
+    throw ConflictError.processed("the proxy it created was changed since: read it");
   }
   return { status: 201, body: await createdAnswer(context, await context.keys(), row) };
 };

@@ -88,10 +88,10 @@ function createdAnswer(context: TenantContext, row: FormulaRow): FormulaResponse
 export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
   const row = await storage.findVisibleFormula(context.control, context.tenantId, (outcome as { id: string }).id);
   if (!row || row.tenantId !== context.tenantId) {
-    throw new ConflictError("The request with this idempotency key was processed, but the formula it created was deleted since");
+    throw ConflictError.processed("the formula it created was deleted since");
   }
   if (row.modifiedAt !== null) {
-    throw new ConflictError("The request with this idempotency key was processed, but the formula it created was changed since: read it");
+    throw ConflictError.processed("the formula it created was changed since: read it");
   }
   return { status: 201, body: createdAnswer(context, row) };
 };

@@ -123,9 +123,8 @@ async function send(context: RequestContext, messages: ReactionMessage[]): Promi
 export async function answerCommittedReaction(context: TenantContext, outcome: unknown): Promise<{ asyncReactorRequestId: string }> {
   const { requestId } = outcome as { requestId: string };
   if (!(await storage.reactionExists(context.db, context.tenantId, requestId))) {
-    throw new ConflictError(
-      "The request with this idempotency key was processed, but queued no reaction that still exists (it was one too many, " +
-        "or its result's retention has ended); send it again under a new key",
+    throw ConflictError.processed(
+      "queued no reaction that still exists (it was one too many, or its result's retention has ended); send it again under a new key",
     );
   }
   return { asyncReactorRequestId: requestId };

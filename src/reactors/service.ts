@@ -136,9 +136,9 @@ export async function createReactor(context: TenantContext, principal: Principal
 export const answerCommittedCreate = async (context: TenantContext, principal: Principal, outcome: unknown) => {
   const { id } = outcome as { id: string };
   const row = await storage.findReactor(context.control, context.tenantId, id);
-  if (!row) throw new ConflictError("The request with this idempotency key was processed, but the reactor it created no longer exists");
+  if (!row) throw ConflictError.processed("the reactor it created no longer exists");
   if (row.modifiedAt !== null) {
-    throw new ConflictError("The request with this idempotency key was processed, but the reactor it created was changed since: read it");
+    throw ConflictError.processed("the reactor it created was changed since: read it");
   }
   context.audit.describe({ entityId: id, event: { type: "reactor.created", data: reactorEventData(row) } });
   return { status: 201, body: await getReactor(context, principal, id) };

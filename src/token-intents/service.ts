@@ -77,9 +77,7 @@ export async function answerCommittedIntent(context: TenantContext, principal: P
   const { id } = outcome as CommittedIntent;
   const row = await storage.findLiveIntent(context.db, context.tenantId, id, Date.now());
   if (!row) {
-    throw new ConflictError(
-      "The request with this idempotency key was processed, but its answer is not replayed: the token intent it created no longer exists",
-    );
+    throw ConflictError.processed("its answer is not replayed: the token intent it created no longer exists");
   }
   context.audit.describe({ entityId: id });
   return presentIntent(principal, row, await context.keys(), "token:create");

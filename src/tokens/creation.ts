@@ -377,9 +377,7 @@ async function committedTokens(
       }
       const duplicate = identity && (await duplicateOfCreate(context.db, principal, identity, now));
       if (!duplicate) {
-        throw new ConflictError(
-          "The request with this idempotency key was processed, but its answer is not replayed: a token it created or answered no longer exists",
-        );
+        throw ConflictError.processed("its answer is not replayed: a token it created or answered no longer exists");
       }
       return { row: duplicate, created: false, sentData: sentPlainData };
     }),

@@ -72,9 +72,9 @@ export async function createWebhook(context: TenantContext, principal: Principal
 export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
   const { id } = outcome as { id: string };
   const row = await storage.findWebhook(context.control, context.tenantId, id);
-  if (!row) throw new ConflictError("The request with this idempotency key was processed, but the webhook it created no longer exists");
+  if (!row) throw ConflictError.processed("the webhook it created no longer exists");
   if (row.modifiedAt !== null) {
-    throw new ConflictError("The request with this idempotency key was processed, but the webhook it created was changed since: read it");
+    throw ConflictError.processed("the webhook it created was changed since: read it");
   }
   const secret = await (await context.keys()).decrypt(row.secretCiphertext, secretContext(id));
   context.audit.describe({ entityId: id });
