@@ -1,18 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { CreateApplicationBody } from "../../src/applications/schema";
 import { createApplication, createApplicationKey, regenerateApplicationKey } from "../../src/applications/service";
-import { principalForKey } from "../../src/auth/service";
 import { ClientKeyBody } from "../../src/client-keys/schema";
 import { createClientKey } from "../../src/client-keys/service";
 import type { TenantContext } from "../../src/context";
-import {
-  type Claim,
-  claimIdempotencyKey,
-  commitMarkOf,
-  controlCommitMarkOf,
-  rememberResponse,
-  requestHashOf,
-} from "../../src/idempotency/service";
+import { claimIdempotencyKey, controlCommitMarkOf, rememberResponse, requestHashOf } from "../../src/idempotency/service";
 import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_WINDOW_MS } from "../../src/limits";
 import { ProxyBody } from "../../src/proxies/schema";
 import { createProxy, rollProxyKey } from "../../src/proxies/service";
@@ -23,8 +15,9 @@ import { createToken, parseCreateToken, tokenize } from "../../src/tokens/creati
 import { WebhookBody } from "../../src/webhooks/schema";
 import { createWebhook } from "../../src/webhooks/service";
 import { callConfigured } from "../support/configured";
-import { requestContext, tenantContext } from "../support/context";
+import { tenantContext } from "../support/context";
 import { call, expectProblem, rowCounts } from "../support/harness";
+import { stoppedAfterClaim } from "../support/idempotency";
 import { expectLoggedError } from "../support/logs";
 import { ECHO_CODE, formulaBody } from "../support/reactors";
 import { createToken as createStoredToken, SSN, seedTokenTenant, type TokenTenant, VISA } from "../support/tokens";
@@ -43,32 +36,18 @@ const MARKED_IN_CONTROL = /^\/(applications(\/[^/]+\/(keys|regenerate))?|proxies
 const PAYLOAD = { card: { type: "card_number", data: VISA }, ssn: SSN };
 const LEASE_RAN_OUT = IDEMPOTENCY_LEASE_MS + 1000;
 
-/** A request that claimed its key `claimedAgo` ms ago, as the `idempotent` middleware claims it, and was stopped there. */
-async function claimed(
+/** A request that claimed its key `claimedAgo` ms ago, as its route's middleware claims it, and was stopped there. */
+function claimed(
   tenant: TokenTenant,
   key: string,
   request: { method: string; path: string; body: unknown },
   claimedAgo: number,
   apiKey = tenant.key,
 ) {
-  const principal = (await principalForKey(requestContext(), apiKey))!;
-  const context = await tenantContext(tenant.tenantId);
-  const outcome = await claimIdempotencyKey(
-    context,
-    principal,
-    {
-      key,
-      requestHash: await requestHashOf(request.method, request.path, JSON.stringify(request.body)),
-      request: `${request.method} ${request.path}`,
-      commitsWithWrite: request.path === "/tokens" || request.path === "/tokenize" || MARKED_IN_CONTROL.test(request.path),
-      marksInControl: MARKED_IN_CONTROL.test(request.path),
-    },
-    Date.now() - claimedAgo,
-  );
-  if (!("claim" in outcome)) throw new Error("the key was not claimed");
-  if (MARKED_IN_CONTROL.test(request.path)) context.markControlCommitWith(controlCommitMarkOf(context, outcome.claim));
-  else context.markCommitWith(commitMarkOf(context, outcome.claim));
-  return { context, principal, claim: outcome.claim as Claim };
+  const marks =
+    request.path === "/tokens" || request.path === "/tokenize" ? "data" : MARKED_IN_CONTROL.test(request.path) ? "control" : null;
+  const sent = { method: request.method, path: request.path, rawBody: JSON.stringify(request.body) };
+  return stoppedAfterClaim(tenant.tenantId, apiKey, key, sent, claimedAgo, marks);
 }
 
 /** A tokenize killed after its tokens were written and before its answer was saved: what it would have answered. */

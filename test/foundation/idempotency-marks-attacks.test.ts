@@ -2,7 +2,6 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { CreateApplicationBody } from "../../src/applications/schema";
 import { createApplication, createApplicationKey } from "../../src/applications/service";
-import { principalForKey } from "../../src/auth/service";
 import {
   claimIdempotencyKey,
   controlCommitMarkOf,
@@ -17,6 +16,7 @@ import { ReactorBody } from "../../src/reactors/schema";
 import { createReactor } from "../../src/reactors/service";
 import { requestContext, tenantContext } from "../support/context";
 import { call, expectProblem, rowCounts, createApplication as seedApplication } from "../support/harness";
+import { stoppedAfterClaim } from "../support/idempotency";
 import { ECHO_CODE } from "../support/reactors";
 import { seedTokenTenant, type TokenTenant } from "../support/tokens";
 
@@ -35,25 +35,8 @@ const operator = { "SVC-OPERATOR-KEY": env.OPERATOR_API_KEY };
  * A request on a control-write route that claimed its key `claimedAgo` ms ago as the middleware
  * claims it, with its body as sent (`rawBody`: the text, "" for none), and was stopped there.
  */
-async function claimed(tenant: TokenTenant, key: string, request: { path: string; rawBody: string }, claimedAgo: number, apiKey: string) {
-  const principal = (await principalForKey(requestContext(), apiKey))!;
-  const context = await tenantContext(tenant.tenantId);
-  const outcome = await claimIdempotencyKey(
-    context,
-    principal,
-    {
-      key,
-      requestHash: await requestHashOf("POST", request.path, request.rawBody),
-      request: `POST ${request.path}`,
-      commitsWithWrite: true,
-      marksInControl: true,
-    },
-    Date.now() - claimedAgo,
-  );
-  if (!("claim" in outcome)) throw new Error("the key was not claimed");
-  context.markControlCommitWith(controlCommitMarkOf(context, outcome.claim));
-  return { context, principal, claim: outcome.claim };
-}
+const claimed = (tenant: TokenTenant, key: string, request: { path: string; rawBody: string }, claimedAgo: number, apiKey: string) =>
+  stoppedAfterClaim(tenant.tenantId, apiKey, key, { method: "POST", ...request }, claimedAgo, "control");
 
 const stoppedCreate = (tenant: TokenTenant, key: string, claimedAgo = LEASE_RAN_OUT, apiKey = tenant.managementKey) =>
   claimed(tenant, key, { path: "/applications", rawBody: JSON.stringify(APPLICATION) }, claimedAgo, apiKey);
