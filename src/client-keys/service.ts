@@ -85,7 +85,7 @@ interface CreatedClientKey {
 export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
   const created = outcome as CreatedClientKey;
   const row = await storage.findClientKey(context.control, context.tenantId, created.id);
-  if (!row) throw ConflictError.processed("the key it created no longer exists");
+  if (!row) throw ConflictError.processed("its key is not there: deleted since, or never made because the tenant held its most keys");
   context.audit.describe({ entityId: created.id });
   return { status: 201, body: { ...toClientKeyResponse(row), public_key_pem: created.public_key_pem } };
 };

@@ -5,7 +5,7 @@ import { ClientKeyBody } from "../../src/client-keys/schema";
 import { createClientKey } from "../../src/client-keys/service";
 import type { TenantContext } from "../../src/context";
 import { claimIdempotencyKey, controlCommitMarkOf, rememberResponse, requestHashOf } from "../../src/idempotency/service";
-import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_WINDOW_MS } from "../../src/limits";
+import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_WINDOW_MS, WEBHOOKS } from "../../src/limits";
 import { ProxyBody } from "../../src/proxies/schema";
 import { createProxy, rollProxyKey } from "../../src/proxies/service";
 import { createFormula } from "../../src/reactors/formulas";
@@ -457,6 +457,19 @@ describe("idempotency: the other control writes killed while they held their key
       expect((await retry(tenant, "slow", request)).body).toEqual(first.body);
     });
   }
+
+  it("POST /webhooks over the tenant's limit, killed after its batch: the retry says no webhook was made, never that one was", async () => {
+    const tenant = await seedTokenTenant();
+    for (let i = 0; i < WEBHOOKS.maxPerTenant; i++) {
+      expect((await call("POST", "/webhooks", { key: tenant.managementKey, body: WEBHOOK() })).status).toBe(201);
+    }
+    const request = { path: "/webhooks", body: WEBHOOK() };
+    const { context, principal } = await claimed(tenant, "over", { method: "POST", ...request }, LEASE_RAN_OUT, tenant.managementKey);
+    await expect(createWebhook(context, principal, WebhookBody.parse(request.body))).rejects.toMatchObject({ status: 409 });
+
+    const again = await retry(tenant, "over", request);
+    expect(expectProblem(again, 409).detail).toMatch(/webhook is not there: deleted since, or never made because the tenant held its most/);
+  });
 
   it("a key rolled again since the killed roll: the retry is a 409, and never shows the other roll's key as its own", async () => {
     const tenant = await seedTokenTenant();
