@@ -581,6 +581,11 @@ export const dispatchScripts = sqliteTable(
      * has passed since, and moves it on when its owner still runs it.
      */
     checkedAt: integer("checked_at").notNull(),
+    /**
+     * When the cron first found that no owner runs it; null while one does. It is deleted only when
+     * found so again a grace period later: an isolate may still hold the row that named it.
+     */
+    unusedSince: integer("unused_since"),
   },
   (table) => [index("dispatch_scripts_checked").on(table.checkedAt)],
 );

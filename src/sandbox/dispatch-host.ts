@@ -4,7 +4,7 @@ import type { Database } from "../db/client";
 import { EGRESS_CHECK_URL, OUTBOUND_PARAMETER, OUTBOUND_SERVICE, type OutboundParameters } from "../egress/outbound";
 import type { Bindings, Config } from "../env";
 import { ConfigurationError, ProblemError, type RevealedValues } from "../errors";
-import { forgetScript, markScriptInUse, recordScript, scriptsUncheckedSince } from "./dispatch-storage";
+import { forgetScript, markScriptChecked, recordScript, scriptsUncheckedSince } from "./dispatch-storage";
 import { type SandboxEntrypoint, SUBREQUEST_LIMIT, sandboxEgress } from "./loader-host";
 import { runScript } from "./run";
 import {
@@ -64,15 +64,21 @@ export type CurrentCode = (owner: ScriptOwner) => Promise<string | null>;
 /**
  * The cron's deletion of scripts no owner runs: superseded versions, uploads whose row write never
  * happened, and scripts of deleted owners (a shredded tenant's included). Looks at the scripts
- * unchecked for the grace period, longest first; one its owner runs now waits another grace period.
- * A deletion the API refuses keeps the record, for the next run.
+ * unchecked for the grace period, longest first. One its owner runs waits another grace period. One
+ * no owner runs is deleted only when it was found so a grace period before too: when it was last
+ * found in use says nothing of when it stopped being, and an isolate may hold the row that named it
+ * for a while after. A deletion the API refuses keeps the record, for the next run.
  */
 export async function retireUnusedScripts(control: Database, config: Config, now: number, currentCode: CurrentCode): Promise<void> {
   const due = await scriptsUncheckedSince(control, now - SCRIPT_RETIREMENT_GRACE_MS, SCRIPT_RETIREMENT_BATCH);
   for (const script of due) {
     const code = await currentCode(script.owner);
     if (code !== null && (await dispatchScriptName(script.owner, code)) === script.name) {
-      await markScriptInUse(control, script.name, now);
+      await markScriptChecked(control, script.name, now, null);
+      continue;
+    }
+    if (script.unusedSince === null) {
+      await markScriptChecked(control, script.name, now, now);
       continue;
     }
     try {

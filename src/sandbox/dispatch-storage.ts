@@ -7,6 +7,8 @@ import { dispatchScripts } from "../db/control-tables";
 export interface RecordedScript {
   name: string;
   owner: ScriptOwner;
+  /** When the cron first found that no owner runs it; null while one does. */
+  unusedSince: number | null;
 }
 
 /**
@@ -16,8 +18,8 @@ export interface RecordedScript {
 export async function recordScript(db: Database, name: string, owner: ScriptOwner, now: number): Promise<void> {
   await db
     .insert(dispatchScripts)
-    .values({ name, tenantId: owner.tenantId, kind: owner.kind, ownerId: owner.id, publishedAt: now, checkedAt: now })
-    .onConflictDoUpdate({ target: dispatchScripts.name, set: { publishedAt: now, checkedAt: now } });
+    .values({ name, tenantId: owner.tenantId, kind: owner.kind, ownerId: owner.id, publishedAt: now, checkedAt: now, unusedSince: null })
+    .onConflictDoUpdate({ target: dispatchScripts.name, set: { publishedAt: now, checkedAt: now, unusedSince: null } });
 }
 
 /** Recorded scripts not checked since `before`, the longest unchecked first. */
@@ -31,12 +33,16 @@ export async function scriptsUncheckedSince(db: Database, before: number, limit:
   return rows.map((row) => ({
     name: row.name,
     owner: { tenantId: row.tenantId, id: row.ownerId, kind: row.kind },
+    unusedSince: row.unusedSince,
   }));
 }
 
-/** Marks a script found in use at `now`: the next look at it comes a grace period later. */
-export async function markScriptInUse(db: Database, name: string, now: number): Promise<void> {
-  await db.update(dispatchScripts).set({ checkedAt: now }).where(eq(dispatchScripts.name, name));
+/**
+ * Marks what the cron found of a script at `now`: in use, or unused (since now, unless it was found
+ * so before). The next look at it comes a grace period later.
+ */
+export async function markScriptChecked(db: Database, name: string, now: number, unusedSince: number | null): Promise<void> {
+  await db.update(dispatchScripts).set({ checkedAt: now, unusedSince }).where(eq(dispatchScripts.name, name));
 }
 
 /** Forgets a script deleted from the namespace. */

@@ -140,11 +140,30 @@ describe("the cron retires the scripts no owner uses", () => {
     await runCron(Date.now() + SCRIPT_RETIREMENT_GRACE_MS / 2, cloudflare.env);
     expect(cloudflare.storedScripts(), "inside the grace period").toEqual(expect.arrayContaining(all));
 
+    // Found unused for the first time: an isolate may still hold a row that names it, however long
+    // ago it was last found in use.
     await runCron(Date.now() + SCRIPT_RETIREMENT_GRACE_MS + MINUTE, cloudflare.env);
+    expect(cloudflare.storedScripts(), "found unused once").toEqual(expect.arrayContaining(all));
+
+    await runCron(Date.now() + 2 * SCRIPT_RETIREMENT_GRACE_MS + 2 * MINUTE, cloudflare.env);
     const stored = cloudflare.storedScripts();
     expect(stored).toContain(names.current);
     for (const name of [...names.superseded, names.orphan, names.deleted]) expect(stored).not.toContain(name);
     expect(await runOnRecord(cloudflare, tenant, kept)).toMatchObject({ body: { version: "3" } });
+  });
+
+  it("a version found in use long ago and superseded since is not deleted at the first look after: a cached row may still name it", async () => {
+    const cloudflare = fakeCloudflare();
+    const tenant = await seedTenant();
+    const id = await createProxy(cloudflare, tenant, "long-lived");
+    const longLived = await scriptOf(tenant, id, "long-lived");
+    await runCron(Date.now() + SCRIPT_RETIREMENT_GRACE_MS + MINUTE, cloudflare.env);
+    expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, "next")).status).toBe(200);
+
+    await runCron(Date.now() + 2 * SCRIPT_RETIREMENT_GRACE_MS + 2 * MINUTE, cloudflare.env);
+    expect(cloudflare.storedScripts(), "just superseded").toContain(longLived);
+    await runCron(Date.now() + 3 * SCRIPT_RETIREMENT_GRACE_MS + 3 * MINUTE, cloudflare.env);
+    expect(cloudflare.storedScripts()).not.toContain(longLived);
   });
 
   it("a deletion the API refuses keeps the script's record for the next run", async () => {
@@ -154,11 +173,12 @@ describe("the cron retires the scripts no owner uses", () => {
     expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, "b")).status).toBe(200);
     const superseded = await scriptOf(tenant, id, "a");
 
-    cloudflare.failNext(500, ["internal error"], superseded);
     await runCron(Date.now() + SCRIPT_RETIREMENT_GRACE_MS + MINUTE, cloudflare.env);
+    cloudflare.failNext(500, ["internal error"], superseded);
+    await runCron(Date.now() + 2 * SCRIPT_RETIREMENT_GRACE_MS + 2 * MINUTE, cloudflare.env);
     expect(cloudflare.storedScripts()).toContain(superseded);
 
-    await runCron(Date.now() + SCRIPT_RETIREMENT_GRACE_MS + 2 * MINUTE, cloudflare.env);
+    await runCron(Date.now() + 2 * SCRIPT_RETIREMENT_GRACE_MS + 3 * MINUTE, cloudflare.env);
     expect(cloudflare.storedScripts()).not.toContain(superseded);
     expect(cloudflare.storedScripts()).toContain(await scriptOf(tenant, id, "b"));
   });
@@ -185,6 +205,7 @@ describe("the cron retires the scripts no owner uses", () => {
     await sandboxContext(tenant.tenantId, cloudflare.env).sandbox.publish(officialOwner, official!.code);
 
     await runCron(Date.now() + SCRIPT_RETIREMENT_GRACE_MS + MINUTE, cloudflare.env);
+    await runCron(Date.now() + 2 * SCRIPT_RETIREMENT_GRACE_MS + 2 * MINUTE, cloudflare.env);
     const reactorOwner: ScriptOwner = { tenantId: tenant.tenantId, id, kind: "reactor" };
     const stored = cloudflare.storedScripts();
     expect(stored).not.toContain(await dispatchScriptName(reactorOwner, reactorCode(1)));
