@@ -132,9 +132,10 @@ export interface ControlCommitMark {
 
 export type ScriptKind = "request-transform" | "response-transform" | "reactor";
 
-/** Whose script it is: `id` is the proxy's or the reactor formula's id. */
+/** Whose script it is: `id` is the proxy's, the reactor's or the reactor formula's id. */
 export interface ScriptOwner {
-  tenantId: string;
+  /** Null for an official formula, which belongs to no tenant. */
+  tenantId: string | null;
   id: string;
   kind: ScriptKind;
 }
@@ -152,9 +153,12 @@ export interface ScriptRequest {
  * namespace in production. Both hosts pass one conformance test (test/sandbox/hosts.test.ts).
  */
 export interface ScriptHost {
-  /** Makes the script runnable where the host needs it ahead of time (the dispatch namespace). */
+  /**
+   * Makes the script runnable where the host needs it ahead of time (the dispatch namespace), before
+   * the row that holds the code is written. Nothing is withdrawn on an update or a delete: the
+   * dispatch host's cron retires what no owner runs.
+   */
   publish(owner: ScriptOwner, code: string): Promise<void>;
-  unpublish(owner: ScriptOwner): Promise<void>;
   /**
    * Runs the script on the input. The result is checked against its kind's contract
    * (src/sandbox/outcome.ts): a TransformResult for a transform, a ReactorResult for a reactor.

@@ -558,3 +558,34 @@ export const idempotencyMarks = sqliteTable(
     index("idempotency_marks_created").on(table.createdAt),
   ],
 );
+
+/**
+ * Every script uploaded to the dispatch namespace (SANDBOX_HOST=dispatch), recorded before its
+ * upload. A script is named by its owner and its code, so an update uploads a new one beside the
+ * old; the cron deletes those no owner runs any more (src/sandbox/dispatch-host.ts,
+ * retireUnusedScripts). Not purged with a shredded tenant: the cron needs the record to delete the script.
+ */
+export const dispatchScripts = sqliteTable(
+  "dispatch_scripts",
+  {
+    /** The script's name in the namespace (dispatchScriptName). */
+    name: text("name").primaryKey(),
+    /** Null for an official formula's, which belongs to no tenant. */
+    tenantId: text("tenant_id"),
+    kind: text("kind", { enum: ["request-transform", "response-transform", "reactor"] }).notNull(),
+    ownerId: text("owner_id").notNull(),
+    /** When it was last uploaded. */
+    publishedAt: integer("published_at").notNull(),
+    /**
+     * Since when it is known to be uploaded or in use: the cron looks at it once the grace period
+     * has passed since, and moves it on when its owner still runs it.
+     */
+    checkedAt: integer("checked_at").notNull(),
+    /**
+     * When the cron first found that no owner runs it; null while one does. It is deleted only when
+     * found so again a grace period later: an isolate may still hold the row that named it.
+     */
+    unusedSince: integer("unused_since"),
+  },
+  (table) => [index("dispatch_scripts_checked").on(table.checkedAt)],
+);

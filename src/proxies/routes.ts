@@ -123,7 +123,7 @@ const remove = createRoute({
   security,
   summary: "Delete a proxy; its key stops working at once",
   description:
-    "Deletes the proxy and withdraws its transforms; other isolates may still accept its key for up to " +
+    "Deletes the proxy and with it its transforms; other isolates may still accept its key for up to " +
     "CREDENTIAL_CACHE_TTL_MS. Needs `proxy:delete`; another tenant's proxy is a 404.",
   middleware: [requirePermission("proxy:delete")] as const,
   request: { params: IdParams },

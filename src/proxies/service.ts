@@ -1,9 +1,10 @@
 import type { Principal } from "../auth/access";
 import { credentialsChanged, LookupCache } from "../auth/lookup-cache";
 import { principalOf, requireActingApplication } from "../auth/service";
-import type { RequestContext, ScriptKind, TenantContext } from "../context";
+import type { RequestContext, ScriptKind, ScriptOwner, TenantContext } from "../context";
 import { generateSecret, SECRET_MAX_LENGTH, sha256Hex } from "../crypto/secrets";
 import type { TenantKeys } from "../crypto/tenant-keys";
+import type { Database } from "../db/client";
 import { egressRefusal } from "../egress/policy";
 import { ConflictError, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
@@ -63,8 +64,8 @@ function transformsOf(input: ProxyInput): [TransformKind, string | null][] {
 }
 
 /**
- * Publishes the transforms a proxy has and withdraws those it no longer has. Publishing comes
- * before the row is written, so a stored transform is always runnable.
+ * Publishes the transforms a proxy has. Publishing comes before the row is written, so a stored
+ * transform is always runnable; those it no longer has are left to the sandbox's cron.
  */
 async function publishTransforms(context: TenantContext, id: string, input: ProxyInput): Promise<void> {
   const { tenantId } = context;
@@ -73,8 +74,11 @@ async function publishTransforms(context: TenantContext, id: string, input: Prox
   );
 }
 
-async function withdrawTransforms(context: TenantContext, id: string, kinds: TransformKind[]): Promise<void> {
-  await Promise.all(kinds.map((kind) => context.sandbox.unpublish({ tenantId: context.tenantId, id, kind })));
+/** The transform a proxy runs now, as stored (null: the proxy is gone or has none): what the sandbox's cron keeps. */
+export async function currentTransformCode(control: Database, owner: ScriptOwner): Promise<string | null> {
+  if (owner.tenantId === null || owner.kind === "reactor") return null;
+  const row = await storage.findProxy(control, owner.tenantId, owner.id);
+  return row ? storedTransform(row, owner.kind) : null;
 }
 
 /** The stored columns of an input, with the configuration encrypted. */
@@ -180,7 +184,7 @@ export async function listProxies(context: TenantContext, _principal: Principal,
 
 /** Replaces every field but the key, which stays valid. */
 export async function replaceProxy(context: TenantContext, principal: Principal, id: string, input: ProxyInput): Promise<ProxyResponse> {
-  const existing = await findProxy(context, id);
+  await findProxy(context, id);
   await checkInput(context, input);
   await publishTransforms(context, id, input);
   const keys = await context.keys();
@@ -191,10 +195,6 @@ export async function replaceProxy(context: TenantContext, principal: Principal,
   });
   if (!row) throw new NotFoundError(`Proxy ${id}`);
   credentialsChanged();
-  const removed = transformsOf(input)
-    .filter(([kind, code]) => code === null && storedTransform(existing, kind) !== null)
-    .map(([kind]) => kind);
-  await withdrawTransforms(context, id, removed);
   const replaced = await toProxyResponse(keys, row);
   context.audit.describe({ event: { type: "proxy.updated", data: proxyEventData(replaced) } });
   return replaced;
@@ -236,12 +236,6 @@ export async function deleteProxy(context: TenantContext, _principal: Principal,
   if (!deleted) throw new NotFoundError(`Proxy ${id}`);
   credentialsChanged();
   context.audit.describe({ event: { type: "proxy.deleted", data: { proxy: { id } } } });
-  const kinds: TransformKind[] = ["request-transform", "response-transform"];
-  await withdrawTransforms(
-    context,
-    id,
-    kinds.filter((kind) => storedTransform(deleted, kind) !== null),
-  );
 }
 
 /** What invocation needs of a proxy: its row and the principal of its application, if it has one. */

@@ -152,8 +152,6 @@ export async function updateFormula(
   const changes = { ...columnsOf(input), modifiedBy: principal.applicationId, modifiedAt: nextVersion(existing) };
   const row = await storage.updateFormula(context.control, context.tenantId, id, changes, seen);
   if (!row) {
-    // The published script must keep matching the stored formula.
-    await context.sandbox.publish(scriptOwnerOf(existing), existing.code);
     throw new ConflictError(`Reactor formula ${id} or its reactors changed during the update; retry it`);
   }
   context.audit.describe({ event: { type: "reactor-formula.updated", data: formulaEventData(row) } });
@@ -171,6 +169,5 @@ export async function deleteFormula(context: TenantContext, _principal: Principa
       `Reactor formula ${id} is used by reactors ${users.map((reactor) => `${reactor.name} (${reactor.id})`).join(", ")}; delete them first`,
     );
   }
-  await context.sandbox.unpublish(scriptOwnerOf(existing));
   context.audit.describe({ event: { type: "reactor-formula.deleted", data: { reactor_formula: { id } } } });
 }

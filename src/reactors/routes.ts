@@ -125,7 +125,7 @@ const deleteFormula = createRoute({
   security,
   summary: "Delete a private reactor formula that no reactor uses",
   description:
-    "Deletes the formula and withdraws its code; while reactors use it, the answer is a 409 naming them. Needs " +
+    "Deletes the formula and with it its code; while reactors use it, the answer is a 409 naming them. Needs " +
     "`reactor:delete`; an official formula is a 403, another tenant's a 404.",
   middleware: [requirePermission("reactor:delete")] as const,
   request: { params: IdParams },

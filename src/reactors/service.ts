@@ -4,6 +4,7 @@ import type { Principal } from "../auth/access";
 import { principalOf, requireActingApplication } from "../auth/service";
 import type { ScriptOwner, TenantContext } from "../context";
 import type { TenantKeys } from "../crypto/tenant-keys";
+import type { Database } from "../db/client";
 import { detokenizeJson } from "../detokenization/service";
 import { ConflictError, describeFieldErrors, type FieldErrors, NotFoundError, ValidationError } from "../errors";
 import { applyMergePatch } from "../http/json";
@@ -218,8 +219,6 @@ async function saveReactor(
     await findReactor(context, id);
     throw formulaChanged(formula!.id);
   }
-  // It runs a formula now: its own code's script goes.
-  if (code === null && existing.code !== null) await context.sandbox.unpublish(ownScript(existing));
   context.audit.describe({ event: { type: "reactor.updated", data: reactorEventData(row) } });
   return toReactorResponse(keys, row, formula, await applicationOf(context, row));
 }
@@ -253,10 +252,15 @@ export async function patchReactor(context: TenantContext, principal: Principal,
   } as ReactorSave);
 }
 
+/** The code a reactor of its own code or a formula runs now (null: gone, or none): what the sandbox's cron keeps. */
+export function currentReactorCode(control: Database, owner: ScriptOwner): Promise<string | null> {
+  if (owner.kind !== "reactor") return Promise.resolve(null);
+  return storage.codeOfScriptOwner(control, owner.tenantId, owner.id);
+}
+
 export async function deleteReactor(context: TenantContext, _principal: Principal, id: string): Promise<void> {
   const deleted = await storage.deleteReactor(context.control, context.tenantId, id);
   if (!deleted) throw new NotFoundError(`Reactor ${id}`);
-  if (deleted.code !== null) await context.sandbox.unpublish(ownScript({ id, tenantId: context.tenantId }));
   context.audit.describe({ event: { type: "reactor.deleted", data: { reactor: { id } } } });
 }
 

@@ -155,6 +155,24 @@ export async function insertReactor(
   return undone.length === 0;
 }
 
+/**
+ * The code a script owner runs now: a reactor's own (null for one that runs a formula), else the
+ * formula's of that id (an official one when `tenantId` is null); null when neither exists.
+ */
+export async function codeOfScriptOwner(db: Database, tenantId: string | null, id: string): Promise<string | null> {
+  if (tenantId !== null) {
+    const [own] = await db.select({ code: reactors.code }).from(reactors).where(reactor(tenantId, id)).limit(1);
+    if (own) return own.code;
+  }
+  const ofTenant = tenantId === null ? isNull(reactorFormulas.tenantId) : eq(reactorFormulas.tenantId, tenantId);
+  const [formula] = await db
+    .select({ code: reactorFormulas.code })
+    .from(reactorFormulas)
+    .where(and(ofTenant, eq(reactorFormulas.id, id)))
+    .limit(1);
+  return formula?.code ?? null;
+}
+
 export async function findReactor(db: Database, tenantId: string, id: string): Promise<ReactorRow | undefined> {
   const [row] = await db.select().from(reactors).where(reactor(tenantId, id)).limit(1);
   return row;

@@ -127,7 +127,7 @@ class BoundTenantContext extends BoundRequestContext implements TenantContext {
   get sandbox(): ScriptHost {
     this.#sandbox ??=
       this.config.SANDBOX_HOST === "dispatch"
-        ? new DispatchHost(this.env, this.config, this.revealed)
+        ? new DispatchHost(this.env, this.config, this.revealed, this.control)
         : new LoaderHost(this.env, this.config, this.revealed);
     return this.#sandbox;
   }

@@ -13,7 +13,10 @@ import type { Bindings } from "../env";
 import { purgeExpiredGooglePay } from "../google-pay/service";
 import { purgeExpiredReplyCvcs, purgeIdempotencyRecords } from "../idempotency/service";
 import { driveRotations, type RotationMessage, resumeRotations } from "../keys/rotation";
+import { currentTransformCode } from "../proxies/service";
 import { runQueuedReaction, settleReactions } from "../reactors/reactions";
+import { currentReactorCode } from "../reactors/service";
+import { retireUnusedScripts } from "../sandbox/dispatch-host";
 import { purgeExpiredSessions } from "../sessions/service";
 import { purgeShreddedTenants } from "../tenants/shred";
 import { purgeExpiredIntentCvcs, purgeExpiredTokenIntents } from "../token-intents/service";
@@ -42,8 +45,8 @@ const CONSUMERS: Record<string, (context: RequestContext, batch: MessageBatch<ne
 
 /**
  * Every 15 minutes (wrangler.toml): purges what expired (tokens, token intents, Apple Pay tokens, Google Pay resources and
- * their cryptograms, sessions and their expiring applications, async reaction results) or was shredded, chains the audit entries left waiting, resumes stopped key rotations, and sends
- * again (or fails) the async reactions that stalled.
+ * their cryptograms, sessions and their expiring applications, async reaction results) or was shredded, chains the audit entries left waiting, resumes stopped key rotations, sends
+ * again (or fails) the async reactions that stalled, and deletes the dispatch namespace's scripts no owner runs.
  */
 export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (controller, env, ctx) => {
   const context = requestContextOf(env, `cron/${controller.scheduledTime}`);
@@ -64,9 +67,18 @@ export const scheduled: ExportedHandlerScheduledHandler<Bindings> = async (contr
     resumeRotations(context, controller.scheduledTime),
     settleReactions(context, controller.scheduledTime),
     purgeExpiredApplePayTokens(context, controller.scheduledTime),
+    retireScripts(context, controller.scheduledTime),
   ]).then(() => recordEntries(context, context.audit.conclude(undefined, 200)));
   ctx.waitUntil(maintenance);
 };
+
+/** With SANDBOX_HOST=dispatch: the scripts no proxy, reactor or formula runs any more leave the namespace. */
+async function retireScripts(context: RequestContext, now: number): Promise<void> {
+  if (context.config.SANDBOX_HOST !== "dispatch") return;
+  await retireUnusedScripts(context.control, context.config, now, async (owner) =>
+    owner.kind === "reactor" ? currentReactorCode(context.control, owner) : currentTransformCode(context.control, owner),
+  );
+}
 
 /** One batch of one of the queues above. */
 export const queue: ExportedHandlerQueueHandler<Bindings> = async (batch, env) => {

@@ -1,8 +1,10 @@
 import type { ScriptHost, ScriptOwner, ScriptRequest } from "../context";
 import { toHex, utf8 } from "../crypto/encoding";
+import type { Database } from "../db/client";
 import { EGRESS_CHECK_URL, OUTBOUND_PARAMETER, OUTBOUND_SERVICE, type OutboundParameters } from "../egress/outbound";
 import type { Bindings, Config } from "../env";
 import { ConfigurationError, ProblemError, type RevealedValues } from "../errors";
+import { forgetScript, markScriptChecked, recordScript, scriptsUncheckedSince } from "./dispatch-storage";
 import { type SandboxEntrypoint, SUBREQUEST_LIMIT, sandboxEgress } from "./loader-host";
 import { runScript } from "./run";
 import {
@@ -14,8 +16,11 @@ import {
 } from "./worker-script";
 
 /**
- * The Workers for Platforms host: a script is uploaded to the dispatch namespace when its proxy or
- * formula is saved, and runs there; `bt` travels with each call.
+ * The Workers for Platforms host: a script is uploaded to the dispatch namespace when its proxy,
+ * reactor or formula is saved, and runs there; `bt` travels with each call. A script is named by its
+ * owner and its code, and a run dispatches by the code it is given (the code on record), so no
+ * update, concurrent or cut short, can leave other code running than the row names. Old versions
+ * stay until the cron retires them (retireUnusedScripts).
  */
 export class DispatchHost implements ScriptHost {
   constructor(
@@ -23,21 +28,66 @@ export class DispatchHost implements ScriptHost {
     private readonly config: Config,
     /** The request's revealed values: what tenant code read through `bt` joins them. */
     private readonly revealed: RevealedValues,
+    /** The control database, which records every upload before it is made. */
+    private readonly control: Database,
   ) {}
 
-  publish(owner: ScriptOwner, code: string): Promise<void> {
-    return uploadScript(this.config, owner, code);
-  }
-
-  unpublish(owner: ScriptOwner): Promise<void> {
-    return deleteScript(this.config, owner);
+  async publish(owner: ScriptOwner, code: string): Promise<void> {
+    const name = await dispatchScriptName(owner, code);
+    const url = scriptUrl(this.config, name);
+    await recordScript(this.control, name, owner, Date.now());
+    await uploadScript(this.config, url, owner, code);
   }
 
   run(request: ScriptRequest) {
     return runScript(this.config, this.revealed, request, async (inputJson, bridge) => {
-      const dispatched = await dispatchEntrypoint(this.env, this.config, request.owner);
+      const dispatched = await dispatchEntrypoint(this.env, this.config, await dispatchScriptName(request.owner, request.code));
       return await dispatched.run(inputJson, bridge?.capability ?? null);
     });
+  }
+}
+
+/**
+ * How long a script is kept after it was uploaded or last found in use before the cron may delete
+ * it: longer than an isolate may hold an owner's old row (CREDENTIAL_CACHE_TTL_MS, at most a minute)
+ * and than any request that read it runs (SANDBOX_WALL_TIME_MS and a proxy's destination, well
+ * under a minute), and than a save takes between its upload and its row write.
+ */
+export const SCRIPT_RETIREMENT_GRACE_MS = 10 * 60_000;
+
+/** Recorded scripts one cron run looks at, at most: each costs a lookup, and a deletion one API call. */
+const SCRIPT_RETIREMENT_BATCH = 50;
+
+/** The code an owner runs now; null when it is gone or runs none. */
+export type CurrentCode = (owner: ScriptOwner) => Promise<string | null>;
+
+/**
+ * The cron's deletion of scripts no owner runs: superseded versions, uploads whose row write never
+ * happened, and scripts of deleted owners (a shredded tenant's included). Looks at the scripts
+ * unchecked for the grace period, longest first. One its owner runs waits another grace period. One
+ * no owner runs is deleted only when it was found so a grace period before too: when it was last
+ * found in use says nothing of when it stopped being, and an isolate may hold the row that named it
+ * for a while after. A deletion the API refuses keeps the record, for the next run.
+ */
+export async function retireUnusedScripts(control: Database, config: Config, now: number, currentCode: CurrentCode): Promise<void> {
+  const due = await scriptsUncheckedSince(control, now - SCRIPT_RETIREMENT_GRACE_MS, SCRIPT_RETIREMENT_BATCH);
+  for (const script of due) {
+    const code = await currentCode(script.owner);
+    if (code !== null && (await dispatchScriptName(script.owner, code)) === script.name) {
+      await markScriptChecked(control, script.name, now, null);
+      continue;
+    }
+    if (script.unusedSince === null) {
+      await markScriptChecked(control, script.name, now, now);
+      continue;
+    }
+    try {
+      await deleteScript(config, script.name);
+    } catch (error) {
+      console.warn(`sandbox: script ${script.name} waits for the next run to be deleted: ${(error as Error).message}`);
+      continue;
+    }
+    await forgetScript(control, script.name);
   }
 }
 
@@ -54,16 +104,19 @@ const MIME_TYPES: Record<ScriptModule["format"], string> = {
 };
 
 /**
- * The script's name in the namespace: stable for the owner (so an update replaces it) and free of
- * tenant-chosen text.
+ * The script's name in the namespace: a digest of its owner and its code, free of tenant-chosen
+ * text. Another version of the code is another script; the same code is the same script, so
+ * uploading it again is harmless.
  */
-export async function dispatchScriptName(owner: ScriptOwner): Promise<string> {
-  const digest = toHex(await crypto.subtle.digest("SHA-256", utf8.encode(`${owner.tenantId}/${owner.kind}/${owner.id}`)));
+export async function dispatchScriptName(owner: ScriptOwner, code: string): Promise<string> {
+  const codeDigest = toHex(await crypto.subtle.digest("SHA-256", utf8.encode(code)));
+  const key = JSON.stringify([owner.tenantId, owner.kind, owner.id, codeDigest]);
+  const digest = toHex(await crypto.subtle.digest("SHA-256", utf8.encode(key)));
   return `${owner.kind}-${digest.slice(0, 40)}`;
 }
 
 /** Uploads the script with its metadata as one multipart form, as the Workers API expects. */
-async function uploadScript(config: Config, owner: ScriptOwner, code: string): Promise<void> {
+async function uploadScript(config: Config, url: string, owner: ScriptOwner, code: string): Promise<void> {
   const modules = buildScriptModules(code, { cpuMs: config.SANDBOX_CPU_MS });
   const form = new FormData();
   form.set(
@@ -73,19 +126,19 @@ async function uploadScript(config: Config, owner: ScriptOwner, code: string): P
       compatibility_date: SANDBOX_COMPATIBILITY_DATE,
       compatibility_flags: SANDBOX_COMPATIBILITY_FLAGS,
       bindings: [],
-      tags: [`tenant-${owner.tenantId}`, owner.kind],
+      tags: [owner.tenantId === null ? "official" : `tenant-${owner.tenantId}`, owner.kind],
     }),
   );
   for (const module of modules) {
     form.set(module.name, new File([module.source], module.name, { type: MIME_TYPES[module.format] }));
   }
-  const response = await fetch(await scriptUrl(config, owner), { method: "PUT", headers: authorization(config), body: form });
+  const response = await fetch(url, { method: "PUT", headers: authorization(config), body: form });
   if (!response.ok) throw new ScriptPublishError("upload", response.status, await reasonOf(response));
 }
 
-/** Removes the owner's script; one that is already gone counts as removed. */
-async function deleteScript(config: Config, owner: ScriptOwner): Promise<void> {
-  const response = await fetch(await scriptUrl(config, owner), { method: "DELETE", headers: authorization(config) });
+/** Removes the script; one that is already gone counts as removed. */
+async function deleteScript(config: Config, name: string): Promise<void> {
+  const response = await fetch(scriptUrl(config, name), { method: "DELETE", headers: authorization(config) });
   if (!response.ok && response.status !== 404) throw new ScriptPublishError("remove", response.status, await reasonOf(response));
 }
 
@@ -107,10 +160,9 @@ export class OutboundMissingError extends ConfigurationError {
 const checkedNamespaces = new WeakSet<DispatchNamespace>();
 
 /** Calls into the script in the namespace; every fetch it makes goes through the outbound worker with the egress policy. */
-async function dispatchEntrypoint(env: Bindings, config: Config, owner: ScriptOwner): Promise<SandboxEntrypoint> {
+async function dispatchEntrypoint(env: Bindings, config: Config, name: string): Promise<SandboxEntrypoint> {
   const namespace = env.DISPATCHER;
   if (!namespace) throw new ConfigurationError("SANDBOX_HOST=dispatch needs the DISPATCHER dispatch namespace binding");
-  const name = await dispatchScriptName(owner);
   const limits = { cpuMs: config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT };
   const egress: OutboundParameters = sandboxEgress(config);
   if (!checkedNamespaces.has(namespace)) {
@@ -137,12 +189,11 @@ async function checkOutbound(
   if (answer !== check) throw new OutboundMissingError();
 }
 
-async function scriptUrl(config: Config, owner: ScriptOwner): Promise<string> {
+function scriptUrl(config: Config, name: string): string {
   const { CLOUDFLARE_API_BASE: base, CLOUDFLARE_ACCOUNT_ID: account, DISPATCH_NAMESPACE: namespace } = config;
   if (!account || !namespace || !config.CLOUDFLARE_API_TOKEN) {
     throw new ConfigurationError("SANDBOX_HOST=dispatch needs CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_API_TOKEN and DISPATCH_NAMESPACE");
   }
-  const name = await dispatchScriptName(owner);
   return `${base}/accounts/${encodeURIComponent(account)}/workers/dispatch/namespaces/${encodeURIComponent(namespace)}/scripts/${name}`;
 }
 

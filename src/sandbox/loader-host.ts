@@ -31,8 +31,6 @@ export class LoaderHost implements ScriptHost {
 
   async publish(): Promise<void> {}
 
-  async unpublish(): Promise<void> {}
-
   run(request: ScriptRequest) {
     return runScript(this.config, this.revealed, request, async (inputJson, bridge) => {
       const loaded = await loaderEntrypoint(this.env, this.config, request.owner, request.code, bridge);

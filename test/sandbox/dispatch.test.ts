@@ -1,8 +1,10 @@
+import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ScriptOwner } from "../../src/context";
 import { OUTBOUND_PARAMETER, OUTBOUND_SERVICE } from "../../src/egress/outbound";
 import type { Bindings } from "../../src/env";
 import { ScriptFailedError } from "../../src/sandbox";
+import { dispatchScriptName } from "../../src/sandbox/dispatch-host";
 import outboundConfig from "../../wrangler.egress.toml?raw";
 import vaultConfig from "../../wrangler.toml?raw";
 import { sandboxContext } from "../support/context";
@@ -69,15 +71,18 @@ describe("Workers for Platforms host", () => {
     expect(cloudflare.calls[0]!.parts.find((part) => part.name === "tenant.js")?.type).toBe("application/javascript+module");
   });
 
-  it("the script's name is stable for its owner and holds no tenant-chosen text", async () => {
+  it("the script's name is made of its owner and its code, and holds no tenant-chosen text", async () => {
     const owner = scriptOwner("request-transform", "tenant-dispatch");
+    await sandboxOf(cloudflare.env).publish(owner, CODE);
     await sandboxOf(cloudflare.env).publish(owner, CODE);
     await sandboxOf(cloudflare.env).publish(owner, "module.exports = () => ({ body: {}, headers: {} });");
     await sandboxOf(cloudflare.env).publish({ ...owner, kind: "response-transform" }, CODE);
-    const [first, second, otherKind] = cloudflare.calls.map((call) => call.url.split("/").at(-1));
-    expect(second).toBe(first);
+    const [first, again, otherCode, otherKind] = cloudflare.calls.map((call) => call.url.split("/").at(-1));
+    expect(again).toBe(first);
+    expect(otherCode).not.toBe(first);
     expect(otherKind).not.toBe(first);
     expect(first).toMatch(/^request-transform-[0-9a-f]{40}$/);
+    expect(first).toBe(await dispatchScriptName(owner, CODE));
   });
 
   it("a published script runs through the dispatch namespace with the limits and the egress policy for its outbound worker", async () => {
@@ -118,19 +123,22 @@ describe("Workers for Platforms host", () => {
     await expect(runDispatched(cloudflare, owner, code)).rejects.toMatchObject({ status: 400, errors: { card: ["invalid"] } });
   });
 
-  it("unpublishing deletes the script from the namespace", async () => {
+  it("a run dispatches to the script of the code it is given: code never published does not run", async () => {
     const owner = scriptOwner();
     await sandboxOf(cloudflare.env).publish(owner, CODE);
-    await sandboxOf(cloudflare.env).unpublish(owner);
-    expect(cloudflare.calls.map(({ method, url }) => ({ method, url }))).toEqual([
-      { method: "PUT", url: cloudflare.calls[0]!.url },
-      { method: "DELETE", url: cloudflare.calls[0]!.url },
-    ]);
-    await expect(runDispatched(cloudflare, owner)).rejects.toBeInstanceOf(ScriptFailedError);
+    await expect(runDispatched(cloudflare, owner, "module.exports = () => ({ raw: 'unpublished' });")).rejects.toBeInstanceOf(
+      ScriptFailedError,
+    );
   });
 
-  it("unpublishing a script that is already gone succeeds", async () => {
-    await expect(sandboxOf(cloudflare.env).unpublish(scriptOwner())).resolves.toBeUndefined();
+  it("an upload is recorded before it is made, so that the cron finds what the API may have stored", async () => {
+    const owner = scriptOwner("reactor", "tenant-dispatch");
+    cloudflare.failNext(500, ["internal error"]);
+    await expect(sandboxOf(cloudflare.env).publish(owner, CODE)).rejects.toMatchObject({ status: 502 });
+    const recorded = await env.DB.prepare("SELECT tenant_id, kind, owner_id FROM dispatch_scripts WHERE name = ?")
+      .bind(await dispatchScriptName(owner, CODE))
+      .first();
+    expect(recorded).toEqual({ tenant_id: "tenant-dispatch", kind: "reactor", owner_id: owner.id });
   });
 
   it("an upload the API refuses is a 502 carrying the API's message", async () => {
@@ -155,10 +163,9 @@ describe("Workers for Platforms host", () => {
     expect(cloudflare.calls).toHaveLength(0);
   });
 
-  it("with the Worker Loader host, publishing and unpublishing call no API", async () => {
+  it("with the Worker Loader host, publishing calls no API", async () => {
     const loaderEnv = { ...cloudflare.env, SANDBOX_HOST: "loader" } as Bindings;
     await sandboxOf(loaderEnv).publish(scriptOwner(), CODE);
-    await sandboxOf(loaderEnv).unpublish(scriptOwner());
     expect(cloudflare.calls).toHaveLength(0);
   });
 });

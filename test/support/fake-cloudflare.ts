@@ -21,8 +21,15 @@ export interface FakeCloudflare {
   calls: ApiCall[];
   /** Every `get` on the dispatch namespace: script name and options. */
   dispatches: { name: string; options: DynamicDispatchOptions | undefined }[];
-  /** The next API call answers with this status and these error messages instead. */
-  failNext(status: number, messages: string[]): void;
+  /** The next API call (on the script named `script`, when given) answers with this status and these error messages instead. */
+  failNext(status: number, messages: string[], script?: string): void;
+  /**
+   * The next API call is carried out, but its answer waits for `release`: `arrived` settles once the
+   * call was carried out (an upload stored, a script deleted).
+   */
+  holdNext(): { arrived: Promise<void>; release(): void };
+  /** The names of the scripts the namespace holds now. */
+  storedScripts(): string[];
   /** The vault's environment with the dispatch host configured against the fakes. */
   env: Bindings;
 }
@@ -55,7 +62,8 @@ export function fakeCloudflare(options: FakeNamespaceOptions = {}): FakeCloudfla
   const calls: ApiCall[] = [];
   const dispatches: FakeCloudflare["dispatches"] = [];
   const scripts = new Map<string, StoredScript>();
-  let failure: { status: number; messages: string[] } | null = null;
+  let failure: { status: number; messages: string[]; script?: string } | null = null;
+  let hold: { arrived: () => void; released: Promise<void> } | null = null;
   let generation = 0;
   const realFetch = globalThis.fetch;
 
@@ -71,13 +79,23 @@ export function fakeCloudflare(options: FakeNamespaceOptions = {}): FakeCloudfla
       }
     }
     calls.push({ method: request.method, url: request.url, authorization: request.headers.get("authorization"), contentType, parts });
-    if (failure) {
+    if (failure && (failure.script === undefined || request.url.endsWith(`/${failure.script}`))) {
       const { status, messages } = failure;
       failure = null;
       return Response.json({ success: false, errors: messages.map((message, code) => ({ code, message })) }, { status });
     }
-    const name = request.url.split("/").at(-1)!;
-    if (request.method === "DELETE") {
+    const held = hold;
+    hold = null;
+    const answer = carryOut(request.method, request.url.split("/").at(-1)!, parts);
+    if (held) {
+      held.arrived();
+      await held.released;
+    }
+    return answer;
+  });
+
+  function carryOut(method: string, name: string, parts: ApiCall["parts"]): Response {
+    if (method === "DELETE") {
       const existed = scripts.delete(name);
       return Response.json(
         { success: existed, errors: existed ? [] : [{ code: 10007, message: "script not found" }] },
@@ -91,7 +109,7 @@ export function fakeCloudflare(options: FakeNamespaceOptions = {}): FakeCloudfla
     generation += 1;
     scripts.set(name, { id: `${name}-${generation}`, metadata, modules });
     return Response.json({ success: true, errors: [], result: { id: name } });
-  });
+  }
 
   const dispatcher = {
     get(name: string, _args: unknown, getOptions?: DynamicDispatchOptions) {
@@ -120,9 +138,19 @@ export function fakeCloudflare(options: FakeNamespaceOptions = {}): FakeCloudfla
   return {
     calls,
     dispatches,
-    failNext(status, messages) {
-      failure = { status, messages };
+    failNext(status, messages, script) {
+      failure = { status, messages, script };
     },
+    holdNext() {
+      let arrived!: () => void;
+      let release!: () => void;
+      const arrival = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
+      hold = { arrived, released: new Promise<void>((resolve) => (release = resolve)) };
+      return { arrived: arrival, release };
+    },
+    storedScripts: () => [...scripts.keys()],
     env: {
       ...env,
       SANDBOX_HOST: "dispatch",

@@ -22,7 +22,7 @@ export interface RunOptions {
 /** Runs `code` through the sandbox's public interface. */
 export function run(code: string, options: RunOptions = {}) {
   const owner = options.owner ?? scriptOwner(options.kind);
-  return sandboxContext(owner.tenantId, options.env ?? env).sandbox.run({
+  return sandboxContext(owner.tenantId ?? "official", options.env ?? env).sandbox.run({
     owner,
     code,
     input: { args: options.args ?? {}, configuration: options.configuration ?? {} },
