@@ -72,7 +72,8 @@ export async function createWebhook(context: TenantContext, principal: Principal
 export const answerCommittedCreate = async (context: TenantContext, _principal: Principal, outcome: unknown) => {
   const { id } = outcome as { id: string };
   const row = await storage.findWebhook(context.control, context.tenantId, id);
-  if (!row) throw ConflictError.processed("its webhook is not there: deleted since, or never made because the tenant held its most webhooks");
+  if (!row)
+    throw ConflictError.processed("its webhook is not there: deleted since, or never made because the tenant held its most webhooks");
   if (row.modifiedAt !== null) {
     throw ConflictError.processed("the webhook it created was changed since: read it");
   }
