@@ -23,6 +23,8 @@ export interface FakeCloudflare {
   dispatches: { name: string; options: DynamicDispatchOptions | undefined }[];
   /** The next API call (on the script named `script`, when given) answers with this status and these error messages instead. */
   failNext(status: number, messages: string[], script?: string): void;
+  /** Every API call on a script `refused` names answers with this status and these error messages, from now on. */
+  failAlways(status: number, messages: string[], refused: (script: string) => boolean): void;
   /**
    * The next API call is carried out, but its answer waits for `release`: `arrived` settles once the
    * call was carried out (an upload stored, a script deleted).
@@ -63,6 +65,7 @@ export function fakeCloudflare(options: FakeNamespaceOptions = {}): FakeCloudfla
   const dispatches: FakeCloudflare["dispatches"] = [];
   const scripts = new Map<string, StoredScript>();
   let failure: { status: number; messages: string[]; script?: string } | null = null;
+  let standing: { status: number; messages: string[]; refused: (script: string) => boolean } | null = null;
   let hold: { arrived: () => void; released: Promise<void> } | null = null;
   let generation = 0;
   const realFetch = globalThis.fetch;
@@ -82,6 +85,10 @@ export function fakeCloudflare(options: FakeNamespaceOptions = {}): FakeCloudfla
     if (failure && (failure.script === undefined || request.url.endsWith(`/${failure.script}`))) {
       const { status, messages } = failure;
       failure = null;
+      return Response.json({ success: false, errors: messages.map((message, code) => ({ code, message })) }, { status });
+    }
+    if (standing?.refused(request.url.split("/").at(-1)!)) {
+      const { status, messages } = standing;
       return Response.json({ success: false, errors: messages.map((message, code) => ({ code, message })) }, { status });
     }
     const held = hold;
@@ -140,6 +147,9 @@ export function fakeCloudflare(options: FakeNamespaceOptions = {}): FakeCloudfla
     dispatches,
     failNext(status, messages, script) {
       failure = { status, messages, script };
+    },
+    failAlways(status, messages, refused) {
+      standing = { status, messages, refused };
     },
     holdNext() {
       let arrived!: () => void;

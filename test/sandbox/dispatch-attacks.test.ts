@@ -1,0 +1,120 @@
+import { env } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ScriptOwner } from "../../src/context";
+import { dispatchScriptName, SCRIPT_RETIREMENT_GRACE_MS } from "../../src/sandbox/dispatch-host";
+import { callConfigured } from "../support/configured";
+import { sandboxContext } from "../support/context";
+import { runCron } from "../support/cron";
+import { type FakeCloudflare, fakeCloudflare } from "../support/fake-cloudflare";
+import { seedTenant, type Tenant } from "../support/harness";
+import { loopback } from "../support/proxies";
+
+/** A transform that says which version it is. */
+const transform = (version: string) => `module.exports = async () => ({ body: { version: "${version}" }, headers: {} });`;
+
+const MINUTE = 60_000;
+
+function saveProxy(
+  bindings: Record<string, unknown>,
+  tenant: Tenant,
+  method: "POST" | "PUT",
+  path: string,
+  request: string | null,
+  response: string | null = null,
+) {
+  return callConfigured(bindings, method, path, {
+    headers: { "SVC-API-KEY": tenant.managementKey },
+    body: {
+      name: "attacked",
+      destination_url: loopback(),
+      request_transform: request === null ? null : { code: transform(request) },
+      response_transform: response === null ? null : { code: transform(response) },
+    },
+  });
+}
+
+async function createProxy(bindings: Record<string, unknown>, tenant: Tenant, request: string, response: string | null = null) {
+  const created = await saveProxy(bindings, tenant, "POST", "/proxies", request, response);
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created.body.id as string;
+}
+
+/** Runs a transform as /proxy does: the row's code, through the namespace. */
+async function runOnRecord(
+  cloudflare: FakeCloudflare,
+  tenant: Tenant,
+  id: string,
+  kind: "request-transform" | "response-transform" = "request-transform",
+) {
+  const read = await callConfigured(cloudflare.env, "GET", `/proxies/${id}`, { headers: { "SVC-API-KEY": tenant.managementKey } });
+  expect(read.status).toBe(200);
+  const code = read.body[kind === "request-transform" ? "request_transform" : "response_transform"].code as string;
+  return sandboxContext(tenant.tenantId, cloudflare.env).sandbox.run({
+    owner: { tenantId: tenant.tenantId, id, kind },
+    code,
+    input: { args: {}, configuration: {} },
+    application: null,
+  });
+}
+
+const scriptOf = (tenant: Tenant, id: string, version: string, kind: ScriptOwner["kind"] = "request-transform") =>
+  dispatchScriptName({ tenantId: tenant.tenantId, id, kind }, transform(version));
+
+describe("attacks on the dispatched scripts", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("deletions the API refuses every time do not take every run's batch: the other scripts are still retired", async () => {
+    const cloudflare = fakeCloudflare();
+    const tenant = await seedTenant();
+    const id = await createProxy(cloudflare.env, tenant, "old");
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "new")).status).toBe(200);
+    // A full batch of records, older than any, whose deletion the API always refuses.
+    const stuck = Array.from({ length: 50 }, (_, index) => `request-transform-${index.toString(16).padStart(40, "0")}`);
+    await env.DB.batch(
+      stuck.map((name) =>
+        env.DB.prepare(
+          "INSERT INTO dispatch_scripts (name, tenant_id, kind, owner_id, published_at, checked_at, unused_since) VALUES (?, ?, 'request-transform', ?, 0, 0, 0)",
+        ).bind(name, tenant.tenantId, crypto.randomUUID()),
+      ),
+    );
+    cloudflare.failAlways(500, ["internal error"], (name) => stuck.includes(name));
+
+    for (let look = 1; look <= 4; look++) {
+      await runCron(Date.now() + look * (SCRIPT_RETIREMENT_GRACE_MS + MINUTE), cloudflare.env);
+    }
+    expect(cloudflare.storedScripts()).not.toContain(await scriptOf(tenant, id, "old"));
+    expect(cloudflare.storedScripts()).toContain(await scriptOf(tenant, id, "new"));
+    await env.DB.prepare(`DELETE FROM dispatch_scripts WHERE name IN (${stuck.map(() => "?").join(", ")})`)
+      .bind(...stuck)
+      .run();
+  });
+
+  it("the same code in both transforms of a proxy, and in another tenant's proxy, stays while either still runs it", async () => {
+    const cloudflare = fakeCloudflare();
+    const [tenant, other] = [await seedTenant(), await seedTenant()];
+    const id = await createProxy(cloudflare.env, tenant, "shared", "shared");
+    const otherId = await createProxy(cloudflare.env, other, "shared");
+    // The response transform changes; the other tenant's proxy goes.
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "shared", "changed")).status).toBe(200);
+    const deleted = await callConfigured(cloudflare.env, "DELETE", `/proxies/${otherId}`, {
+      headers: { "SVC-API-KEY": other.managementKey },
+    });
+    expect(deleted.status).toBe(204);
+
+    for (let look = 1; look <= 3; look++) {
+      await runCron(Date.now() + look * (SCRIPT_RETIREMENT_GRACE_MS + MINUTE), cloudflare.env);
+    }
+    const stored = cloudflare.storedScripts();
+    expect(stored).toContain(await scriptOf(tenant, id, "shared"));
+    expect(stored).toContain(await scriptOf(tenant, id, "changed", "response-transform"));
+    expect(stored).not.toContain(await scriptOf(tenant, id, "shared", "response-transform"));
+    expect(stored).not.toContain(await scriptOf(other, otherId, "shared"));
+    const uploads = cloudflare.calls.filter((call) => call.method === "PUT").length;
+    expect(await runOnRecord(cloudflare, tenant, id)).toMatchObject({ body: { version: "shared" } });
+    expect(await runOnRecord(cloudflare, tenant, id, "response-transform")).toMatchObject({ body: { version: "changed" } });
+    // Both ran from what the sweep kept: nothing had to be uploaded again.
+    expect(cloudflare.calls.filter((call) => call.method === "PUT")).toHaveLength(uploads);
+  });
+});
