@@ -39,12 +39,44 @@ export class DispatchHost implements ScriptHost {
     await uploadScript(this.config, url, owner, code);
   }
 
+  /**
+   * Runs the script of the code it is given. One the namespace does not hold (a sweep deleted it
+   * while a save of that very code was naming it again, or it was uploaded under another name by an
+   * earlier release) is uploaded, recorded first, and run: the code on record always runs. Only a
+   * miss the wrapper confirms without tenant code (checkEgress) uploads and runs again, so a script
+   * cannot have itself run twice by failing with the same message.
+   */
   run(request: ScriptRequest) {
     return runScript(this.config, this.revealed, request, async (inputJson, bridge) => {
-      const dispatched = await dispatchEntrypoint(this.env, this.config, await dispatchScriptName(request.owner, request.code));
-      return await dispatched.run(inputJson, bridge?.capability ?? null);
+      const name = await dispatchScriptName(request.owner, request.code);
+      const capability = bridge?.capability ?? null;
+      try {
+        return await (await dispatchEntrypoint(this.env, this.config, name)).run(inputJson, capability);
+      } catch (error) {
+        if (!isMissingWorker(error) || !(await this.confirmMissing(name))) throw error;
+      }
+      await this.publish(request.owner, request.code);
+      return await (await dispatchEntrypoint(this.env, this.config, name)).run(inputJson, capability);
     });
   }
+
+  /** Whether the namespace lacks the script, asked of the wrapper alone (no tenant handler runs). */
+  private async confirmMissing(name: string): Promise<boolean> {
+    const namespace = this.env.DISPATCHER!;
+    const limits = { cpuMs: this.config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT };
+    const worker = namespace.get(name, {}, { limits, outbound: { [OUTBOUND_PARAMETER]: sandboxEgress(this.config) } });
+    try {
+      await (worker as unknown as SandboxEntrypoint).checkEgress(EGRESS_CHECK_URL);
+      return false;
+    } catch (error) {
+      return isMissingWorker(error);
+    }
+  }
+}
+
+/** The namespace's answer for a script it does not hold ("Worker not found."). */
+function isMissingWorker(error: unknown): boolean {
+  return error instanceof Error && /^Worker not found\b/.test(error.message);
 }
 
 /**

@@ -1,9 +1,10 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ScriptOwner } from "../../src/context";
-import { dispatchScriptName, SCRIPT_RETIREMENT_GRACE_MS } from "../../src/sandbox/dispatch-host";
+import { currentTransformCode } from "../../src/proxies/service";
+import { dispatchScriptName, retireUnusedScripts, SCRIPT_RETIREMENT_GRACE_MS } from "../../src/sandbox/dispatch-host";
 import { callConfigured } from "../support/configured";
-import { sandboxContext } from "../support/context";
+import { requestContext, sandboxContext } from "../support/context";
 import { runCron } from "../support/cron";
 import { type FakeCloudflare, fakeCloudflare } from "../support/fake-cloudflare";
 import { seedTenant, type Tenant } from "../support/harness";
@@ -63,6 +64,64 @@ const scriptOf = (tenant: Tenant, id: string, version: string, kind: ScriptOwner
 describe("attacks on the dispatched scripts", () => {
   afterEach(() => {
     vi.restoreAllMocks();
+  });
+
+  it("a sweep that deletes a version while a save of that very code names it again leaves the code on record runnable", async () => {
+    const cloudflare = fakeCloudflare();
+    const tenant = await seedTenant();
+    const id = await createProxy(cloudflare.env, tenant, "x");
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "y")).status).toBe(200);
+    // First look: x is found unused.
+    await runCron(Date.now() + SCRIPT_RETIREMENT_GRACE_MS + MINUTE, cloudflare.env);
+
+    // The second look reads x's record; meanwhile the tenant saves x again: recorded and uploaded,
+    // its row write still to come when the sweep deletes x.
+    const { control, config } = requestContext(cloudflare.env);
+    let save: Promise<{ status: number }> | null = null;
+    let release = () => {};
+    await retireUnusedScripts(control, config, Date.now() + 2 * SCRIPT_RETIREMENT_GRACE_MS + 2 * MINUTE, async (owner) => {
+      if (save === null) {
+        const held = cloudflare.holdNext();
+        release = held.release;
+        save = saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "x");
+        await held.arrived;
+      }
+      return currentTransformCode(control, owner);
+    });
+    expect(cloudflare.storedScripts()).not.toContain(await scriptOf(tenant, id, "x"));
+    release();
+    expect((await save!).status).toBe(200);
+
+    expect(await runOnRecord(cloudflare, tenant, id)).toMatchObject({ body: { version: "x" } });
+    // Uploaded again, and recorded for the cron.
+    expect(cloudflare.storedScripts()).toContain(await scriptOf(tenant, id, "x"));
+    const recorded = await env.DB.prepare("SELECT name FROM dispatch_scripts WHERE name = ?")
+      .bind(await scriptOf(tenant, id, "x"))
+      .first();
+    expect(recorded).not.toBeNull();
+  });
+
+  it("a proxy saved before its script was uploaded under its present name (an earlier release, the loader host) still runs", async () => {
+    const cloudflare = fakeCloudflare();
+    const tenant = await seedTenant();
+    const id = await createProxy({ ...cloudflare.env, SANDBOX_HOST: "loader" }, tenant, "before");
+    expect(cloudflare.storedScripts()).toEqual([]);
+    expect(await runOnRecord(cloudflare, tenant, id)).toMatchObject({ body: { version: "before" } });
+    expect(cloudflare.storedScripts()).toEqual([await scriptOf(tenant, id, "before")]);
+  });
+
+  it("a script that fails with the namespace's own message for a missing worker is neither uploaded again nor run twice", async () => {
+    const cloudflare = fakeCloudflare();
+    const owner: ScriptOwner = { tenantId: "tenant-attacks", id: crypto.randomUUID(), kind: "reactor" };
+    // Thrown in its handler and, uncaught, from a timer of its isolate.
+    const code =
+      'module.exports = async () => { setTimeout(() => { throw new Error("Worker not found: x"); }, 0);\n' +
+      '  await new Promise((resolve) => setTimeout(resolve, 20)); throw new Error("Worker not found: y"); };';
+    const sandbox = sandboxContext("tenant-attacks", cloudflare.env).sandbox;
+    await sandbox.publish(owner, code);
+    await expect(sandbox.run({ owner, code, input: { args: {}, configuration: {} }, application: null })).rejects.toThrow();
+    expect(cloudflare.calls.map((call) => call.method)).toEqual(["PUT"]);
+    expect(cloudflare.dispatches.filter((dispatch) => dispatch.options?.outbound?.EGRESS?.check === undefined)).toHaveLength(1);
   });
 
   it("deletions the API refuses every time do not take every run's batch: the other scripts are still retired", async () => {

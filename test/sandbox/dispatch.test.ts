@@ -123,12 +123,23 @@ describe("Workers for Platforms host", () => {
     await expect(runDispatched(cloudflare, owner, code)).rejects.toMatchObject({ status: 400, errors: { card: ["invalid"] } });
   });
 
-  it("a run dispatches to the script of the code it is given: code never published does not run", async () => {
+  it("a run dispatches to the script of the code it is given: code the namespace lacks is recorded, uploaded, then run", async () => {
     const owner = scriptOwner();
     await sandboxOf(cloudflare.env).publish(owner, CODE);
-    await expect(runDispatched(cloudflare, owner, "module.exports = () => ({ raw: 'unpublished' });")).rejects.toBeInstanceOf(
-      ScriptFailedError,
-    );
+    const unpublished = "module.exports = () => ({ raw: 'unpublished' });";
+    expect(await runDispatched(cloudflare, owner, unpublished)).toEqual({ raw: "unpublished" });
+    const name = await dispatchScriptName(owner, unpublished);
+    expect(cloudflare.calls.map((call) => [call.method, call.url.split("/").at(-1)])).toEqual([
+      ["PUT", await dispatchScriptName(owner, CODE)],
+      ["PUT", name],
+    ]);
+    expect(await env.DB.prepare("SELECT owner_id FROM dispatch_scripts WHERE name = ?").bind(name).first()).toEqual({ owner_id: owner.id });
+  });
+
+  it("a run whose upload the API refuses fails as the script's failure to run", async () => {
+    const owner = scriptOwner();
+    cloudflare.failNext(500, ["internal error"]);
+    await expect(runDispatched(cloudflare, owner)).rejects.toBeInstanceOf(ScriptFailedError);
   });
 
   it("an upload is recorded before it is made, so that the cron finds what the API may have stored", async () => {
