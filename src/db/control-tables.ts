@@ -587,5 +587,9 @@ export const dispatchScripts = sqliteTable(
      */
     unusedSince: integer("unused_since"),
   },
-  (table) => [index("dispatch_scripts_checked").on(table.checkedAt)],
+  (table) => [
+    index("dispatch_scripts_checked").on(table.checkedAt),
+    // Counting an owner's versions on each save (DispatchHost.publish).
+    index("dispatch_scripts_owner").on(table.tenantId, table.kind, table.ownerId),
+  ],
 );

@@ -3,8 +3,8 @@ import { toHex, utf8 } from "../crypto/encoding";
 import type { Database } from "../db/client";
 import { EGRESS_CHECK_URL, OUTBOUND_PARAMETER, OUTBOUND_SERVICE, type OutboundParameters } from "../egress/outbound";
 import type { Bindings, Config } from "../env";
-import { ConfigurationError, ProblemError, type RevealedValues } from "../errors";
-import { forgetScript, markScriptChecked, recordScript, scriptsUncheckedSince } from "./dispatch-storage";
+import { ConfigurationError, ProblemError, type RevealedValues, TooManyRequestsError } from "../errors";
+import { forgetScript, markScriptChecked, otherVersionsOf, recordScript, scriptsUncheckedSince } from "./dispatch-storage";
 import { type SandboxEntrypoint, SUBREQUEST_LIMIT, sandboxEgress } from "./loader-host";
 import { runScript } from "./run";
 import {
@@ -32,8 +32,25 @@ export class DispatchHost implements ScriptHost {
     private readonly control: Database,
   ) {}
 
+  /**
+   * A tenant's owner may have at most SCRIPT_VERSIONS_MAX versions recorded (its current one and
+   * those awaiting the cron): each save of new code is a new script, and without a bound a tenant
+   * saving in a loop would fill the namespace faster than the cron retires it. Saving the same code
+   * again is no new version.
+   */
   async publish(owner: ScriptOwner, code: string): Promise<void> {
     const name = await dispatchScriptName(owner, code);
+    if (owner.tenantId !== null && (await otherVersionsOf(this.control, owner, name, SCRIPT_VERSIONS_MAX)) >= SCRIPT_VERSIONS_MAX) {
+      throw new TooManyRequestsError(
+        `This ${owner.kind} has ${SCRIPT_VERSIONS_MAX} earlier versions that wait to leave the dispatch namespace`,
+        (2 * SCRIPT_RETIREMENT_GRACE_MS) / 1000,
+      );
+    }
+    await this.upload(owner, code, name);
+  }
+
+  /** Records the script, then uploads it. */
+  private async upload(owner: ScriptOwner, code: string, name: string): Promise<void> {
     const url = scriptUrl(this.config, name);
     await recordScript(this.control, name, owner, Date.now());
     await uploadScript(this.config, url, owner, code);
@@ -55,7 +72,8 @@ export class DispatchHost implements ScriptHost {
       } catch (error) {
         if (!isMissingWorker(error) || !(await this.confirmMissing(name))) throw error;
       }
-      await this.publish(request.owner, request.code);
+      // The code on record must run: no bound on versions here.
+      await this.upload(request.owner, request.code, name);
       return await (await dispatchEntrypoint(this.env, this.config, name)).run(inputJson, capability);
     });
   }
@@ -86,6 +104,9 @@ function isMissingWorker(error: unknown): boolean {
  * under a minute), and than a save takes between its upload and its row write.
  */
 export const SCRIPT_RETIREMENT_GRACE_MS = 10 * 60_000;
+
+/** Versions of one tenant owner's script recorded at once, at most: see DispatchHost.publish. */
+export const SCRIPT_VERSIONS_MAX = 20;
 
 /** Recorded scripts one cron run looks at, at most: each costs a lookup, and a deletion one API call. */
 const SCRIPT_RETIREMENT_BATCH = 50;

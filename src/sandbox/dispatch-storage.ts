@@ -1,4 +1,4 @@
-import { asc, eq, lt } from "drizzle-orm";
+import { and, asc, eq, isNull, lt, ne } from "drizzle-orm";
 import type { ScriptOwner } from "../context";
 import type { Database } from "../db/client";
 import { dispatchScripts } from "../db/control-tables";
@@ -48,4 +48,21 @@ export async function markScriptChecked(db: Database, name: string, now: number,
 /** Forgets a script deleted from the namespace. */
 export async function forgetScript(db: Database, name: string): Promise<void> {
   await db.delete(dispatchScripts).where(eq(dispatchScripts.name, name));
+}
+
+/** How many scripts of the owner other than `name` are recorded, counted up to `limit`. */
+export async function otherVersionsOf(db: Database, owner: ScriptOwner, name: string, limit: number): Promise<number> {
+  const rows = await db
+    .select({ name: dispatchScripts.name })
+    .from(dispatchScripts)
+    .where(
+      and(
+        owner.tenantId === null ? isNull(dispatchScripts.tenantId) : eq(dispatchScripts.tenantId, owner.tenantId),
+        eq(dispatchScripts.kind, owner.kind),
+        eq(dispatchScripts.ownerId, owner.id),
+        ne(dispatchScripts.name, name),
+      ),
+    )
+    .limit(limit);
+  return rows.length;
 }

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ScriptOwner } from "../../src/context";
 import { currentTransformCode } from "../../src/proxies/service";
-import { dispatchScriptName, retireUnusedScripts, SCRIPT_RETIREMENT_GRACE_MS } from "../../src/sandbox/dispatch-host";
+import { dispatchScriptName, retireUnusedScripts, SCRIPT_RETIREMENT_GRACE_MS, SCRIPT_VERSIONS_MAX } from "../../src/sandbox/dispatch-host";
 import { callConfigured } from "../support/configured";
 import { requestContext, sandboxContext } from "../support/context";
 import { runCron } from "../support/cron";
@@ -175,5 +175,30 @@ describe("attacks on the dispatched scripts", () => {
     expect(await runOnRecord(cloudflare, tenant, id, "response-transform")).toMatchObject({ body: { version: "changed" } });
     // Both ran from what the sweep kept: nothing had to be uploaded again.
     expect(cloudflare.calls.filter((call) => call.method === "PUT")).toHaveLength(uploads);
+  });
+
+  it("a tenant saving new code in a loop cannot fill the namespace faster than the cron retires it", async () => {
+    const cloudflare = fakeCloudflare();
+    const tenant = await seedTenant();
+    const id = await createProxy(cloudflare.env, tenant, "v0");
+    const statuses: number[] = [];
+    for (let version = 1; version < SCRIPT_VERSIONS_MAX + 5; version++) {
+      statuses.push((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, `v${version}`)).status);
+    }
+    // v0 to v19 are recorded: the twentieth version is the last.
+    expect(statuses.slice(0, SCRIPT_VERSIONS_MAX - 1)).toEqual(Array(SCRIPT_VERSIONS_MAX - 1).fill(200));
+    expect(statuses.slice(SCRIPT_VERSIONS_MAX - 1)).toEqual(Array(5).fill(429));
+    expect(cloudflare.storedScripts()).toHaveLength(SCRIPT_VERSIONS_MAX);
+    const last = `v${SCRIPT_VERSIONS_MAX - 1}`;
+    // Saving the code on record again is no new version, and the proxy keeps running it.
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, last)).status).toBe(200);
+    expect(await runOnRecord(cloudflare, tenant, id)).toMatchObject({ body: { version: last } });
+
+    // Once the cron has retired the superseded versions, new code can be saved again.
+    for (let look = 1; look <= 3; look++) {
+      await runCron(Date.now() + look * (SCRIPT_RETIREMENT_GRACE_MS + MINUTE), cloudflare.env);
+    }
+    expect(cloudflare.storedScripts()).toEqual([await scriptOf(tenant, id, last)]);
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "after")).status).toBe(200);
   });
 });

@@ -1,0 +1,1 @@
+CREATE INDEX `dispatch_scripts_owner` ON `dispatch_scripts` (`tenant_id`,`kind`,`owner_id`);
