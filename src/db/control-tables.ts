@@ -578,7 +578,8 @@ export const dispatchScripts = sqliteTable(
     publishedAt: integer("published_at").notNull(),
     /**
      * Since when it is known to be uploaded or in use: the cron looks at it once the grace period
-     * has passed since, and moves it on when its owner still runs it.
+     * has passed since, and moves it a day ahead when its owner still runs it (brought back to the
+     * present when its owner records another version).
      */
     checkedAt: integer("checked_at").notNull(),
     /**

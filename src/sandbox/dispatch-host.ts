@@ -105,6 +105,14 @@ function isMissingWorker(error: unknown): boolean {
  */
 export const SCRIPT_RETIREMENT_GRACE_MS = 10 * 60_000;
 
+/**
+ * How much later than the grace period the cron looks again at a script its owner runs: a save of
+ * the owner brings its other versions' next look forward (recordScript), so this bounds only how
+ * long a deleted owner's scripts stay, while live scripts, however many, take no batch room each
+ * grace period from those to retire.
+ */
+export const SCRIPT_LIVE_RECHECK_MS = 24 * 60 * 60_000;
+
 /** Versions of one tenant owner's script recorded at once, at most: see DispatchHost.publish. */
 export const SCRIPT_VERSIONS_MAX = 20;
 
@@ -117,7 +125,8 @@ export type CurrentCode = (owner: ScriptOwner) => Promise<string | null>;
 /**
  * The cron's deletion of scripts no owner runs: superseded versions, uploads whose row write never
  * happened, and scripts of deleted owners (a shredded tenant's included). Looks at the scripts
- * unchecked for the grace period, longest first. One its owner runs waits another grace period. One
+ * unchecked for the grace period, longest first. One its owner runs waits a day more (or until its
+ * owner records another version). One
  * no owner runs is deleted only when it was found so a grace period before too: when it was last
  * found in use says nothing of when it stopped being, and an isolate may hold the row that named it
  * for a while after. A deletion the API refuses keeps the record, for the next run, behind the
@@ -128,7 +137,8 @@ export async function retireUnusedScripts(control: Database, config: Config, now
   for (const script of due) {
     const code = await currentCode(script.owner);
     if (code !== null && (await dispatchScriptName(script.owner, code)) === script.name) {
-      await markScriptChecked(control, script.name, now, null);
+      // Its next look is a day on, unless a save of its owner records another version first.
+      await markScriptChecked(control, script.name, now + SCRIPT_LIVE_RECHECK_MS, null);
       continue;
     }
     if (script.unusedSince === null) {

@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull, lt, ne } from "drizzle-orm";
+import { and, asc, eq, isNull, lt, ne, sql } from "drizzle-orm";
 import type { ScriptOwner } from "../context";
 import type { Database } from "../db/client";
 import { dispatchScripts } from "../db/control-tables";
@@ -16,11 +16,26 @@ export interface RecordedScript {
  * restarts its grace period, so the cron does not delete a script its owner is about to name again.
  */
 export async function recordScript(db: Database, name: string, owner: ScriptOwner, now: number): Promise<void> {
-  await db
-    .insert(dispatchScripts)
-    .values({ name, tenantId: owner.tenantId, kind: owner.kind, ownerId: owner.id, publishedAt: now, checkedAt: now, unusedSince: null })
-    .onConflictDoUpdate({ target: dispatchScripts.name, set: { publishedAt: now, checkedAt: now, unusedSince: null } });
+  await db.batch([
+    db
+      .insert(dispatchScripts)
+      .values({ name, tenantId: owner.tenantId, kind: owner.kind, ownerId: owner.id, publishedAt: now, checkedAt: now, unusedSince: null })
+      .onConflictDoUpdate({ target: dispatchScripts.name, set: { publishedAt: now, checkedAt: now, unusedSince: null } }),
+    // The owner's other versions may be superseded by this one: the cron looks at them a grace
+    // period from now, not only at their next look as a live script (a day ahead).
+    db
+      .update(dispatchScripts)
+      .set({ checkedAt: sql`min(${dispatchScripts.checkedAt}, ${now})` })
+      .where(and(ofOwner(owner), ne(dispatchScripts.name, name))),
+  ]);
 }
+
+const ofOwner = (owner: ScriptOwner) =>
+  and(
+    owner.tenantId === null ? isNull(dispatchScripts.tenantId) : eq(dispatchScripts.tenantId, owner.tenantId),
+    eq(dispatchScripts.kind, owner.kind),
+    eq(dispatchScripts.ownerId, owner.id),
+  );
 
 /** Recorded scripts not checked since `before`, the longest unchecked first. */
 export async function scriptsUncheckedSince(db: Database, before: number, limit: number): Promise<RecordedScript[]> {
@@ -55,14 +70,7 @@ export async function otherVersionsOf(db: Database, owner: ScriptOwner, name: st
   const rows = await db
     .select({ name: dispatchScripts.name })
     .from(dispatchScripts)
-    .where(
-      and(
-        owner.tenantId === null ? isNull(dispatchScripts.tenantId) : eq(dispatchScripts.tenantId, owner.tenantId),
-        eq(dispatchScripts.kind, owner.kind),
-        eq(dispatchScripts.ownerId, owner.id),
-        ne(dispatchScripts.name, name),
-      ),
-    )
+    .where(and(ofOwner(owner), ne(dispatchScripts.name, name)))
     .limit(limit);
   return rows.length;
 }

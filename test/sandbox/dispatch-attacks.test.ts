@@ -201,4 +201,22 @@ describe("attacks on the dispatched scripts", () => {
     expect(cloudflare.storedScripts()).toEqual([await scriptOf(tenant, id, last)]);
     expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "after")).status).toBe(200);
   });
+
+  it("however many live scripts the namespace holds, a superseded version is retired two looks after its owner's save", async () => {
+    const cloudflare = fakeCloudflare();
+    const tenant = await seedTenant();
+    // Three batches' worth of live scripts, all found in use once.
+    for (let index = 0; index < 150; index++) await createProxy(cloudflare.env, tenant, `live-${index}`);
+    const id = await createProxy(cloudflare.env, tenant, "v1");
+    const start = Date.now();
+    for (let look = 1; look <= 4; look++) await runCron(start + look * (SCRIPT_RETIREMENT_GRACE_MS + MINUTE), cloudflare.env);
+
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "v2")).status).toBe(200);
+    // Two looks a grace period apart, counted from the save (the clock of these runs is ahead of it).
+    await runCron(start + 5 * (SCRIPT_RETIREMENT_GRACE_MS + MINUTE), cloudflare.env);
+    await runCron(start + 6 * (SCRIPT_RETIREMENT_GRACE_MS + MINUTE), cloudflare.env);
+    expect(cloudflare.storedScripts()).not.toContain(await scriptOf(tenant, id, "v1"));
+    expect(cloudflare.storedScripts()).toContain(await scriptOf(tenant, id, "v2"));
+    expect(cloudflare.storedScripts()).toHaveLength(151);
+  });
 });
