@@ -8,6 +8,7 @@ import { sandboxContext } from "../support/context";
 import { runCron } from "../support/cron";
 import { type FakeCloudflare, fakeCloudflare } from "../support/fake-cloudflare";
 import { seedTenant, type Tenant } from "../support/harness";
+import { expectLoggedError } from "../support/logs";
 import { loopback } from "../support/proxies";
 
 /** A request transform that says which version it is. */
@@ -47,6 +48,19 @@ async function runOnRecord(cloudflare: FakeCloudflare, tenant: Tenant, id: strin
   });
 }
 
+/**
+ * Runs `action` while the database refuses every update of a proxy's row, as a crash between a save's
+ * upload and its row write would leave it; the vault's log of the 500 is checked, not printed.
+ */
+async function withProxyUpdatesRefused<T>(action: () => Promise<T>): Promise<T> {
+  await env.DB.prepare("CREATE TRIGGER refuse_proxy_updates BEFORE UPDATE ON proxies BEGIN SELECT RAISE(ABORT, 'refused'); END").run();
+  try {
+    return await expectLoggedError(/unexpected error/, action);
+  } finally {
+    await env.DB.prepare("DROP TRIGGER refuse_proxy_updates").run();
+  }
+}
+
 const scriptOf = (tenant: Tenant, id: string, version: string) =>
   dispatchScriptName({ tenantId: tenant.tenantId, id, kind: "request-transform" }, transform(version));
 
@@ -75,14 +89,8 @@ describe("scripts in the dispatch namespace are named by their code", () => {
     const cloudflare = fakeCloudflare();
     const tenant = await seedTenant();
     const id = await createProxy(cloudflare, tenant, "old");
-    // The database refuses the row write, as a crash between the upload and the write would leave it.
-    await env.DB.prepare("CREATE TRIGGER refuse_proxy_updates BEFORE UPDATE ON proxies BEGIN SELECT RAISE(ABORT, 'refused'); END").run();
-    try {
-      const failed = await saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, "new");
-      expect(failed.status).toBe(500);
-    } finally {
-      await env.DB.prepare("DROP TRIGGER refuse_proxy_updates").run();
-    }
+    const failed = await withProxyUpdatesRefused(() => saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, "new"));
+    expect(failed.status).toBe(500);
     expect(cloudflare.calls.map((call) => call.method)).toEqual(["PUT", "PUT"]);
     expect(await codeOnRecord(cloudflare, tenant, id)).toBe(transform("old"));
     expect(await runOnRecord(cloudflare, tenant, id)).toMatchObject({ body: { version: "old" } });
@@ -118,12 +126,7 @@ describe("the cron retires the scripts no owner uses", () => {
     expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${kept}`, "2")).status).toBe(200);
     expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${kept}`, "3")).status).toBe(200);
     // An orphan: uploaded, and the row that would have named it never written.
-    await env.DB.prepare("CREATE TRIGGER refuse_proxy_updates BEFORE UPDATE ON proxies BEGIN SELECT RAISE(ABORT, 'refused'); END").run();
-    try {
-      expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${kept}`, "orphan")).status).toBe(500);
-    } finally {
-      await env.DB.prepare("DROP TRIGGER refuse_proxy_updates").run();
-    }
+    expect((await withProxyUpdatesRefused(() => saveProxy(cloudflare, tenant, "PUT", `/proxies/${kept}`, "orphan"))).status).toBe(500);
     const gone = await createProxy(cloudflare, tenant, "gone");
     expect(
       (await callConfigured(cloudflare.env, "DELETE", `/proxies/${gone}`, { headers: { "SVC-API-KEY": tenant.managementKey } })).status,
