@@ -80,11 +80,8 @@ export class DispatchHost implements ScriptHost {
 
   /** Whether the namespace lacks the script, asked of the wrapper alone (no tenant handler runs). */
   private async confirmMissing(name: string): Promise<boolean> {
-    const namespace = this.env.DISPATCHER!;
-    const limits = { cpuMs: this.config.SANDBOX_CPU_MS, subRequests: SUBREQUEST_LIMIT };
-    const worker = namespace.get(name, {}, { limits, outbound: { [OUTBOUND_PARAMETER]: sandboxEgress(this.config) } });
     try {
-      await (worker as unknown as SandboxEntrypoint).checkEgress(EGRESS_CHECK_URL);
+      await (await dispatchEntrypoint(this.env, this.config, name)).checkEgress(EGRESS_CHECK_URL);
       return false;
     } catch (error) {
       return isMissingWorker(error);
@@ -176,8 +173,7 @@ const MIME_TYPES: Record<ScriptModule["format"], string> = {
  * uploading it again is harmless.
  */
 export async function dispatchScriptName(owner: ScriptOwner, code: string): Promise<string> {
-  const codeDigest = toHex(await crypto.subtle.digest("SHA-256", utf8.encode(code)));
-  const key = JSON.stringify([owner.tenantId, owner.kind, owner.id, codeDigest]);
+  const key = JSON.stringify([owner.tenantId, owner.kind, owner.id, code]);
   const digest = toHex(await crypto.subtle.digest("SHA-256", utf8.encode(key)));
   return `${owner.kind}-${digest.slice(0, 40)}`;
 }
