@@ -2,64 +2,13 @@ import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ScriptOwner } from "../../src/context";
 import { currentTransformCode } from "../../src/proxies/service";
-import { dispatchScriptName, retireUnusedScripts, SCRIPT_RETIREMENT_GRACE_MS, SCRIPT_VERSIONS_MAX } from "../../src/sandbox/dispatch-host";
+import { retireUnusedScripts, SCRIPT_RETIREMENT_GRACE_MS, SCRIPT_VERSIONS_MAX } from "../../src/sandbox/dispatch-host";
 import { callConfigured } from "../support/configured";
 import { requestContext, sandboxContext } from "../support/context";
 import { runCron } from "../support/cron";
-import { type FakeCloudflare, fakeCloudflare } from "../support/fake-cloudflare";
-import { seedTenant, type Tenant } from "../support/harness";
-import { loopback } from "../support/proxies";
-
-/** A transform that says which version it is. */
-const transform = (version: string) => `module.exports = async () => ({ body: { version: "${version}" }, headers: {} });`;
-
-const MINUTE = 60_000;
-
-function saveProxy(
-  bindings: Record<string, unknown>,
-  tenant: Tenant,
-  method: "POST" | "PUT",
-  path: string,
-  request: string | null,
-  response: string | null = null,
-) {
-  return callConfigured(bindings, method, path, {
-    headers: { "SVC-API-KEY": tenant.managementKey },
-    body: {
-      name: "attacked",
-      destination_url: loopback(),
-      request_transform: request === null ? null : { code: transform(request) },
-      response_transform: response === null ? null : { code: transform(response) },
-    },
-  });
-}
-
-async function createProxy(bindings: Record<string, unknown>, tenant: Tenant, request: string, response: string | null = null) {
-  const created = await saveProxy(bindings, tenant, "POST", "/proxies", request, response);
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  return created.body.id as string;
-}
-
-/** Runs a transform as /proxy does: the row's code, through the namespace. */
-async function runOnRecord(
-  cloudflare: FakeCloudflare,
-  tenant: Tenant,
-  id: string,
-  kind: "request-transform" | "response-transform" = "request-transform",
-) {
-  const read = await callConfigured(cloudflare.env, "GET", `/proxies/${id}`, { headers: { "SVC-API-KEY": tenant.managementKey } });
-  expect(read.status).toBe(200);
-  const code = read.body[kind === "request-transform" ? "request_transform" : "response_transform"].code as string;
-  return sandboxContext(tenant.tenantId, cloudflare.env).sandbox.run({
-    owner: { tenantId: tenant.tenantId, id, kind },
-    code,
-    input: { args: {}, configuration: {} },
-    application: null,
-  });
-}
-
-const scriptOf = (tenant: Tenant, id: string, version: string, kind: ScriptOwner["kind"] = "request-transform") =>
-  dispatchScriptName({ tenantId: tenant.tenantId, id, kind }, transform(version));
+import { createProxy, MINUTE, runOnRecord, saveProxy, scriptOf } from "../support/dispatch-scripts";
+import { fakeCloudflare } from "../support/fake-cloudflare";
+import { seedTenant } from "../support/harness";
 
 describe("attacks on the dispatched scripts", () => {
   afterEach(() => {

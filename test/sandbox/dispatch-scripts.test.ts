@@ -6,47 +6,10 @@ import { dispatchScriptName, SCRIPT_RETIREMENT_GRACE_MS } from "../../src/sandbo
 import { callConfigured } from "../support/configured";
 import { sandboxContext } from "../support/context";
 import { runCron } from "../support/cron";
-import { type FakeCloudflare, fakeCloudflare } from "../support/fake-cloudflare";
-import { seedTenant, type Tenant } from "../support/harness";
+import { codeOnRecord, createProxy, MINUTE, runOnRecord, saveProxy, scriptOf, transform } from "../support/dispatch-scripts";
+import { fakeCloudflare } from "../support/fake-cloudflare";
+import { seedTenant } from "../support/harness";
 import { expectLoggedError } from "../support/logs";
-import { loopback } from "../support/proxies";
-
-/** A request transform that says which version it is. */
-const transform = (version: string) => `module.exports = async () => ({ body: { version: "${version}" }, headers: {} });`;
-
-const MINUTE = 60_000;
-
-async function saveProxy(cloudflare: FakeCloudflare, tenant: Tenant, method: "POST" | "PUT", path: string, version: string | null) {
-  return callConfigured(cloudflare.env, method, path, {
-    headers: { "SVC-API-KEY": tenant.managementKey },
-    body: { name: "versions", destination_url: loopback(), request_transform: version === null ? null : { code: transform(version) } },
-  });
-}
-
-async function createProxy(cloudflare: FakeCloudflare, tenant: Tenant, version: string): Promise<string> {
-  const created = await saveProxy(cloudflare, tenant, "POST", "/proxies", version);
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  return created.body.id as string;
-}
-
-/** The request transform the proxy's row holds, as the API shows it. */
-async function codeOnRecord(cloudflare: FakeCloudflare, tenant: Tenant, id: string): Promise<string> {
-  const read = await callConfigured(cloudflare.env, "GET", `/proxies/${id}`, { headers: { "SVC-API-KEY": tenant.managementKey } });
-  expect(read.status).toBe(200);
-  return read.body.request_transform.code as string;
-}
-
-/** Runs the code on record as /proxy does: with the row's code, through the namespace. */
-async function runOnRecord(cloudflare: FakeCloudflare, tenant: Tenant, id: string) {
-  const owner: ScriptOwner = { tenantId: tenant.tenantId, id, kind: "request-transform" };
-  const code = await codeOnRecord(cloudflare, tenant, id);
-  return sandboxContext(tenant.tenantId, cloudflare.env).sandbox.run({
-    owner,
-    code,
-    input: { args: {}, configuration: {} },
-    application: null,
-  });
-}
 
 /**
  * Runs `action` while the database refuses every update of a proxy's row, as a crash between a save's
@@ -61,9 +24,6 @@ async function withProxyUpdatesRefused<T>(action: () => Promise<T>): Promise<T> 
   }
 }
 
-const scriptOf = (tenant: Tenant, id: string, version: string) =>
-  dispatchScriptName({ tenantId: tenant.tenantId, id, kind: "request-transform" }, transform(version));
-
 describe("scripts in the dispatch namespace are named by their code", () => {
   afterEach(() => {
     vi.restoreAllMocks();
@@ -72,11 +32,11 @@ describe("scripts in the dispatch namespace are named by their code", () => {
   it("of two updates of one transform, where the first upload's row write lands last, the code on record is the code that runs", async () => {
     const cloudflare = fakeCloudflare();
     const tenant = await seedTenant();
-    const id = await createProxy(cloudflare, tenant, "original");
+    const id = await createProxy(cloudflare.env, tenant, "original");
     const held = cloudflare.holdNext();
-    const first = saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, "first");
+    const first = saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "first");
     await held.arrived;
-    const second = await saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, "second");
+    const second = await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "second");
     expect(second.status).toBe(200);
     held.release();
     expect((await first).status).toBe(200);
@@ -88,8 +48,8 @@ describe("scripts in the dispatch namespace are named by their code", () => {
   it("an update whose row write fails after the upload leaves the old code running", async () => {
     const cloudflare = fakeCloudflare();
     const tenant = await seedTenant();
-    const id = await createProxy(cloudflare, tenant, "old");
-    const failed = await withProxyUpdatesRefused(() => saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, "new"));
+    const id = await createProxy(cloudflare.env, tenant, "old");
+    const failed = await withProxyUpdatesRefused(() => saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "new"));
     expect(failed.status).toBe(500);
     expect(cloudflare.calls.map((call) => call.method)).toEqual(["PUT", "PUT"]);
     expect(await codeOnRecord(cloudflare, tenant, id)).toBe(transform("old"));
@@ -99,9 +59,9 @@ describe("scripts in the dispatch namespace are named by their code", () => {
   it("an update or a delete removes no script at once: a call in flight may still dispatch to it", async () => {
     const cloudflare = fakeCloudflare();
     const tenant = await seedTenant();
-    const id = await createProxy(cloudflare, tenant, "1");
-    expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, "2")).status).toBe(200);
-    expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, null)).status).toBe(200);
+    const id = await createProxy(cloudflare.env, tenant, "1");
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "2")).status).toBe(200);
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, null)).status).toBe(200);
     const deleted = await callConfigured(cloudflare.env, "DELETE", `/proxies/${id}`, { headers: { "SVC-API-KEY": tenant.managementKey } });
     expect(deleted.status).toBe(204);
     expect(cloudflare.calls.map((call) => call.method)).toEqual(["PUT", "PUT"]);
@@ -122,12 +82,12 @@ describe("the cron retires the scripts no owner uses", () => {
   it("past the grace period it deletes superseded versions, orphans and a deleted proxy's scripts, and keeps the current ones", async () => {
     const cloudflare = fakeCloudflare();
     const tenant = await seedTenant();
-    const kept = await createProxy(cloudflare, tenant, "1");
-    expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${kept}`, "2")).status).toBe(200);
-    expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${kept}`, "3")).status).toBe(200);
+    const kept = await createProxy(cloudflare.env, tenant, "1");
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${kept}`, "2")).status).toBe(200);
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${kept}`, "3")).status).toBe(200);
     // An orphan: uploaded, and the row that would have named it never written.
-    expect((await withProxyUpdatesRefused(() => saveProxy(cloudflare, tenant, "PUT", `/proxies/${kept}`, "orphan"))).status).toBe(500);
-    const gone = await createProxy(cloudflare, tenant, "gone");
+    expect((await withProxyUpdatesRefused(() => saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${kept}`, "orphan"))).status).toBe(500);
+    const gone = await createProxy(cloudflare.env, tenant, "gone");
     expect(
       (await callConfigured(cloudflare.env, "DELETE", `/proxies/${gone}`, { headers: { "SVC-API-KEY": tenant.managementKey } })).status,
     ).toBe(204);
@@ -158,10 +118,10 @@ describe("the cron retires the scripts no owner uses", () => {
   it("a version found in use long ago and superseded since is not deleted at the first look after: a cached row may still name it", async () => {
     const cloudflare = fakeCloudflare();
     const tenant = await seedTenant();
-    const id = await createProxy(cloudflare, tenant, "long-lived");
+    const id = await createProxy(cloudflare.env, tenant, "long-lived");
     const longLived = await scriptOf(tenant, id, "long-lived");
     await runCron(Date.now() + SCRIPT_RETIREMENT_GRACE_MS + MINUTE, cloudflare.env);
-    expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, "next")).status).toBe(200);
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "next")).status).toBe(200);
 
     await runCron(Date.now() + 2 * SCRIPT_RETIREMENT_GRACE_MS + 2 * MINUTE, cloudflare.env);
     expect(cloudflare.storedScripts(), "just superseded").toContain(longLived);
@@ -172,8 +132,8 @@ describe("the cron retires the scripts no owner uses", () => {
   it("a deletion the API refuses keeps the script's record for the next run", async () => {
     const cloudflare = fakeCloudflare();
     const tenant = await seedTenant();
-    const id = await createProxy(cloudflare, tenant, "a");
-    expect((await saveProxy(cloudflare, tenant, "PUT", `/proxies/${id}`, "b")).status).toBe(200);
+    const id = await createProxy(cloudflare.env, tenant, "a");
+    expect((await saveProxy(cloudflare.env, tenant, "PUT", `/proxies/${id}`, "b")).status).toBe(200);
     const superseded = await scriptOf(tenant, id, "a");
 
     await runCron(Date.now() + SCRIPT_RETIREMENT_GRACE_MS + MINUTE, cloudflare.env);
