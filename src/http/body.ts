@@ -88,7 +88,9 @@ export async function requestBodyWithin(request: Request, limit: number, tooLarg
     }
     if (got < wanted) break;
   }
-  reader.releaseLock();
+  // The stream has ended and nobody reads it again, so the reader keeps its lock: releasing it
+  // rejects the reader's `closed` with a new TypeError, which costs the isolate about 5 µs a call
+  // (bench/lib/profile.mjs, no transform).
   return parts.length === 1 ? parts[0]! : concatenated(parts, read);
 }
 

@@ -32,12 +32,14 @@ export async function answerInvocation(context: RequestContext, request: Request
   }
   // Every answer here is one the vault built (a copy of the destination's, a problem, a transform's
   // response), so its headers can change.
+  // `headers` read once: each read of it is a call into the runtime.
+  const { headers } = answer;
   const header = config.headers.proxyDestinationStatus;
-  answer.headers.delete(header);
-  dropSessionCookieSetters(answer.headers, cookieNameOf(config));
-  if (destinationStatus !== null) answer.headers.set(header, String(destinationStatus));
-  markSandboxed(answer.headers);
-  answer.headers.set(config.headers.traceId, context.traceId);
+  headers.delete(header);
+  dropSessionCookieSetters(headers, cookieNameOf(config));
+  if (destinationStatus !== null) headers.set(header, String(destinationStatus));
+  markSandboxed(headers);
+  headers.set(config.headers.traceId, context.traceId);
   // HEAD is refused (405), and its answer, as any HEAD's, has no body.
   return request.method === "HEAD" ? new Response(null, answer) : answer;
 }
