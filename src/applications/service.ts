@@ -237,13 +237,19 @@ export async function createApplicationKey(context: TenantContext, _principal: P
   const now = Date.now();
   const expiresAt = expiryOf(input, now);
   await findApplication(context, id);
-  if ((await storage.keyCount(context.control, context.tenantId, id)) >= MAX_KEYS_PER_APPLICATION) {
-    throw new ConflictError(`An application holds at most ${MAX_KEYS_PER_APPLICATION} keys; revoke one first`);
-  }
+  const full = () => new ConflictError(`An application holds at most ${MAX_KEYS_PER_APPLICATION} keys; revoke one first`);
+  if ((await storage.keyCount(context.control, context.tenantId, id)) >= MAX_KEYS_PER_APPLICATION) throw full();
   const key = await newKey(context.tenantId, id, now, expiresAt);
-  await context.withControlMark({ application_id: id, key: key.response } satisfies CreatedKey, (mark) =>
-    storage.insertKey(context.control, key.row, mark),
-  );
+  try {
+    await context.withControlMark({ application_id: id, key: key.response } satisfies CreatedKey, (mark) =>
+      storage.insertKey(context.control, key.row, MAX_KEYS_PER_APPLICATION, mark),
+    );
+  } catch (error) {
+    // Deleted, or given its last key by another request, since it was read: nothing was written.
+    if (!storage.isKeyRefusedError(error)) throw error;
+    await findApplication(context, id);
+    throw full();
+  }
   context.audit.describe({ entityId: key.row.id, message: `for application ${id}` });
   return key.response;
 }
@@ -289,15 +295,17 @@ export async function regenerateApplicationKey(context: TenantContext, principal
   const expiresAt = expiryOf(input, now);
   await findApplication(context, id);
   const key = await newKey(context.tenantId, id, now, expiresAt);
-  const row = await context.withControlMark({ application_id: id, key: key.response } satisfies CreatedKey, (mark) =>
-    storage.replaceKeys(context.control, context.tenantId, id, key.row, principal.applicationId, mark),
-  );
-  credentialsChanged();
-  if (!row) {
-    // Deleted meanwhile: the new key must not outlive it.
-    await storage.deleteKey(context.control, context.tenantId, id, key.row.id);
-    throw new NotFoundError(`Application ${id}`);
+  let row: ApplicationRow;
+  try {
+    row = await context.withControlMark({ application_id: id, key: key.response } satisfies CreatedKey, (mark) =>
+      storage.replaceKeys(context.control, context.tenantId, id, key.row, principal.applicationId, mark),
+    );
+  } catch (error) {
+    // Deleted since it was read: nothing was written.
+    if (storage.isKeyRefusedError(error)) throw new NotFoundError(`Application ${id}`);
+    throw error;
   }
+  credentialsChanged();
   context.audit.describe({ entityId: key.row.id, message: `for application ${id}, its other keys revoked` });
   return withNewKey(toApplicationResponse(row), key.response);
 }

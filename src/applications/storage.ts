@@ -1,4 +1,5 @@
-import { and, count, desc, eq, inArray } from "drizzle-orm";
+import { and, count, desc, eq, inArray, sql } from "drizzle-orm";
+import type { SQLiteInsertValue } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";
 import { type MarkQuery, marked } from "../db/commit-marks";
 import { apiKeys, applications, consoleSessions } from "../db/control-tables";
@@ -64,14 +65,45 @@ export async function keyCount(db: Database, tenantId: string, applicationId: st
   return existing?.total ?? 0;
 }
 
-/** A key, with the commit mark of the request's idempotency claim (when it has one), both or neither. */
-export async function insertKey(db: Database, key: ApiKeyRow, mark: MarkQuery | null = null): Promise<void> {
-  await db.batch([db.insert(apiKeys).values(key), ...marked(db, mark)]);
+/**
+ * A key, with the commit mark of the request's idempotency claim (when it has one), both or neither,
+ * while its application exists and holds fewer than `below` keys: otherwise the batch fails
+ * (isKeyRefusedError) and nothing of it is written.
+ */
+export async function insertKey(db: Database, key: ApiKeyRow, below: number, mark: MarkQuery | null = null): Promise<void> {
+  await db.batch([db.insert(apiKeys).values(beside(key, below)), ...marked(db, mark)]);
+}
+
+/**
+ * The key with its application's id read in the statement that writes it: the id while the
+ * application exists (and, with `below`, holds fewer keys than that), else NULL, which NOT NULL
+ * refuses, failing the statement's whole batch. A request that checked the application before its
+ * write cannot then leave a key beside a deleted application, or past the limit when it raced
+ * another request's key.
+ */
+function beside(key: ApiKeyRow, below = Number.POSITIVE_INFINITY): SQLiteInsertValue<typeof apiKeys> {
+  const within =
+    below === Number.POSITIVE_INFINITY
+      ? sql`1`
+      : sql`(SELECT count(*) FROM ${apiKeys} WHERE ${keysOf(key.tenantId, key.applicationId)}) < ${below}`;
+  return {
+    ...key,
+    applicationId: sql`(SELECT ${applications.id} FROM ${applications} WHERE ${application(key.tenantId, key.applicationId)} AND ${within})`,
+  };
+}
+
+/** The failure of a batch whose key beside() refused: its application is gone, or holds its most keys. */
+export function isKeyRefusedError(error: unknown): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (/NOT NULL constraint failed: api_keys\.application_id/.test(cause.message)) return true;
+  }
+  return false;
 }
 
 /**
  * Replaces every key of the application with `key` and marks the application modified, in one
- * batch; undefined when the application does not exist.
+ * batch; when the application does not exist, the batch fails (isKeyRefusedError) and nothing of it
+ * is written.
  */
 export async function replaceKeys(
   db: Database,
@@ -80,14 +112,15 @@ export async function replaceKeys(
   key: ApiKeyRow,
   modifiedBy: string,
   mark: MarkQuery | null = null,
-): Promise<ApplicationRow | undefined> {
+): Promise<ApplicationRow> {
   const [, [row]] = await db.batch([
     db.delete(apiKeys).where(keysOf(tenantId, id)),
     db.update(applications).set({ modifiedBy, modifiedAt: key.createdAt }).where(application(tenantId, id)).returning(),
-    db.insert(apiKeys).values(key),
+    db.insert(apiKeys).values(beside(key)),
     ...marked(db, mark),
   ]);
-  return row;
+  // The key's insert fails the batch without the application, which the update then found.
+  return row!;
 }
 
 const KEY_COLUMNS = { id: apiKeys.id, createdAt: apiKeys.createdAt, expiresAt: apiKeys.expiresAt };
