@@ -71,7 +71,9 @@ export async function keyCount(db: Database, tenantId: string, applicationId: st
  * (isKeyRefusedError) and nothing of it is written.
  */
 export async function insertKey(db: Database, key: ApiKeyRow, below: number, mark: MarkQuery | null = null): Promise<void> {
-  await db.batch([db.insert(apiKeys).values(beside(key, below)), ...marked(db, mark)]);
+  const insert = db.insert(apiKeys).values(beside(key, below));
+  // The mark first: a batch that another attempt of the request committed fails on it (isMarkTakenError), not on the key.
+  await (mark === null ? db.batch([insert]) : db.batch([mark(db), insert]));
 }
 
 /**
@@ -113,14 +115,15 @@ export async function replaceKeys(
   modifiedBy: string,
   mark: MarkQuery | null = null,
 ): Promise<ApplicationRow> {
-  const [, [row]] = await db.batch([
+  // The mark before the key, as in insertKey.
+  const results = await db.batch([
     db.delete(apiKeys).where(keysOf(tenantId, id)),
+    ...marked(db, mark),
     db.update(applications).set({ modifiedBy, modifiedAt: key.createdAt }).where(application(tenantId, id)).returning(),
     db.insert(apiKeys).values(beside(key)),
-    ...marked(db, mark),
   ]);
   // The key's insert fails the batch without the application, which the update then found.
-  return row!;
+  return (results.at(-2) as ApplicationRow[])[0]!;
 }
 
 const KEY_COLUMNS = { id: apiKeys.id, createdAt: apiKeys.createdAt, expiresAt: apiKeys.expiresAt };

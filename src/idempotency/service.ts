@@ -220,15 +220,15 @@ async function openDetokenized(keys: TenantKeys, sealed: string, key: string): P
  * Keeps the response for replays while the claim still holds the key; a 5xx releases the key instead,
  * so the client can retry, unless the request's write was committed (the retry answers what it wrote).
  * An attempt whose control write lost to another attempt's keeps nothing: the next retry answers that
- * write from its mark, which a saved 409 would hide for the rest of the window.
+ * write from its mark, which a saved 409 would hide for the rest of the window. Nor does a refusal
+ * (4xx) of a request whose control mark is there: another attempt of it committed, before this one's
+ * checks (a limit it then found reached) or its write.
  */
 export async function rememberResponse(context: TenantContext, claim: Claim, status: number, body: string): Promise<void> {
   if (claim.committedElsewhere) return;
-  if (status >= 500) {
-    // releaseKey keeps a record that holds its data mark; a control mark is in the other database, so it is looked for here.
-    if (claim.marksInControl && (await storage.findMark(context.control, claim.scope, claim.since)) !== null) return;
-    return storage.releaseKey(context.db, claim.scope, claim.claimedAt);
-  }
+  // releaseKey keeps a record that holds its data mark; a control mark is in the other database, so it is looked for here.
+  if (status >= 400 && claim.marksInControl && (await storage.findMark(context.control, claim.scope, claim.since)) !== null) return;
+  if (status >= 500) return storage.releaseKey(context.db, claim.scope, claim.claimedAt);
   await storage.saveResponse(context.db, claim.scope, claim.claimedAt, await sealedResponse(context, claim.scope.key, status, body));
 }
 
