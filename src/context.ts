@@ -128,6 +128,8 @@ export interface ControlCommitMark {
   queryFor(outcome: unknown): Promise<MarkQuery>;
   /** The answer when a batch failed because another attempt committed; null for any other failure. */
   refusalOf(error: unknown): ProblemError | null;
+  /** The write that was handed the query finished without an error: its batch, the mark with it, committed. */
+  committed(): void;
 }
 
 export type ScriptKind = "request-transform" | "response-transform" | "reactor";

@@ -64,6 +64,8 @@ export interface Claim {
   marksInControl: boolean;
   /** Another attempt of the request committed the write first, so its mark refused this one's batch (controlCommitMarkOf). */
   committedElsewhere?: boolean;
+  /** This attempt's control batch committed, its mark with it (controlCommitMarkOf). */
+  committedHere?: boolean;
 }
 
 /**
@@ -209,6 +211,9 @@ export function controlCommitMarkOf(context: TenantContext, claim: Claim): Contr
       claim.committedElsewhere = true;
       return new ConflictError(ANOTHER_ATTEMPT_COMMITTED);
     },
+    committed() {
+      claim.committedHere = true;
+    },
   };
 }
 
@@ -221,14 +226,18 @@ async function openDetokenized(keys: TenantKeys, sealed: string, key: string): P
  * so the client can retry, unless the request's write was committed (the retry answers what it wrote).
  * An attempt whose control write lost to another attempt's keeps nothing: the next retry answers that
  * write from its mark, which a saved 409 would hide for the rest of the window. Nor does a refusal
- * (4xx) of a request whose control mark is there: another attempt of it committed, before this one's
- * checks (a limit it then found reached) or its write.
+ * (4xx) of an attempt that committed no mark while the request's mark is there: another attempt of
+ * it committed, before this one's checks (a limit it then found reached) or its write.
  */
 export async function rememberResponse(context: TenantContext, claim: Claim, status: number, body: string): Promise<void> {
   if (claim.committedElsewhere) return;
-  // releaseKey keeps a record that holds its data mark; a control mark is in the other database, so it is looked for here.
-  if (status >= 400 && claim.marksInControl && (await storage.findMark(context.control, claim.scope, claim.since)) !== null) return;
-  if (status >= 500) return storage.releaseKey(context.db, claim.scope, claim.claimedAt);
+  // A control mark is in the other database, where releaseKey and saveResponse cannot see it: it is looked for here.
+  const markThere = async () => claim.marksInControl && (await storage.findMark(context.control, claim.scope, claim.since)) !== null;
+  if (status >= 500) {
+    if (await markThere()) return;
+    return storage.releaseKey(context.db, claim.scope, claim.claimedAt);
+  }
+  if (status >= 400 && !claim.committedHere && (await markThere())) return;
   await storage.saveResponse(context.db, claim.scope, claim.claimedAt, await sealedResponse(context, claim.scope.key, status, body));
 }
 

@@ -184,10 +184,13 @@ class BoundTenantContext extends BoundRequestContext implements TenantContext {
     const mark = this.#controlCommitMark;
     this.#controlCommitMark = null;
     const query = mark && (await mark.queryFor(outcome));
+    let written: T;
     try {
-      return await write(query);
+      written = await write(query);
     } catch (error) {
       throw mark?.refusalOf(error) ?? error;
     }
+    mark?.committed();
+    return written;
   }
 }

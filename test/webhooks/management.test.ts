@@ -77,6 +77,17 @@ describe("webhooks management", () => {
       body: { name: "x", url: receiver().url, events: ["token.created"] },
     });
     expect(expectProblem(sixth, 409).detail).toContain("at most 5");
+    // With an idempotency key, its batch commits the mark without a webhook: the retry replays that very 409.
+    const once = {
+      key: own.managementKey,
+      headers: { "SVC-IDEMPOTENCY-KEY": "sixth" },
+      body: { name: "x", url: receiver().url, events: ["token.created"] },
+    };
+    const refused = await call("POST", "/webhooks", once);
+    const replayed = await call("POST", "/webhooks", once);
+    expect(replayed.headers.get("SVC-Idempotent-Replayed")).toBe("true");
+    expect(expectProblem(replayed, 409).detail).toBe(expectProblem(refused, 409).detail);
+    expect(replayed.body.detail).toContain("at most 5");
     const { body } = await call("GET", "/webhooks", { key: own.managementKey });
     await call("DELETE", `/webhooks/${body.data[0].id}`, { key: own.managementKey });
     await createWebhook(own, { url: receiver().url });
