@@ -1,6 +1,6 @@
 import { and, count, desc, eq, inArray, sql } from "drizzle-orm";
 import type { SQLiteInsertValue } from "drizzle-orm/sqlite-core";
-import type { Database } from "../db/client";
+import { type Database, failedOn } from "../db/client";
 import { type MarkQuery, marked } from "../db/commit-marks";
 import { apiKeys, applications, consoleSessions } from "../db/control-tables";
 import { namedResourcesPage } from "../db/pages";
@@ -83,23 +83,18 @@ export async function insertKey(db: Database, key: ApiKeyRow, below: number, mar
  * write cannot then leave a key beside a deleted application, or past the limit when it raced
  * another request's key.
  */
-function beside(key: ApiKeyRow, below = Number.POSITIVE_INFINITY): SQLiteInsertValue<typeof apiKeys> {
+function beside(key: ApiKeyRow, below?: number): SQLiteInsertValue<typeof apiKeys> {
   const within =
-    below === Number.POSITIVE_INFINITY
-      ? sql`1`
-      : sql`(SELECT count(*) FROM ${apiKeys} WHERE ${keysOf(key.tenantId, key.applicationId)}) < ${below}`;
+    below === undefined ? undefined : sql`(SELECT count(*) FROM ${apiKeys} WHERE ${keysOf(key.tenantId, key.applicationId)}) < ${below}`;
   return {
     ...key,
-    applicationId: sql`(SELECT ${applications.id} FROM ${applications} WHERE ${application(key.tenantId, key.applicationId)} AND ${within})`,
+    applicationId: sql`(SELECT ${applications.id} FROM ${applications} WHERE ${and(application(key.tenantId, key.applicationId), within)})`,
   };
 }
 
 /** The failure of a batch whose key beside() refused: its application is gone, or holds its most keys. */
 export function isKeyRefusedError(error: unknown): boolean {
-  for (let cause = error; cause instanceof Error; cause = cause.cause) {
-    if (/NOT NULL constraint failed: api_keys\.application_id/.test(cause.message)) return true;
-  }
-  return false;
+  return failedOn(error, /NOT NULL constraint failed: api_keys\.application_id/);
 }
 
 /**

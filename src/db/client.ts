@@ -10,6 +10,18 @@ import { ConfigurationError } from "../errors";
  */
 export type Database = DrizzleD1Database & { $client: D1Database };
 
+/**
+ * Whether a query failed on the constraint `failure` matches (D1's message, such as `NOT NULL
+ * constraint failed: table.column`), found in the error or any error it wraps: drizzle wraps D1's
+ * error in its own.
+ */
+export function failedOn(error: unknown, failure: RegExp): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (failure.test(cause.message)) return true;
+  }
+  return false;
+}
+
 /** The control database's binding: the directory of tenants and what resolves a credential. */
 export const CONTROL_BINDING = "DB";
 const DATA_BINDING = /^DB_(\d+)$/;

@@ -1,5 +1,5 @@
 import { and, eq, gte, isNotNull, isNull, lt, lte, sql } from "drizzle-orm";
-import type { Database } from "../db/client";
+import { type Database, failedOn } from "../db/client";
 import { idempotencyMarks } from "../db/control-tables";
 import { idempotencyRecords } from "../db/data-tables";
 
@@ -117,10 +117,7 @@ export function markQuery(db: Database, scope: IdempotencyScope, claim: { claime
 
 /** The failure of a markQuery batch: another attempt of the request committed first. */
 export function isMarkTakenError(error: unknown): boolean {
-  for (let cause = error; cause instanceof Error; cause = cause.cause) {
-    if (/NOT NULL constraint failed: idempotency_marks\.outcome/.test(cause.message)) return true;
-  }
-  return false;
+  return failedOn(error, /NOT NULL constraint failed: idempotency_marks\.outcome/);
 }
 
 /** The control database's commit mark of this use of the key (made at or after `since`), sealed. */

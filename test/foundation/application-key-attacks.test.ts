@@ -109,8 +109,15 @@ describe("application keys: attacks on the in-statement check", () => {
     expect((await call("POST", `/applications/${app.id}/regenerate`, { key: tenant.managementKey, headers: gone })).status).toBe(404);
   });
 
-  /** A first attempt that claimed `key` for POST /applications/{id}/keys past its lease, and a retry that took its claim over. */
-  async function takenOver(tenant: Awaited<ReturnType<typeof seedTenant>>, path: string, key: string) {
+  /**
+   * An application one key short of its limit, a first attempt that claimed `key` for its POST
+   * /applications/{id}/keys past its lease, and a retry that took its claim over.
+   */
+  async function takenOver(key: string) {
+    const tenant = await seedTenant();
+    const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
+    await fill(tenant.managementKey, app.id, APPLICATIONS.maxKeys - 1);
+    const path = `/applications/${app.id}/keys`;
     const first = await stoppedAfterClaim(
       tenant.tenantId,
       tenant.managementKey,
@@ -129,15 +136,11 @@ describe("application keys: attacks on the in-statement check", () => {
     if (!("claim" in takeover)) throw new Error("the retry did not take the claim over");
     const second = await tenantContext(tenant.tenantId);
     second.markControlCommitWith(controlCommitMarkOf(second, takeover.claim));
-    return { first, claim: takeover.claim, second };
+    return { tenant, app, path, first, claim: takeover.claim, second };
   }
 
   it("a retry whose write is refused because the attempt it took over took the last key answers that key, not 'full'", async () => {
-    const tenant = await seedTenant();
-    const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
-    await fill(tenant.managementKey, app.id, APPLICATIONS.maxKeys - 1);
-    const path = `/applications/${app.id}/keys`;
-    const { first, claim, second } = await takenOver(tenant, path, "raced");
+    const { tenant, app, path, first, claim, second } = await takenOver("raced");
     // The retry passes its count (19 keys); the first attempt commits the 20th key with its mark just before the retry's batch.
     let written: { id: string; key: string } | undefined;
     const control = second.control;
@@ -168,11 +171,7 @@ describe("application keys: attacks on the in-statement check", () => {
   });
 
   it("a retry that finds the limit reached by the attempt it took over keeps no 'full': the next retry answers that attempt's key", async () => {
-    const tenant = await seedTenant();
-    const app = await createApplication(tenant, { type: "private", permissions: ["token:read"] });
-    await fill(tenant.managementKey, app.id, APPLICATIONS.maxKeys - 1);
-    const path = `/applications/${app.id}/keys`;
-    const { first, claim, second } = await takenOver(tenant, path, "counted");
+    const { tenant, app, path, first, claim, second } = await takenOver("counted");
     // The first attempt commits the 20th key (with its mark) before the retry counts.
     const written = JSON.parse(JSON.stringify(await createApplicationKey(first.context, first.principal, app.id, {})));
     const refusal = await createApplicationKey(second, first.principal, app.id, {}).catch((error) => error);
